@@ -1,0 +1,3 @@
+//! Capacity model: pure math over model and GPU specs. Never imports tokio or reqwest.
+
+pub mod command;

@@ -1,0 +1,48 @@
+//! Command-line types only (clap derive). Turning them into checked options is each
+//! command's job; nothing here does IO.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod capacity;
+pub use capacity::CapacityArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "llmprobe",
+    version,
+    about = "Continuous SLO prober, load tester and capacity model for OpenAI-compatible LLM servers",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Capacity model: weight memory, KV cache, max concurrent sequences, decode roofline, $ per 1M tokens.
+    Capacity(Box<CapacityArgs>),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LogArgs {
+    /// Log level or filter (error, warn, info, debug, trace, or a tracing filter spec).
+    #[arg(
+        long,
+        global = true,
+        default_value = "info",
+        env = "LLMPROBE_LOG_LEVEL"
+    )]
+    pub log_level: String,
+    /// Log line format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Human,
+    Json,
+}

@@ -1,0 +1,24 @@
+//! llmprobe: a continuous SLO prober, a one-shot load tester and a capacity model for
+//! OpenAI-compatible LLM inference servers.
+//!
+//! Data flows one way (see DESIGN.md): workload → schedule → client → record →
+//! aggregate/export → report. A module imports only from modules before it in that
+//! chain; `capacity` is pure math and never touches the network.
+
+pub mod capacity;
+pub mod cli;
+pub mod exit;
+pub mod logging;
+pub mod record;
+pub mod workload;
+
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+
+/// Runs one subcommand to completion and returns the process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Capacity(args) => capacity::command::run(&args),
+    }
+}

@@ -1,0 +1,646 @@
+//! `RequestRecord`: what one request did, as timestamps and counts only, and every
+//! number derived from them (TTFT, TPOT, per-token ITL, E2E, dispatch lag, goodput).
+//!
+//! This is the one place where the measurement contract of DESIGN.md lives. Nothing
+//! here does IO or knows about Prometheus; the client fills records, aggregation and
+//! export read them through the methods below.
+//!
+//! All instants are offsets from the run's start instant on a monotonic clock.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How a request ended. `Ok` is the only success; every other variant is a failure
+/// reason with a stable snake_case name used as the Prometheus `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The stream completed with at least one output token.
+    Ok,
+    /// HTTP 4xx other than 429.
+    Http4xx,
+    /// HTTP 429 Too Many Requests.
+    Http429,
+    /// HTTP 5xx.
+    Http5xx,
+    /// The TCP connection could not be made, or was closed/reset before a response.
+    Connect,
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// A timeout: connect, first token, idle gap between chunks, or total.
+    Timeout,
+    /// The stream broke: malformed SSE or JSON, reset mid-stream, an `{"error": …}`
+    /// event, a wrong content type, limits exceeded, missing `[DONE]`.
+    StreamError,
+    /// The stream completed but carried no output text.
+    EmptyOutput,
+    /// The run was stopped while the request was in flight.
+    Cancelled,
+}
+
+impl Outcome {
+    /// Every variant, in a stable order (for pre-registering metric label values).
+    pub const ALL: [Outcome; 10] = [
+        Outcome::Ok,
+        Outcome::Http4xx,
+        Outcome::Http429,
+        Outcome::Http5xx,
+        Outcome::Connect,
+        Outcome::Tls,
+        Outcome::Timeout,
+        Outcome::StreamError,
+        Outcome::EmptyOutput,
+        Outcome::Cancelled,
+    ];
+
+    /// The stable name, also used as the `reason` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Http4xx => "http_4xx",
+            Outcome::Http429 => "http_429",
+            Outcome::Http5xx => "http_5xx",
+            Outcome::Connect => "connect",
+            Outcome::Tls => "tls",
+            Outcome::Timeout => "timeout",
+            Outcome::StreamError => "stream_error",
+            Outcome::EmptyOutput => "empty_output",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// The failure outcome for an HTTP status that is not a success.
+    pub fn from_http_status(status: u16) -> Outcome {
+        match status {
+            429 => Outcome::Http429,
+            500..=599 => Outcome::Http5xx,
+            _ => Outcome::Http4xx,
+        }
+    }
+
+    pub fn is_ok(self) -> bool {
+        self == Outcome::Ok
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the per-chunk token counts (and so N_out, TPOT, ITL) came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// Cumulative `usage.completion_tokens` on every chunk (vLLM
+    /// `continuous_usage_stats`): exact per chunk.
+    ContinuousUsage,
+    /// Only the final `usage.completion_tokens`: exact total, spread over the chunks in
+    /// proportion to the text bytes each carried.
+    Usage,
+    /// A tokenizer counted the text of each chunk (the server sent no usage).
+    Tokenizer,
+    /// No usage and no tokenizer: each content chunk counts as one token.
+    Chunks,
+}
+
+impl TokenSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::ContinuousUsage => "continuous_usage",
+            TokenSource::Usage => "usage",
+            TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Chunks => "chunks",
+        }
+    }
+}
+
+/// One content chunk: when it arrived and how many output tokens it carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// Arrival time (offset from the run start), taken when the bytes were read.
+    #[serde(with = "secs")]
+    pub at: Duration,
+    /// Output tokens in this chunk (after [`RequestRecord::resolve_tokens`]).
+    pub tokens: u32,
+    /// Bytes of generated text in this chunk (used to spread a final usage count).
+    pub text_bytes: u32,
+}
+
+/// Latency objectives a request must meet to count as good. `None` = not configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    #[serde(with = "opt_secs", default)]
+    pub ttft: Option<Duration>,
+    #[serde(with = "opt_secs", default)]
+    pub tpot: Option<Duration>,
+    #[serde(with = "opt_secs", default)]
+    pub e2e: Option<Duration>,
+}
+
+impl Slo {
+    pub fn is_empty(&self) -> bool {
+        self.ttft.is_none() && self.tpot.is_none() && self.e2e.is_none()
+    }
+}
+
+/// Everything measured about one request. Timestamps and counts only: derived figures
+/// are methods, so each definition exists once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Sequence number within the run (arrival order).
+    pub id: u64,
+    /// Intended send time: an absolute offset from the run start (t_sched).
+    #[serde(with = "secs")]
+    pub t_sched: Duration,
+    /// When the request was actually handed to the connection (t_send).
+    #[serde(with = "secs")]
+    pub t_send: Duration,
+    /// When the response headers arrived.
+    #[serde(with = "opt_secs", default)]
+    pub t_headers: Option<Duration>,
+    /// Arrival of the first chunk with non-empty generated text (t_first).
+    #[serde(with = "opt_secs", default)]
+    pub t_first: Option<Duration>,
+    /// When the stream ended (`[DONE]`, end of body, or the failure).
+    #[serde(with = "opt_secs", default)]
+    pub t_end: Option<Duration>,
+    /// Content chunks in arrival order.
+    pub chunks: Vec<Chunk>,
+    /// Prompt tokens as the workload built them (exact with a tokenizer, else approximate).
+    pub prompt_tokens_sent: u32,
+    /// `usage.prompt_tokens` as reported by the server.
+    pub usage_prompt_tokens: Option<u32>,
+    /// `usage.completion_tokens` as reported by the server (final value).
+    pub usage_completion_tokens: Option<u32>,
+    /// The `max_tokens` requested.
+    pub max_tokens: u32,
+    /// `finish_reason` of the last choice that had one.
+    pub finish_reason: Option<String>,
+    /// HTTP status of the response, when one arrived.
+    pub http_status: Option<u16>,
+    /// How the request ended.
+    pub outcome: Outcome,
+    /// Where per-chunk token counts came from.
+    pub token_source: TokenSource,
+    /// Error detail for failures: the server's message or the client's error. Never used
+    /// as a metric label.
+    pub error: Option<String>,
+}
+
+impl RequestRecord {
+    /// A record for a request about to be sent; the client fills in the rest.
+    pub fn new(id: u64, t_sched: Duration, t_send: Duration) -> Self {
+        RequestRecord {
+            id,
+            t_sched,
+            t_send,
+            t_headers: None,
+            t_first: None,
+            t_end: None,
+            chunks: Vec::new(),
+            prompt_tokens_sent: 0,
+            usage_prompt_tokens: None,
+            usage_completion_tokens: None,
+            max_tokens: 0,
+            finish_reason: None,
+            http_status: None,
+            outcome: Outcome::Ok,
+            token_source: TokenSource::Chunks,
+            error: None,
+        }
+    }
+
+    /// Appends a content chunk. `tokens` is `Some` when the count is known at arrival
+    /// (continuous usage or a tokenizer), else `None` (resolved at the end).
+    /// Chunks with no text are ignored: they do not start TTFT and carry no token.
+    pub fn push_chunk(&mut self, at: Duration, text_bytes: usize, tokens: Option<u32>) {
+        if text_bytes == 0 && tokens.unwrap_or(0) == 0 {
+            return;
+        }
+        if self.t_first.is_none() {
+            self.t_first = Some(at);
+        }
+        self.chunks.push(Chunk {
+            at,
+            tokens: tokens.unwrap_or(0),
+            text_bytes: u32::try_from(text_bytes).unwrap_or(u32::MAX),
+        });
+    }
+
+    /// Fixes the per-chunk token counts once the stream is over, and records where they
+    /// came from. `per_chunk_known` says how the counts passed to [`push_chunk`] were
+    /// obtained (`ContinuousUsage` or `Tokenizer`), or `None` when they were not known.
+    ///
+    /// - Continuous usage that covers every chunk and agrees with the final usage is kept.
+    /// - Otherwise a final `usage.completion_tokens` is spread over the chunks in
+    ///   proportion to their text bytes (largest-remainder rounding, so the sum is exact).
+    /// - Otherwise tokenizer counts are kept; with nothing at all, one token per chunk.
+    ///
+    /// [`push_chunk`]: RequestRecord::push_chunk
+    pub fn resolve_tokens(&mut self, per_chunk_known: Option<TokenSource>) {
+        let counted: u64 = self.chunks.iter().map(|c| u64::from(c.tokens)).sum();
+        let all_counted = self.chunks.iter().all(|c| c.tokens > 0);
+        match (per_chunk_known, self.usage_completion_tokens) {
+            (Some(TokenSource::ContinuousUsage), Some(total))
+                if all_counted && counted == u64::from(total) =>
+            {
+                self.token_source = TokenSource::ContinuousUsage;
+            }
+            (_, Some(total)) => {
+                spread_tokens(&mut self.chunks, total);
+                self.token_source = TokenSource::Usage;
+            }
+            (Some(TokenSource::Tokenizer), None) => {
+                self.token_source = TokenSource::Tokenizer;
+            }
+            (Some(TokenSource::ContinuousUsage), None) if all_counted => {
+                // Cumulative counts arrived on every chunk but the final usage chunk did
+                // not: the per-chunk counts are still the server's own.
+                self.token_source = TokenSource::ContinuousUsage;
+            }
+            _ => {
+                for c in &mut self.chunks {
+                    c.tokens = 1;
+                }
+                self.token_source = TokenSource::Chunks;
+            }
+        }
+    }
+
+    /// Arrival of the last content chunk (t_last).
+    pub fn t_last(&self) -> Option<Duration> {
+        self.chunks.last().map(|c| c.at)
+    }
+
+    /// Output tokens (N_out): the server's final usage when sent, else the sum of the
+    /// per-chunk counts.
+    pub fn output_tokens(&self) -> u32 {
+        match self.usage_completion_tokens {
+            Some(n) => n,
+            None => self.chunks.iter().map(|c| c.tokens).sum(),
+        }
+    }
+
+    /// Prompt tokens: the server's usage when sent, else what the workload built.
+    pub fn prompt_tokens(&self) -> u32 {
+        self.usage_prompt_tokens.unwrap_or(self.prompt_tokens_sent)
+    }
+
+    /// Dispatch lag: t_send − t_sched. Large values mean the client, not the server,
+    /// was the bottleneck (coordinated omission).
+    pub fn dispatch_lag(&self) -> Duration {
+        self.t_send.saturating_sub(self.t_sched)
+    }
+
+    /// Time to first token: t_first − t_send.
+    pub fn ttft(&self) -> Option<Duration> {
+        self.t_first.map(|t| t.saturating_sub(self.t_send))
+    }
+
+    /// TTFT measured from the intended send time: t_first − t_sched (includes the
+    /// client's own dispatch lag; what a user arriving on schedule would have seen).
+    pub fn ttft_from_sched(&self) -> Option<Duration> {
+        self.t_first.map(|t| t.saturating_sub(self.t_sched))
+    }
+
+    /// End-to-end latency: t_last − t_send, or end of stream when no content arrived.
+    pub fn e2e(&self) -> Option<Duration> {
+        self.t_last()
+            .or(self.t_end)
+            .map(|t| t.saturating_sub(self.t_send))
+    }
+
+    /// E2E measured from the intended send time.
+    pub fn e2e_from_sched(&self) -> Option<Duration> {
+        self.t_last()
+            .or(self.t_end)
+            .map(|t| t.saturating_sub(self.t_sched))
+    }
+
+    /// Time per output token after the first, vLLM's definition:
+    /// (t_last − t_first) / (N_out − 1), for N_out > 1.
+    /// (vllm/benchmarks/serve.py, `calculate_metrics`.)
+    pub fn tpot(&self) -> Option<Duration> {
+        let n = self.output_tokens();
+        if n <= 1 {
+            return None;
+        }
+        let (first, last) = (self.t_first?, self.t_last()?);
+        Some(last.saturating_sub(first) / (n - 1))
+    }
+
+    /// Per-chunk gaps: the time between consecutive content chunks (what `vllm bench
+    /// serve` reports as ITL). Kept for comparison; see [`itl`](Self::itl).
+    pub fn chunk_gaps(&self) -> impl Iterator<Item = Duration> + '_ {
+        self.chunks
+            .windows(2)
+            .map(|w| w[1].at.saturating_sub(w[0].at))
+    }
+
+    /// Per-token inter-token latency. The gap before a chunk is shared among the tokens
+    /// that chunk carries, so a 4-token chunk after 10 ms gives four samples of 2.5 ms
+    /// (speculative decoding must not look like fast tokens). Yields
+    /// `(per_token_latency, tokens)`: the sample repeated `tokens` times. Chunks with
+    /// zero tokens pass their gap on to the next chunk. Tokens of the first chunk are
+    /// covered by TTFT and yield nothing, so the samples sum to t_last − t_first.
+    pub fn itl(&self) -> impl Iterator<Item = (Duration, u32)> + '_ {
+        let mut prev = self.chunks.first().map(|c| c.at);
+        self.chunks.iter().skip(1).filter_map(move |c| {
+            if c.tokens == 0 {
+                return None;
+            }
+            let start = prev?;
+            prev = Some(c.at);
+            Some((c.at.saturating_sub(start) / c.tokens, c.tokens))
+        })
+    }
+
+    /// Whether the request succeeded.
+    pub fn is_success(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    /// Goodput: succeeded and met every configured objective. A request with a single
+    /// output token has no TPOT and so cannot miss a TPOT objective.
+    pub fn is_good(&self, slo: &Slo) -> bool {
+        if !self.is_success() {
+            return false;
+        }
+        let within = |value: Option<Duration>, limit: Option<Duration>| match limit {
+            None => true,
+            Some(limit) => value.is_some_and(|v| v <= limit),
+        };
+        let tpot_ok = match (slo.tpot, self.tpot()) {
+            (Some(limit), Some(tpot)) => tpot <= limit,
+            _ => true,
+        };
+        within(self.ttft(), slo.ttft) && tpot_ok && within(self.e2e(), slo.e2e)
+    }
+}
+
+/// Spreads `total` tokens over `chunks` in proportion to their text bytes, with
+/// largest-remainder rounding so the counts sum to exactly `total`.
+fn spread_tokens(chunks: &mut [Chunk], total: u32) {
+    if chunks.is_empty() {
+        return;
+    }
+    let bytes: u64 = chunks.iter().map(|c| u64::from(c.text_bytes.max(1))).sum();
+    let total64 = u64::from(total);
+    let mut assigned = 0u64;
+    let mut remainders: Vec<(u64, usize)> = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter_mut().enumerate() {
+        let share = total64 * u64::from(c.text_bytes.max(1));
+        let whole = share / bytes;
+        c.tokens = u32::try_from(whole).unwrap_or(u32::MAX);
+        assigned += whole;
+        remainders.push((share % bytes, i));
+    }
+    // Largest remainder first; ties go to the earlier chunk (stable order).
+    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in remainders.iter().take((total64 - assigned) as usize) {
+        chunks[i].tokens += 1;
+    }
+}
+
+/// Serde helpers: durations as floating-point seconds in JSON.
+pub mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde helpers: optional durations as floating-point seconds (or null).
+pub mod opt_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|v| Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    /// A request scheduled at 100 ms, sent at 101 ms, first token at 151 ms, then
+    /// chunks every 10 ms carrying 4 tokens each (speculative decoding style).
+    fn spec_decode_record() -> RequestRecord {
+        let mut r = RequestRecord::new(7, ms(100), ms(101));
+        r.t_headers = Some(ms(120));
+        r.push_chunk(ms(151), 4, Some(1));
+        for i in 1..=4 {
+            r.push_chunk(ms(151 + 10 * i), 16, Some(4));
+        }
+        r.usage_completion_tokens = Some(17);
+        r.t_end = Some(ms(192));
+        r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+        r
+    }
+
+    #[test]
+    fn ttft_is_first_content_minus_send() {
+        let r = spec_decode_record();
+        assert_eq!(r.ttft(), Some(ms(50)));
+        assert_eq!(r.ttft_from_sched(), Some(ms(51)));
+        assert_eq!(r.dispatch_lag(), ms(1));
+    }
+
+    #[test]
+    fn empty_chunks_do_not_start_ttft() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(5), 0, None); // role-only chunk
+        r.push_chunk(ms(6), 0, Some(0)); // usage-only chunk
+        assert_eq!(r.ttft(), None);
+        r.push_chunk(ms(9), 3, None);
+        assert_eq!(r.ttft(), Some(ms(9)));
+        assert_eq!(r.chunks.len(), 1);
+    }
+
+    #[test]
+    fn tpot_follows_vllm() {
+        let r = spec_decode_record();
+        assert_eq!(r.token_source, TokenSource::ContinuousUsage);
+        assert_eq!(r.output_tokens(), 17);
+        // (191 - 151) ms / (17 - 1) = 2.5 ms
+        assert_eq!(r.tpot(), Some(Duration::from_micros(2500)));
+        assert_eq!(r.e2e(), Some(ms(90)));
+        assert_eq!(r.e2e_from_sched(), Some(ms(91)));
+    }
+
+    #[test]
+    fn tpot_needs_two_tokens() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(5), 3, None);
+        r.usage_completion_tokens = Some(1);
+        r.resolve_tokens(None);
+        assert_eq!(r.tpot(), None);
+    }
+
+    #[test]
+    fn itl_shares_a_gap_among_the_tokens_of_the_later_chunk() {
+        let r = spec_decode_record();
+        let itl: Vec<_> = r.itl().collect();
+        assert_eq!(itl, vec![(Duration::from_micros(2500), 4); 4]);
+        let gaps: Vec<_> = r.chunk_gaps().collect();
+        assert_eq!(gaps, vec![ms(10); 4]);
+        // Per-token samples sum to t_last - t_first and count N_out - tokens of chunk 1.
+        let total: Duration = itl.iter().map(|(d, n)| *d * *n).sum();
+        assert_eq!(total, ms(40));
+        assert_eq!(itl.iter().map(|(_, n)| n).sum::<u32>(), 16);
+    }
+
+    #[test]
+    fn zero_token_chunks_pass_their_gap_on() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 2, Some(1));
+        r.push_chunk(ms(20), 1, Some(0)); // half a multi-byte character: no token yet
+        r.push_chunk(ms(30), 2, Some(2));
+        r.usage_completion_tokens = Some(3);
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        // final usage (3) wins over tokenizer counts and is spread by bytes: 2,1,2 bytes
+        assert_eq!(r.token_source, TokenSource::Usage);
+        let tokens: Vec<_> = r.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(tokens.iter().sum::<u32>(), 3);
+    }
+
+    #[test]
+    fn itl_skips_zero_token_chunks() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 2, Some(1));
+        r.push_chunk(ms(20), 1, Some(0));
+        r.push_chunk(ms(30), 2, Some(2));
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        assert_eq!(r.token_source, TokenSource::Tokenizer);
+        let itl: Vec<_> = r.itl().collect();
+        assert_eq!(itl, vec![(ms(10), 2)]);
+    }
+
+    #[test]
+    fn final_usage_is_spread_by_text_bytes() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 4, None); // " tok" = 1 token
+        r.push_chunk(ms(20), 16, None); // 4 tokens
+        r.push_chunk(ms(30), 16, None);
+        r.usage_completion_tokens = Some(9);
+        r.resolve_tokens(None);
+        assert_eq!(r.token_source, TokenSource::Usage);
+        let tokens: Vec<_> = r.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(tokens, vec![1, 4, 4]);
+    }
+
+    #[test]
+    fn spread_is_exact_for_any_total() {
+        for total in 0..50u32 {
+            let mut chunks: Vec<Chunk> = [3u32, 0, 7, 1, 5]
+                .iter()
+                .map(|&b| Chunk {
+                    at: Duration::ZERO,
+                    tokens: 0,
+                    text_bytes: b,
+                })
+                .collect();
+            spread_tokens(&mut chunks, total);
+            assert_eq!(chunks.iter().map(|c| c.tokens).sum::<u32>(), total);
+        }
+    }
+
+    #[test]
+    fn no_usage_counts_chunks() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 5, None);
+        r.push_chunk(ms(20), 5, None);
+        r.resolve_tokens(None);
+        assert_eq!(r.token_source, TokenSource::Chunks);
+        assert_eq!(r.output_tokens(), 2);
+        assert_eq!(r.tpot(), Some(ms(10)));
+    }
+
+    #[test]
+    fn continuous_usage_that_disagrees_with_final_usage_is_respread() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 4, Some(1));
+        r.push_chunk(ms(20), 4, Some(1));
+        r.usage_completion_tokens = Some(4);
+        r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+        assert_eq!(r.token_source, TokenSource::Usage);
+        assert_eq!(r.chunks.iter().map(|c| c.tokens).sum::<u32>(), 4);
+    }
+
+    #[test]
+    fn goodput_requires_success_and_every_slo() {
+        let r = spec_decode_record(); // ttft 50 ms, tpot 2.5 ms, e2e 90 ms
+        let slo = |ttft: Option<u64>, tpot: Option<u64>, e2e: Option<u64>| Slo {
+            ttft: ttft.map(ms),
+            tpot: tpot.map(Duration::from_micros),
+            e2e: e2e.map(ms),
+        };
+        assert!(r.is_good(&Slo::default()));
+        assert!(r.is_good(&slo(Some(50), Some(2500), Some(90))));
+        assert!(!r.is_good(&slo(Some(49), None, None)));
+        assert!(!r.is_good(&slo(None, Some(2499), None)));
+        assert!(!r.is_good(&slo(None, None, Some(89))));
+        let mut failed = r.clone();
+        failed.outcome = Outcome::Http5xx;
+        assert!(!failed.is_good(&Slo::default()));
+    }
+
+    #[test]
+    fn outcome_names_are_stable() {
+        let names: Vec<_> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "ok",
+                "http_4xx",
+                "http_429",
+                "http_5xx",
+                "connect",
+                "tls",
+                "timeout",
+                "stream_error",
+                "empty_output",
+                "cancelled"
+            ]
+        );
+        assert_eq!(Outcome::from_http_status(429), Outcome::Http429);
+        assert_eq!(Outcome::from_http_status(503), Outcome::Http5xx);
+        assert_eq!(Outcome::from_http_status(401), Outcome::Http4xx);
+        assert_eq!(
+            serde_json::to_string(&Outcome::StreamError).unwrap(),
+            "\"stream_error\""
+        );
+    }
+
+    #[test]
+    fn record_round_trips_through_json() {
+        let r = spec_decode_record();
+        let json = serde_json::to_string(&r).unwrap();
+        let back: RequestRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+    }
+}
