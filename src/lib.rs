@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod cli;
 pub mod exit;
+pub mod export;
 pub mod logging;
 pub mod record;
 pub mod workload;
