@@ -7,10 +7,13 @@
 
 pub mod capacity;
 pub mod cli;
+pub mod client;
+pub mod config;
 pub mod exit;
 pub mod export;
 pub mod logging;
 pub mod record;
+pub mod secret;
 pub mod workload;
 
 use std::process::ExitCode;
