@@ -9,10 +9,15 @@ pub mod capacity;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod daemon;
+pub mod engine;
 pub mod exit;
 pub mod export;
 pub mod logging;
+pub mod mock;
 pub mod record;
+pub mod runner;
+pub mod schedule;
 pub mod secret;
 pub mod workload;
 
@@ -24,5 +29,6 @@ use cli::{Cli, Command};
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
+        Command::Daemon(args) => daemon::run_cli(args).await,
     }
 }

@@ -4,7 +4,9 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod capacity;
+mod daemon;
 pub use capacity::CapacityArgs;
+pub use daemon::DaemonArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -24,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Capacity model: weight memory, KV cache, max concurrent sequences, decode roofline, $ per 1M tokens.
     Capacity(Box<CapacityArgs>),
+    /// Continuous SLO prober: probes targets at a low Poisson rate and exports Prometheus metrics.
+    Daemon(DaemonArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -666,7 +666,21 @@ impl Metrics {
 
     /// Removes every capacity and engine gauge of a target.
     pub fn remove_target(&self, target: &str, model: &str) {
-        for g in self.capacity.iter().chain(self.engine.iter()) {
+        self.remove_capacity(target, model);
+        self.remove_engine(target, model);
+    }
+
+    /// Removes the capacity-model gauges of a target (headroom stays: it may come from
+    /// the engine).
+    pub fn remove_capacity(&self, target: &str, model: &str) {
+        for g in &self.capacity[..CAP_HEADROOM] {
+            let _ = g.remove_label_values(&[target, model]);
+        }
+    }
+
+    /// Removes the engine-scrape gauges of a target, and the headroom derived from them.
+    pub fn remove_engine(&self, target: &str, model: &str) {
+        for g in self.engine.iter().chain([&self.capacity[CAP_HEADROOM]]) {
             let _ = g.remove_label_values(&[target, model]);
         }
     }
