@@ -697,3 +697,331 @@ pub fn evaluate_spec(spec: &ModelSpec, inputs: &CapacityInputs) -> Result<Capaci
         notes: spec.notes.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: &str) -> CapacityInputs {
+        CapacityInputs {
+            preset: Some(name.to_string()),
+            ..CapacityInputs::default()
+        }
+    }
+
+    fn run(inputs: CapacityInputs) -> CapacityReport {
+        match evaluate(&inputs) {
+            Ok(r) => r,
+            Err(e) => panic!("evaluate failed: {e}"),
+        }
+    }
+
+    fn rel(a: f64, b: f64) -> f64 {
+        (a - b).abs() / b
+    }
+
+    #[test]
+    fn llama_3_1_8b_known_values() {
+        let r = run(preset("llama-3.1-8b"));
+        assert_eq!(r.params_total, 8_030_261_248);
+        assert_eq!(r.kv_bytes_per_token_per_gpu, 131_072.0);
+        assert_eq!(r.weight_bytes_total, 2.0 * 8_030_261_248.0);
+        // H100, util 0.9, 4.89 GiB reserve: 0.9 × 79.2 − 14.957 − 4.89 = 51.43 GiB.
+        let pool_gib = r.kv_pool_bytes_per_gpu / GIB;
+        assert!((pool_gib - 51.43).abs() < 0.01, "{pool_gib}");
+        // vLLM: whole blocks / blocks per sequence at 8192 tokens (512 blocks).
+        assert_eq!(r.kv_pool_blocks, 26_333);
+        assert!((r.max_concurrent_sequences - 26_333.0 / 512.0).abs() < 1e-9);
+        assert_eq!(r.max_running_sequences, 51);
+    }
+
+    #[test]
+    fn deepseek_v3_mla_kv_is_the_same_at_any_tp() {
+        for tp in [1, 2, 8, 16] {
+            let r = evaluate_spec(
+                &presets::load("deepseek-v3").unwrap_or_else(|e| panic!("{e}")),
+                &CapacityInputs {
+                    tp,
+                    gpu: "h200".into(),
+                    // Weights at 1 B so tp 1 still fits nothing; we only need the KV
+                    // number, so give the GPU room.
+                    gpu_mem_gib: Some(2000.0),
+                    ..preset("deepseek-v3")
+                },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(r.kv_bytes_per_token_per_gpu, 61.0 * 576.0 * 2.0, "tp {tp}");
+            assert_eq!(r.kv_bytes_per_token_per_gpu, 70_272.0);
+        }
+    }
+
+    #[test]
+    fn qwen3_235b_keeps_one_kv_head_per_gpu_at_tp_8() {
+        let r = run(CapacityInputs {
+            tp: 8,
+            gpu: "h200".into(),
+            ..preset("qwen3-235b-a22b")
+        });
+        assert_eq!(r.kv_geometry.kv_heads, Some(4));
+        assert_eq!(r.kv_geometry.kv_heads_per_gpu, Some(1));
+        assert_eq!(r.kv_bytes_per_token_per_gpu, 94.0 * 2.0 * 128.0 * 2.0);
+    }
+
+    /// Published totals, with the tolerance each one allows. Sources: Hugging Face
+    /// safetensors counts / model cards (Llama 3.1, Qwen3, Mixtral, Gemma 3), the
+    /// DeepSeek-V3 report (671B main model; 685B on the card includes the MTP module),
+    /// OpenAI's gpt-oss model card (116.83B / 20.91B total; 5.13B / 3.61B active,
+    /// embedding excluded), the Qwen3-Next card (80B total, rounded).
+    #[test]
+    fn preset_parameter_counts_match_published_totals() {
+        // (preset, published total, relative tolerance)
+        let cases: &[(&str, f64, f64)] = &[
+            ("llama-3.1-8b", 8_030_261_248.0, 0.0),
+            ("llama-3.1-70b", 70.55e9, 0.001),
+            ("llama-3.1-405b", 405.85e9, 0.001),
+            ("qwen3-8b", 8.19e9, 0.002),
+            ("qwen3-32b", 32.76e9, 0.002),
+            ("qwen3-235b-a22b", 235.09e9, 0.001),
+            ("qwen3-next-80b-a3b", 80e9, 0.005),
+            ("mixtral-8x7b", 46.70e9, 0.001),
+            ("deepseek-v3", 671.03e9, 0.0005),
+            ("gpt-oss-20b", 20.91e9, 0.001),
+            ("gpt-oss-120b", 116.83e9, 0.001),
+            ("gemma-3-27b", 27.43e9, 0.001),
+        ];
+        assert_eq!(cases.len(), presets::names().len(), "every preset is checked");
+        for (name, published, tol) in cases {
+            let spec = presets::load(name).unwrap_or_else(|e| panic!("{e}"));
+            let total = spec.params.total() as f64;
+            assert!(
+                rel(total, *published) <= *tol,
+                "{name}: {total} vs published {published} (tolerance {tol})"
+            );
+        }
+    }
+
+    #[test]
+    fn moe_active_parameters_match_published_figures() {
+        let active_no_embedding = |name: &str| {
+            let s = presets::load(name).unwrap_or_else(|e| panic!("{e}"));
+            s.active_params() - s.params.embedding as f64
+        };
+        // (preset, published active without the input embedding, tolerance)
+        let cases: &[(&str, f64, f64)] = &[
+            ("gpt-oss-120b", 5.13e9, 0.005),
+            ("gpt-oss-20b", 3.61e9, 0.005),
+            ("deepseek-v3", 36.6e9, 0.005), // 37B incl. embedding
+            ("mixtral-8x7b", 12.9e9 - 0.131e9, 0.01),
+            ("qwen3-235b-a22b", 22e9, 0.03), // "A22B" is rounded
+        ];
+        for (name, published, tol) in cases {
+            let a = active_no_embedding(name);
+            assert!(rel(a, *published) <= *tol, "{name}: {a} vs {published}");
+        }
+        // Qwen3-Next publishes only "3B activated" of 80B: check the sparsity instead.
+        let s = presets::load("qwen3-next-80b-a3b").unwrap_or_else(|e| panic!("{e}"));
+        let share = s.active_params() / s.params.total() as f64;
+        assert!(share > 0.03 && share < 0.05, "{share}");
+    }
+
+    #[test]
+    fn deepseek_mtp_weights_are_reported_but_not_loaded() {
+        let s = presets::load("deepseek-v3").unwrap_or_else(|e| panic!("{e}"));
+        let checkpoint = (s.params.total() + s.mtp_params) as f64;
+        // The model card's 685B is the checkpoint: 671B + the MTP layer with its own
+        // embedding and head copies.
+        assert!(rel(checkpoint, 685e9) < 0.002, "{checkpoint}");
+        assert_eq!(s.weight_format, WeightFormat::Fp8);
+    }
+
+    #[test]
+    fn quantization_config_sets_default_weight_bytes() {
+        // gpt-oss: MXFP4 experts; the 120b checkpoint is 60.8 GiB on disk.
+        let r = run(CapacityInputs {
+            gpu: "h200".into(),
+            ..preset("gpt-oss-120b")
+        });
+        assert!(rel(r.weight_bytes_total / GIB, 60.8) < 0.01, "{}", r.weight_bytes_total / GIB);
+        let experts = r.weights.iter().find(|w| w.part == "routed_experts");
+        assert_eq!(experts.map(|w| w.bytes_per_param), Some(0.53125));
+        // --weight-bytes overrides the checkpoint format for every part.
+        let r = run(CapacityInputs {
+            gpu: "h200".into(),
+            tp: 2,
+            weight_bytes: Some(2.0),
+            ..preset("gpt-oss-120b")
+        });
+        assert_eq!(r.weight_bytes_total, 2.0 * r.params_total as f64);
+        // DeepSeek FP8: linear layers ~1 B, embedding and head stay BF16.
+        let s = presets::load("deepseek-v3").unwrap_or_else(|e| panic!("{e}"));
+        let parts = weight_parts(&s, None);
+        for w in &parts {
+            let want = if matches!(w.part, "embedding" | "lm_head" | "norms" | "router") {
+                2.0
+            } else {
+                1.0 + 4.0 / 16384.0
+            };
+            assert_eq!(w.bytes_per_param, want, "{}", w.part);
+        }
+    }
+
+    #[test]
+    fn sliding_and_linear_layers_are_recognised() {
+        let g = presets::load("gemma-3-27b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(g.count_layers(LayerKind::Full), 10); // every 6th of 62
+        assert_eq!(g.count_layers(LayerKind::Sliding), 52);
+        assert_eq!(g.sliding_window, Some(1024));
+        assert!(g.tie_word_embeddings);
+        let o = presets::load("gpt-oss-120b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.count_layers(LayerKind::Sliding), 18);
+        assert_eq!(o.sliding_window, Some(128));
+        let n = presets::load("qwen3-next-80b-a3b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(n.count_layers(LayerKind::Full), 12);
+        assert_eq!(n.count_layers(LayerKind::Linear), 36);
+        let m = presets::load("mixtral-8x7b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.count_layers(LayerKind::Full), 32);
+    }
+
+    #[test]
+    fn sliding_windows_and_state_shrink_the_per_sequence_footprint() {
+        let r = run(CapacityInputs {
+            context: 32_768,
+            ..preset("gemma-3-27b")
+        });
+        let full_only = r.kv_bytes_per_token_per_gpu * 32_768.0;
+        assert!(r.kv_bytes_per_sequence_per_gpu < 0.25 * full_only);
+        let n = run(CapacityInputs {
+            gpu: "h200".into(),
+            tp: 2,
+            ..preset("qwen3-next-80b-a3b")
+        });
+        // 36 layers × (conv 8192 × 3 + 32 × 128 × 128) / tp 2 × 2 B.
+        assert_eq!(
+            n.state_bytes_per_sequence_per_gpu,
+            36.0 * (8192.0 * 3.0 + 32.0 * 128.0 * 128.0) / 2.0 * 2.0
+        );
+        // Only the 12 full-attention layers grow with context: 12 × 2 × (2 kv heads / tp 2)
+        // × 256 × 2 B.
+        assert_eq!(n.kv_bytes_per_token_per_gpu, 12_288.0);
+    }
+
+    #[test]
+    fn moe_decode_reads_fewer_bytes_than_all_experts_at_batch_1() {
+        let r = run(CapacityInputs {
+            gpu: "h200".into(),
+            tp: 8,
+            weight_bytes: Some(1.0),
+            kv_bytes: Some(1.0),
+            context: 32_768,
+            ..preset("deepseek-v3")
+        });
+        let d = &r.decode_terms;
+        let b1 = &r.roofline[0];
+        let expected = d.weight_bytes_streamed_per_gpu
+            + d.expert_bytes_per_gpu * 8.0 / 256.0
+            + d.kv_bytes_read_per_sequence_per_gpu;
+        assert!(rel(b1.bytes_read_per_gpu, expected) < 1e-12);
+        assert!(b1.bytes_read_per_gpu < 0.1 * r.weight_bytes_per_gpu);
+        assert_eq!(r.kv_bytes_per_token_per_gpu, 35_136.0);
+    }
+
+    #[test]
+    fn cost_uses_all_gpus_of_the_replica() {
+        let r = run(CapacityInputs {
+            tp: 4,
+            gpu_hourly: Some(2.0),
+            ..preset("llama-3.1-70b")
+        });
+        let want = 2.0 * 4.0 / (3600.0 * r.decode_tokens_per_second_aggregate) * 1e6;
+        assert!(rel(r.cost_per_million_output_tokens, want) < 1e-12);
+        assert_eq!(r.inputs.gpu_hourly_source, "flag");
+    }
+
+    #[test]
+    fn bad_inputs_are_named_errors() {
+        let bad = |i: CapacityInputs| match evaluate(&i) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted {i:?}"),
+        };
+        assert!(bad(CapacityInputs { tp: 0, ..preset("llama-3.1-8b") }).contains("--tp 0"));
+        for u in [0.0, -0.1, 1.01] {
+            assert!(bad(CapacityInputs { util: u, ..preset("llama-3.1-8b") }).contains("(0, 1]"));
+        }
+        assert!(
+            bad(CapacityInputs { weight_bytes: Some(-1.0), ..preset("llama-3.1-8b") })
+                .contains("--weight-bytes -1")
+        );
+        assert!(
+            bad(CapacityInputs { kv_bytes: Some(-2.0), ..preset("llama-3.1-8b") })
+                .contains("--kv-bytes -2")
+        );
+        let e = bad(preset("llama-9"));
+        assert!(e.contains("llama-3.1-8b") && e.contains("gpt-oss-120b"), "{e}");
+        let e = bad(CapacityInputs { gpu: "v100".into(), ..preset("llama-3.1-8b") });
+        assert!(e.contains("mi355x") && e.contains("h100-pcie"), "{e}");
+        assert_eq!(evaluate(&CapacityInputs::default()), Err(CapacityError::NoModel));
+        let e = bad(preset("llama-3.1-405b"));
+        assert!(e.contains("weights do not fit"), "{e}");
+        let e = bad(CapacityInputs { context: 2_000_000, ..preset("llama-3.1-8b") });
+        assert!(e.contains("cannot hold one sequence of 2000000 tokens"), "{e}");
+        assert!(e.contains("51.43") && e.contains("GiB"), "{e}");
+    }
+
+    #[test]
+    fn context_beyond_the_model_limit_is_a_warning() {
+        let r = run(CapacityInputs { context: 65_536, ..preset("qwen3-8b") });
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].contains("40960"));
+    }
+
+    #[test]
+    fn hf_config_is_read_from_disk() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, include_str!("../../tests/fixtures/models/qwen3-8b/config.json"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let from_file = run(CapacityInputs {
+            hf_config: Some(path.clone()),
+            ..CapacityInputs::default()
+        });
+        let from_preset = run(preset("qwen3-8b"));
+        assert_eq!(from_file.params_total, from_preset.params_total);
+        assert_eq!(from_file.inputs.model, path.display().to_string());
+        let missing = evaluate(&CapacityInputs {
+            hf_config: Some(dir.path().join("nope.json")),
+            ..CapacityInputs::default()
+        });
+        assert!(matches!(missing, Err(CapacityError::ReadConfig { .. })));
+    }
+
+    #[test]
+    fn inputs_deserialize_with_cli_defaults_and_reject_unknown_fields() {
+        let i: CapacityInputs =
+            serde_json::from_str(r#"{"preset": "llama-3.1-8b", "tp": 2}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(i.tp, 2);
+        assert_eq!(i.context, DEFAULT_CONTEXT);
+        assert_eq!(i.util, DEFAULT_UTIL);
+        assert!(serde_json::from_str::<CapacityInputs>(r#"{"tpp": 2}"#).is_err());
+        let schema = serde_json::to_string(&schemars::schema_for!(CapacityInputs))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(schema.contains("activation_gib"));
+    }
+
+    #[test]
+    fn report_has_the_json_contract_keys_as_numbers() {
+        let v = serde_json::to_value(run(preset("llama-3.1-8b"))).unwrap_or_else(|e| panic!("{e}"));
+        for key in [
+            "weight_bytes_per_gpu",
+            "kv_bytes_per_token_per_gpu",
+            "kv_pool_bytes_per_gpu",
+            "kv_pool_tokens",
+            "max_concurrent_sequences",
+            "max_running_sequences",
+            "decode_tokens_per_second_per_sequence",
+            "decode_tokens_per_second_aggregate",
+            "cost_per_million_output_tokens",
+        ] {
+            assert!(v[key].is_number(), "{key}: {}", v[key]);
+        }
+    }
+}

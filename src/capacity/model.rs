@@ -664,6 +664,7 @@ fn attention_params(spec: &ModelSpec, f: &Fields<'_>) -> Result<u64, CapacityErr
             v_head_dim,
         } => {
             let qk_head = qk_nope_head_dim + qk_rope_head_dim;
+            // The `+ r` and `+ kv_lora_rank` terms are q_a_layernorm and kv_a_layernorm.
             let q = match q_lora_rank {
                 Some(r) => h * r + r + r * num_heads * qk_head,
                 None => h * num_heads * qk_head,
@@ -754,14 +755,6 @@ fn count_params(
     };
     let attn = attention_params(spec, f)?;
     let linear = linear_attention_params(spec);
-    let mla_norms = match &spec.attention {
-        Attention::Mla {
-            q_lora_rank,
-            kv_lora_rank,
-            ..
-        } => q_lora_rank.unwrap_or(0) + kv_lora_rank,
-        Attention::Gqa { .. } => 0,
-    };
     // Gemma 2/3 wrap both attention and MLP in pre- and post-norms.
     let norms_per_layer = if spec.model_type.starts_with("gemma") {
         4 * h
@@ -773,7 +766,7 @@ fn count_params(
             LayerKind::Linear => linear,
             LayerKind::Full | LayerKind::Sliding => attn,
         };
-        p.norms += norms_per_layer + mla_norms;
+        p.norms += norms_per_layer;
         if moe_mask.get(idx).copied().unwrap_or(false)
             && let Some(m) = &spec.moe
         {
@@ -823,4 +816,91 @@ fn vision_params(
     // Gemma 3 projector: a soft-embedding RMSNorm and a vision→text matrix.
     let projector = h + h * text_hidden;
     Ok(layers * layer + embed + post_norm + projector)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<ModelSpec, CapacityError> {
+        parse_hf_config("test", json)
+    }
+
+    const SMALL: &str = r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+        "intermediate_size": 128}"#;
+
+    #[test]
+    fn dense_parameter_count_by_hand() {
+        let s = parse(SMALL).unwrap_or_else(|e| panic!("{e}"));
+        // head_dim 16; q 64×64, k/v 64×32 each, o 64×64 → 12288 per layer.
+        assert_eq!(s.params.attention, 2 * 12_288);
+        assert_eq!(s.params.dense_mlp, 2 * 3 * 64 * 128);
+        assert_eq!(s.params.norms, 2 * 2 * 64 + 64);
+        assert_eq!(s.params.embedding, 6400);
+        assert_eq!(s.params.lm_head, 6400);
+    }
+
+    #[test]
+    fn explicit_head_dim_wins_and_tied_embeddings_drop_the_head() {
+        let s = parse(&SMALL.replace("\"vocab_size\"", "\"head_dim\": 32, \"tie_word_embeddings\": true, \"vocab_size\""))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            s.attention,
+            Attention::Gqa { num_heads: 4, num_kv_heads: 2, head_dim: 32 }
+        );
+        assert_eq!(s.params.lm_head, 0);
+    }
+
+    #[test]
+    fn text_config_is_read_first() {
+        let wrapped = format!(r#"{{"model_type": "wrapper", "text_config": {SMALL}}}"#);
+        let s = parse(&wrapped).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.model_type, "llama");
+        assert_eq!(s.hidden_size, 64);
+    }
+
+    #[test]
+    fn missing_and_invalid_fields_are_named() {
+        let e = parse(&SMALL.replace("\"hidden_size\": 64,", "")).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("test: config.json has no field \"hidden_size\" (needed by the capacity model)")
+        );
+        let e = parse(&SMALL.replace("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\""))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("\"num_hidden_layers\" is invalid"), "{e}");
+        let e = parse("[1, 2]").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("not a valid config.json"), "{e}");
+        let e = parse(&SMALL.replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 3"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("head_dim"), "{e}");
+    }
+
+    #[test]
+    fn mistral_style_sliding_window_applies_to_every_layer() {
+        let s = parse(&SMALL.replace("\"vocab_size\"", "\"sliding_window\": 4096, \"vocab_size\""))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.count_layers(LayerKind::Sliding), 2);
+        // Qwen keeps the field but switches it off.
+        let q = parse(
+            &SMALL
+                .replace("\"llama\"", "\"qwen3\"")
+                .replace("\"vocab_size\"", "\"sliding_window\": 4096, \"use_sliding_window\": false, \"vocab_size\""),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(q.count_layers(LayerKind::Sliding), 0);
+    }
+
+    #[test]
+    fn unknown_quantization_is_noted_not_guessed() {
+        let s = parse(&SMALL.replace("\"vocab_size\"", "\"quantization_config\": {\"quant_method\": \"awq\"}, \"vocab_size\""))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.weight_format, WeightFormat::Bf16);
+        assert!(s.notes[0].contains("awq"));
+    }
 }
