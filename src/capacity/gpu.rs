@@ -24,6 +24,10 @@ pub struct GpuSpec {
 }
 
 /// (name, description, memory GiB, TB/s, BF16 TFLOP/s, FP8 TFLOP/s, $/h)
+type Row = (&'static str, &'static str, f64, f64, f64, Option<f64>, f64);
+
+/// The table rows.
+///
 ///
 /// Memory: the engine-visible totals (torch `mem_get_info`) for H100 80GB 79.2,
 /// H200 139.8, B200 178.4, A100 80GB 79.15 GiB; the others are the totals torch reports
@@ -35,35 +39,133 @@ pub struct GpuSpec {
 /// datasheets print sparse FP8/BF16 figures for Hopper/Blackwell; dense is half), AMD
 /// Instinct MI300X/MI325X/MI355X datasheets. A10G: AWS G5 figures (~70 BF16 TFLOP/s).
 /// Prices: rough 2025 on-demand cloud list prices, only a default; pass --gpu-hourly.
-const TABLE: &[(&str, &str, f64, f64, f64, Option<f64>, f64)] = &[
-    ("h100", "NVIDIA H100 SXM 80GB", 79.2, 3.35, 989.0, Some(1979.0), 3.00),
-    ("h100-pcie", "NVIDIA H100 PCIe 80GB", 79.2, 2.0, 756.0, Some(1513.0), 2.50),
-    ("h200", "NVIDIA H200 SXM 141GB", 139.8, 4.8, 989.0, Some(1979.0), 3.80),
-    ("b200", "NVIDIA B200 180GB", 178.4, 8.0, 2250.0, Some(4500.0), 5.50),
-    ("gb200", "NVIDIA GB200 (per GPU, 186GB)", 184.0, 8.0, 2500.0, Some(5000.0), 6.50),
-    ("a100-40gb", "NVIDIA A100 SXM 40GB", 39.59, 1.555, 312.0, None, 1.30),
-    ("a100-80gb", "NVIDIA A100 SXM 80GB", 79.15, 2.039, 312.0, None, 1.80),
-    ("l40s", "NVIDIA L40S 48GB", 44.39, 0.864, 362.0, Some(733.0), 1.00),
+const TABLE: &[Row] = &[
+    (
+        "h100",
+        "NVIDIA H100 SXM 80GB",
+        79.2,
+        3.35,
+        989.0,
+        Some(1979.0),
+        3.00,
+    ),
+    (
+        "h100-pcie",
+        "NVIDIA H100 PCIe 80GB",
+        79.2,
+        2.0,
+        756.0,
+        Some(1513.0),
+        2.50,
+    ),
+    (
+        "h200",
+        "NVIDIA H200 SXM 141GB",
+        139.8,
+        4.8,
+        989.0,
+        Some(1979.0),
+        3.80,
+    ),
+    (
+        "b200",
+        "NVIDIA B200 180GB",
+        178.4,
+        8.0,
+        2250.0,
+        Some(4500.0),
+        5.50,
+    ),
+    (
+        "gb200",
+        "NVIDIA GB200 (per GPU, 186GB)",
+        184.0,
+        8.0,
+        2500.0,
+        Some(5000.0),
+        6.50,
+    ),
+    (
+        "a100-40gb",
+        "NVIDIA A100 SXM 40GB",
+        39.59,
+        1.555,
+        312.0,
+        None,
+        1.30,
+    ),
+    (
+        "a100-80gb",
+        "NVIDIA A100 SXM 80GB",
+        79.15,
+        2.039,
+        312.0,
+        None,
+        1.80,
+    ),
+    (
+        "l40s",
+        "NVIDIA L40S 48GB",
+        44.39,
+        0.864,
+        362.0,
+        Some(733.0),
+        1.00,
+    ),
     ("l4", "NVIDIA L4 24GB", 22.06, 0.3, 121.0, Some(242.0), 0.80),
-    ("a10g", "NVIDIA A10G 24GB (AWS)", 22.19, 0.6, 70.0, None, 1.00),
-    ("mi300x", "AMD Instinct MI300X 192GB", 191.98, 5.3, 1307.4, Some(2614.9), 2.50),
-    ("mi325x", "AMD Instinct MI325X 256GB", 255.98, 6.0, 1307.4, Some(2614.9), 3.00),
-    ("mi355x", "AMD Instinct MI355X 288GB", 287.98, 8.0, 2500.0, Some(5000.0), 4.00),
+    (
+        "a10g",
+        "NVIDIA A10G 24GB (AWS)",
+        22.19,
+        0.6,
+        70.0,
+        None,
+        1.00,
+    ),
+    (
+        "mi300x",
+        "AMD Instinct MI300X 192GB",
+        191.98,
+        5.3,
+        1307.4,
+        Some(2614.9),
+        2.50,
+    ),
+    (
+        "mi325x",
+        "AMD Instinct MI325X 256GB",
+        255.98,
+        6.0,
+        1307.4,
+        Some(2614.9),
+        3.00,
+    ),
+    (
+        "mi355x",
+        "AMD Instinct MI355X 288GB",
+        287.98,
+        8.0,
+        2500.0,
+        Some(5000.0),
+        4.00,
+    ),
 ];
 
 /// All GPUs in the table, in table order.
 pub fn all() -> Vec<GpuSpec> {
     TABLE
         .iter()
-        .map(|&(name, description, memory_gib, bandwidth_tbs, bf16, fp8, hourly)| GpuSpec {
-            name: name.to_string(),
-            description: description.to_string(),
-            memory_gib,
-            bandwidth_tbs,
-            bf16_tflops: bf16,
-            fp8_tflops: fp8,
-            default_hourly_usd: hourly,
-        })
+        .map(
+            |&(name, description, memory_gib, bandwidth_tbs, bf16, fp8, hourly)| GpuSpec {
+                name: name.to_string(),
+                description: description.to_string(),
+                memory_gib,
+                bandwidth_tbs,
+                bf16_tflops: bf16,
+                fp8_tflops: fp8,
+                default_hourly_usd: hourly,
+            },
+        )
         .collect()
 }
 

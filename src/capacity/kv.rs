@@ -47,10 +47,9 @@ pub struct KvLayout {
 impl KvLayout {
     pub fn new(spec: &ModelSpec, tp: u64, kv_bytes: f64) -> Self {
         let per_layer = elements_per_token_per_layer(&spec.attention, tp) as f64 * kv_bytes;
-        let state = spec
-            .linear_attention
-            .as_ref()
-            .map_or(0.0, |la| (la.state_elements() / tp.max(1)) as f64 * STATE_BYTES);
+        let state = spec.linear_attention.as_ref().map_or(0.0, |la| {
+            (la.state_elements() / tp.max(1)) as f64 * STATE_BYTES
+        });
         Self {
             full_bytes_per_token: spec.count_layers(LayerKind::Full) as f64 * per_layer,
             sliding_bytes_per_token: spec.count_layers(LayerKind::Sliding) as f64 * per_layer,

@@ -370,7 +370,12 @@ pub fn evaluate(inputs: &CapacityInputs) -> Result<CapacityReport, CapacityError
     evaluate_spec(&spec, inputs)
 }
 
-fn check(ok: bool, flag: &'static str, value: impl ToString, reason: &'static str) -> Result<(), CapacityError> {
+fn check(
+    ok: bool,
+    flag: &'static str,
+    value: impl ToString,
+    reason: &'static str,
+) -> Result<(), CapacityError> {
     if ok {
         Ok(())
     } else {
@@ -384,34 +389,84 @@ fn check(ok: bool, flag: &'static str, value: impl ToString, reason: &'static st
 
 fn validate(i: &CapacityInputs) -> Result<(), CapacityError> {
     check(i.tp >= 1, "tp", i.tp, "must be at least 1")?;
-    check(i.util > 0.0 && i.util <= 1.0, "util", i.util, "must be in (0, 1]")?;
+    check(
+        i.util > 0.0 && i.util <= 1.0,
+        "util",
+        i.util,
+        "must be in (0, 1]",
+    )?;
     if let Some(b) = i.weight_bytes {
-        check(b.is_finite() && b > 0.0, "weight-bytes", b, "must be a positive number of bytes")?;
+        check(
+            b.is_finite() && b > 0.0,
+            "weight-bytes",
+            b,
+            "must be a positive number of bytes",
+        )?;
     }
     if let Some(b) = i.kv_bytes {
-        check(b.is_finite() && b > 0.0, "kv-bytes", b, "must be a positive number of bytes")?;
+        check(
+            b.is_finite() && b > 0.0,
+            "kv-bytes",
+            b,
+            "must be a positive number of bytes",
+        )?;
     }
-    check(i.context >= 1, "context", i.context, "must be at least 1 token")?;
+    check(
+        i.context >= 1,
+        "context",
+        i.context,
+        "must be at least 1 token",
+    )?;
     check(
         i.activation_gib.is_finite() && i.activation_gib >= 0.0,
         "activation-gib",
         i.activation_gib,
         "must be 0 or more GiB",
     )?;
-    check(i.mbu > 0.0 && i.mbu <= 1.0, "mbu", i.mbu, "must be in (0, 1]")?;
-    check(i.mfu > 0.0 && i.mfu <= 1.0, "mfu", i.mfu, "must be in (0, 1]")?;
+    check(
+        i.mbu > 0.0 && i.mbu <= 1.0,
+        "mbu",
+        i.mbu,
+        "must be in (0, 1]",
+    )?;
+    check(
+        i.mfu > 0.0 && i.mfu <= 1.0,
+        "mfu",
+        i.mfu,
+        "must be in (0, 1]",
+    )?;
     if let Some(p) = i.gpu_hourly {
-        check(p.is_finite() && p >= 0.0, "gpu-hourly", p, "must be 0 or more dollars")?;
+        check(
+            p.is_finite() && p >= 0.0,
+            "gpu-hourly",
+            p,
+            "must be 0 or more dollars",
+        )?;
     }
-    check(i.block_size >= 1, "block-size", i.block_size, "must be at least 1 token")?;
-    check(i.max_num_seqs >= 1, "max-num-seqs", i.max_num_seqs, "must be at least 1")?;
+    check(
+        i.block_size >= 1,
+        "block-size",
+        i.block_size,
+        "must be at least 1 token",
+    )?;
+    check(
+        i.max_num_seqs >= 1,
+        "max-num-seqs",
+        i.max_num_seqs,
+        "must be at least 1",
+    )?;
     for (flag, v) in [
         ("gpu-mem-gib", i.gpu_mem_gib),
         ("gpu-bandwidth-tbs", i.gpu_bandwidth_tbs),
         ("gpu-tflops", i.gpu_tflops),
     ] {
         if let Some(v) = v {
-            check(v.is_finite() && v > 0.0, flag, v, "must be a positive number")?;
+            check(
+                v.is_finite() && v > 0.0,
+                flag,
+                v,
+                "must be a positive number",
+            )?;
         }
     }
     Ok(())
@@ -490,7 +545,10 @@ fn attention_flops_per_token(spec: &ModelSpec, context: u64) -> f64 {
 }
 
 /// Runs the capacity model on an already loaded model.
-pub fn evaluate_spec(spec: &ModelSpec, inputs: &CapacityInputs) -> Result<CapacityReport, CapacityError> {
+pub fn evaluate_spec(
+    spec: &ModelSpec,
+    inputs: &CapacityInputs,
+) -> Result<CapacityReport, CapacityError> {
     validate(inputs)?;
     let mut gpu = gpu::lookup(&inputs.gpu).ok_or_else(|| CapacityError::UnknownGpu {
         name: inputs.gpu.clone(),
@@ -617,7 +675,13 @@ pub fn evaluate_spec(spec: &ModelSpec, inputs: &CapacityInputs) -> Result<Capaci
             kv_lora_rank,
             qk_rope_head_dim,
             ..
-        } => (None, None, None, Some(kv_lora_rank + qk_rope_head_dim), "mla"),
+        } => (
+            None,
+            None,
+            None,
+            Some(kv_lora_rank + qk_rope_head_dim),
+            "mla",
+        ),
     };
 
     Ok(CapacityReport {
@@ -789,7 +853,11 @@ mod tests {
             ("gpt-oss-120b", 116.83e9, 0.001),
             ("gemma-3-27b", 27.43e9, 0.001),
         ];
-        assert_eq!(cases.len(), presets::names().len(), "every preset is checked");
+        assert_eq!(
+            cases.len(),
+            presets::names().len(),
+            "every preset is checked"
+        );
         for (name, published, tol) in cases {
             let spec = presets::load(name).unwrap_or_else(|e| panic!("{e}"));
             let total = spec.params.total() as f64;
@@ -841,7 +909,11 @@ mod tests {
             gpu: "h200".into(),
             ..preset("gpt-oss-120b")
         });
-        assert!(rel(r.weight_bytes_total / GIB, 60.8) < 0.01, "{}", r.weight_bytes_total / GIB);
+        assert!(
+            rel(r.weight_bytes_total / GIB, 60.8) < 0.01,
+            "{}",
+            r.weight_bytes_total / GIB
+        );
         let experts = r.weights.iter().find(|w| w.part == "routed_experts");
         assert_eq!(experts.map(|w| w.bytes_per_param), Some(0.53125));
         // --weight-bytes overrides the checkpoint format for every part.
@@ -943,33 +1015,69 @@ mod tests {
             Err(e) => e.to_string(),
             Ok(_) => panic!("accepted {i:?}"),
         };
-        assert!(bad(CapacityInputs { tp: 0, ..preset("llama-3.1-8b") }).contains("--tp 0"));
+        assert!(
+            bad(CapacityInputs {
+                tp: 0,
+                ..preset("llama-3.1-8b")
+            })
+            .contains("--tp 0")
+        );
         for u in [0.0, -0.1, 1.01] {
-            assert!(bad(CapacityInputs { util: u, ..preset("llama-3.1-8b") }).contains("(0, 1]"));
+            assert!(
+                bad(CapacityInputs {
+                    util: u,
+                    ..preset("llama-3.1-8b")
+                })
+                .contains("(0, 1]")
+            );
         }
         assert!(
-            bad(CapacityInputs { weight_bytes: Some(-1.0), ..preset("llama-3.1-8b") })
-                .contains("--weight-bytes -1")
+            bad(CapacityInputs {
+                weight_bytes: Some(-1.0),
+                ..preset("llama-3.1-8b")
+            })
+            .contains("--weight-bytes -1")
         );
         assert!(
-            bad(CapacityInputs { kv_bytes: Some(-2.0), ..preset("llama-3.1-8b") })
-                .contains("--kv-bytes -2")
+            bad(CapacityInputs {
+                kv_bytes: Some(-2.0),
+                ..preset("llama-3.1-8b")
+            })
+            .contains("--kv-bytes -2")
         );
         let e = bad(preset("llama-9"));
-        assert!(e.contains("llama-3.1-8b") && e.contains("gpt-oss-120b"), "{e}");
-        let e = bad(CapacityInputs { gpu: "v100".into(), ..preset("llama-3.1-8b") });
+        assert!(
+            e.contains("llama-3.1-8b") && e.contains("gpt-oss-120b"),
+            "{e}"
+        );
+        let e = bad(CapacityInputs {
+            gpu: "v100".into(),
+            ..preset("llama-3.1-8b")
+        });
         assert!(e.contains("mi355x") && e.contains("h100-pcie"), "{e}");
-        assert_eq!(evaluate(&CapacityInputs::default()), Err(CapacityError::NoModel));
+        assert_eq!(
+            evaluate(&CapacityInputs::default()),
+            Err(CapacityError::NoModel)
+        );
         let e = bad(preset("llama-3.1-405b"));
         assert!(e.contains("weights do not fit"), "{e}");
-        let e = bad(CapacityInputs { context: 2_000_000, ..preset("llama-3.1-8b") });
-        assert!(e.contains("cannot hold one sequence of 2000000 tokens"), "{e}");
+        let e = bad(CapacityInputs {
+            context: 2_000_000,
+            ..preset("llama-3.1-8b")
+        });
+        assert!(
+            e.contains("cannot hold one sequence of 2000000 tokens"),
+            "{e}"
+        );
         assert!(e.contains("51.43") && e.contains("GiB"), "{e}");
     }
 
     #[test]
     fn context_beyond_the_model_limit_is_a_warning() {
-        let r = run(CapacityInputs { context: 65_536, ..preset("qwen3-8b") });
+        let r = run(CapacityInputs {
+            context: 65_536,
+            ..preset("qwen3-8b")
+        });
         assert_eq!(r.warnings.len(), 1);
         assert!(r.warnings[0].contains("40960"));
     }
@@ -978,8 +1086,11 @@ mod tests {
     fn hf_config_is_read_from_disk() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("config.json");
-        std::fs::write(&path, include_str!("../../tests/fixtures/models/qwen3-8b/config.json"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            &path,
+            include_str!("../../tests/fixtures/models/qwen3-8b/config.json"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let from_file = run(CapacityInputs {
             hf_config: Some(path.clone()),
             ..CapacityInputs::default()
@@ -996,8 +1107,8 @@ mod tests {
 
     #[test]
     fn inputs_deserialize_with_cli_defaults_and_reject_unknown_fields() {
-        let i: CapacityInputs =
-            serde_json::from_str(r#"{"preset": "llama-3.1-8b", "tp": 2}"#).unwrap_or_else(|e| panic!("{e}"));
+        let i: CapacityInputs = serde_json::from_str(r#"{"preset": "llama-3.1-8b", "tp": 2}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(i.tp, 2);
         assert_eq!(i.context, DEFAULT_CONTEXT);
         assert_eq!(i.util, DEFAULT_UTIL);

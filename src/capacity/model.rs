@@ -242,7 +242,9 @@ impl<'a> Fields<'a> {
                     {
                         return Ok(Some(f as u64));
                     }
-                    return Err(self.invalid(key, format!("expected a non-negative integer, got {n}")));
+                    return Err(
+                        self.invalid(key, format!("expected a non-negative integer, got {n}"))
+                    );
                 }
                 Some(other) => {
                     return Err(self.invalid(key, format!("expected an integer, got {other}")));
@@ -638,7 +640,11 @@ fn attention_params(spec: &ModelSpec, f: &Fields<'_>) -> Result<u64, CapacityErr
             let q_out = num_heads * head_dim;
             let kv_out = num_kv_heads * head_dim;
             // Qwen3-Next gates the attention output with a second half of q_proj.
-            let q_factor = if spec.model_type == "qwen3_next" { 2 } else { 1 };
+            let q_factor = if spec.model_type == "qwen3_next" {
+                2
+            } else {
+                1
+            };
             let mut p = h * q_out * q_factor + 2 * h * kv_out + q_out * h;
             if f.opt_bool("attention_bias")?.unwrap_or(false) {
                 p += q_out + 2 * kv_out + h;
@@ -695,7 +701,11 @@ fn linear_attention_params(spec: &ModelSpec) -> u64 {
     in_qkvz + in_ba + conv + dt_and_a + norm + out
 }
 
-fn moe_layer_params(spec: &ModelSpec, f: &Fields<'_>, shared_inter: u64) -> Result<u64, CapacityError> {
+fn moe_layer_params(
+    spec: &ModelSpec,
+    f: &Fields<'_>,
+    shared_inter: u64,
+) -> Result<u64, CapacityError> {
     let Some(m) = &spec.moe else {
         return Ok(0);
     };
@@ -797,9 +807,7 @@ fn vision_params(
     };
     let kind = f.opt_str("model_type").unwrap_or("unknown");
     if kind != "siglip_vision_model" {
-        notes.push(format!(
-            "vision tower {kind} not counted in weight memory"
-        ));
+        notes.push(format!("vision tower {kind} not counted in weight memory"));
         return Ok(0);
     }
     let h = f.positive(&["hidden_size"])?;
@@ -843,11 +851,18 @@ mod tests {
 
     #[test]
     fn explicit_head_dim_wins_and_tied_embeddings_drop_the_head() {
-        let s = parse(&SMALL.replace("\"vocab_size\"", "\"head_dim\": 32, \"tie_word_embeddings\": true, \"vocab_size\""))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let s = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"head_dim\": 32, \"tie_word_embeddings\": true, \"vocab_size\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             s.attention,
-            Attention::Gqa { num_heads: 4, num_kv_heads: 2, head_dim: 32 }
+            Attention::Gqa {
+                num_heads: 4,
+                num_kv_heads: 2,
+                head_dim: 32
+            }
         );
         assert_eq!(s.params.lm_head, 0);
     }
@@ -862,7 +877,9 @@ mod tests {
 
     #[test]
     fn missing_and_invalid_fields_are_named() {
-        let e = parse(&SMALL.replace("\"hidden_size\": 64,", "")).err().map(|e| e.to_string());
+        let e = parse(&SMALL.replace("\"hidden_size\": 64,", ""))
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some("test: config.json has no field \"hidden_size\" (needed by the capacity model)")
@@ -872,7 +889,10 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("\"num_hidden_layers\" is invalid"), "{e}");
-        let e = parse("[1, 2]").err().map(|e| e.to_string()).unwrap_or_default();
+        let e = parse("[1, 2]")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("not a valid config.json"), "{e}");
         let e = parse(&SMALL.replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 3"))
             .err()
@@ -887,19 +907,21 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.count_layers(LayerKind::Sliding), 2);
         // Qwen keeps the field but switches it off.
-        let q = parse(
-            &SMALL
-                .replace("\"llama\"", "\"qwen3\"")
-                .replace("\"vocab_size\"", "\"sliding_window\": 4096, \"use_sliding_window\": false, \"vocab_size\""),
-        )
+        let q = parse(&SMALL.replace("\"llama\"", "\"qwen3\"").replace(
+            "\"vocab_size\"",
+            "\"sliding_window\": 4096, \"use_sliding_window\": false, \"vocab_size\"",
+        ))
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(q.count_layers(LayerKind::Sliding), 0);
     }
 
     #[test]
     fn unknown_quantization_is_noted_not_guessed() {
-        let s = parse(&SMALL.replace("\"vocab_size\"", "\"quantization_config\": {\"quant_method\": \"awq\"}, \"vocab_size\""))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let s = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"quantization_config\": {\"quant_method\": \"awq\"}, \"vocab_size\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.weight_format, WeightFormat::Bf16);
         assert!(s.notes[0].contains("awq"));
     }

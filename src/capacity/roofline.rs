@@ -88,7 +88,11 @@ impl StepModel {
             memory_ms: memory * 1e3,
             compute_ms: compute * 1e3,
             step_ms: step * 1e3,
-            bound: if compute > memory { "compute" } else { "memory" },
+            bound: if compute > memory {
+                "compute"
+            } else {
+                "memory"
+            },
             tokens_per_second_per_sequence: 1.0 / step,
             tokens_per_second_aggregate: aggregate,
             cost_per_million_output_tokens: cost_per_million(hourly_usd, gpus, aggregate),

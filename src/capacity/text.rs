@@ -11,7 +11,7 @@ pub fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -98,7 +98,10 @@ pub fn render(r: &CapacityReport) -> String {
             g.full_layers,
             g.sliding_window.unwrap_or(0)
         ),
-        (0, l) => format!("{} full-attention + {l} linear-attention layers", g.full_layers),
+        (0, l) => format!(
+            "{} full-attention + {l} linear-attention layers",
+            g.full_layers
+        ),
         (s, l) => format!("{} full + {s} sliding + {l} linear layers", g.full_layers),
     };
     row(
@@ -163,7 +166,10 @@ pub fn render(r: &CapacityReport) -> String {
     row(
         &mut out,
         "max concurrent sequences",
-        format!("{:.2} x  (vLLM \"Maximum concurrency\")", r.max_concurrent_sequences),
+        format!(
+            "{:.2} x  (vLLM \"Maximum concurrency\")",
+            r.max_concurrent_sequences
+        ),
     );
     row(
         &mut out,
@@ -239,10 +245,7 @@ pub fn render(r: &CapacityReport) -> String {
     );
     let price = match i.gpu_hourly_source {
         "flag" => format!("${:.2}/GPU-h", i.gpu_hourly),
-        _ => format!(
-            "${:.2}/GPU-h assumed; set --gpu-hourly",
-            i.gpu_hourly
-        ),
+        _ => format!("${:.2}/GPU-h assumed; set --gpu-hourly", i.gpu_hourly),
     };
     row(
         &mut out,
@@ -403,7 +406,10 @@ pub fn explain(r: &CapacityReport) -> String {
         "step(B)        = max(bytes(B) / ({} TB/s × MBU {}), B × flops/token / ({} TFLOP/s × MFU {}))",
         i.gpu.bandwidth_tbs, i.mbu, r.peak_tflops, i.mfu
     ));
-    for p in [r.roofline.first(), r.roofline.last()].into_iter().flatten() {
+    for p in [r.roofline.first(), r.roofline.last()]
+        .into_iter()
+        .flatten()
+    {
         line(format!(
             "step({})        = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
             p.batch,
@@ -458,7 +464,13 @@ pub fn gpus_list(gpus: &[GpuSpec]) -> String {
         let _ = writeln!(
             out,
             "{:<11} {:>10.2} {:>8.3} {:>11.0} {:>10} {:>8.2}  {}",
-            g.name, g.memory_gib, g.bandwidth_tbs, g.bf16_tflops, fp8, g.default_hourly_usd, g.description
+            g.name,
+            g.memory_gib,
+            g.bandwidth_tbs,
+            g.bf16_tflops,
+            fp8,
+            g.default_hourly_usd,
+            g.description
         );
     }
     out

@@ -6,7 +6,9 @@ use crate::capacity as cap;
 
 /// Flags of `llmprobe capacity` (names kept from capacity.py).
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Equations and sources: docs/capacity.md. Add --explain to see the arithmetic.")]
+#[command(
+    after_help = "Equations and sources: docs/capacity.md. Add --explain to see the arithmetic."
+)]
 pub struct CapacityArgs {
     /// List the built-in model presets and exit.
     #[arg(long)]
