@@ -42,7 +42,7 @@ pub fn run(args: &CapacityArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let inputs = inputs_from_args(args);
-    let report = evaluate(&inputs).map_err(|e| UsageError::new(e.to_string()))?;
+    let report = evaluate(&inputs).map_err(UsageError::from)?;
     for w in &report.warnings {
         eprintln!("warning: {w}");
     }

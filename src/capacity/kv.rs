@@ -71,7 +71,7 @@ impl KvLayout {
         let bs = block_size.max(1);
         let full_blocks = context.div_ceil(bs);
         let sliding_blocks = if context > self.window {
-            self.window.div_ceil(bs) + 1
+            self.window.div_ceil(bs).saturating_add(1)
         } else {
             full_blocks
         }

@@ -28,6 +28,9 @@ use roofline::StepModel;
 /// 2^30: every "GiB" in this module.
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
+/// Largest `context` accepted (keeps block arithmetic far from u64 overflow).
+pub const MAX_CONTEXT: u64 = 1 << 40;
+
 /// Default GPU.
 pub const DEFAULT_GPU: &str = "h100";
 /// Default tensor-parallel size.
@@ -122,6 +125,12 @@ impl Default for CapacityInputs {
     }
 }
 
+impl From<CapacityError> for crate::exit::UsageError {
+    fn from(e: CapacityError) -> Self {
+        crate::exit::UsageError::new(e.to_string())
+    }
+}
+
 /// What went wrong; every variant is the caller's input (exit code 2 at the CLI).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CapacityError {
@@ -148,6 +157,8 @@ pub enum CapacityError {
         field: String,
         reason: String,
     },
+    #[error("{source_name}: {what} not modelled yet")]
+    Unsupported { source_name: String, what: String },
     #[error("invalid --{flag} {value}: {reason}")]
     InvalidInput {
         flag: &'static str,
@@ -412,10 +423,10 @@ fn validate(i: &CapacityInputs) -> Result<(), CapacityError> {
         )?;
     }
     check(
-        i.context >= 1,
+        (1..=MAX_CONTEXT).contains(&i.context),
         "context",
         i.context,
-        "must be at least 1 token",
+        "must be between 1 and 2^40 tokens",
     )?;
     check(
         i.activation_gib.is_finite() && i.activation_gib >= 0.0,
@@ -517,7 +528,7 @@ fn weight_parts(spec: &ModelSpec, override_bytes: Option<f64>) -> Vec<WeightPart
 }
 
 /// Attention FLOPs per generated token (whole model) at `context`: QKᵀ and AV are
-/// 2 FLOPs per multiply-add each (Kaplan et al. 2020, Table 1); MLA decode runs in the
+/// 2 FLOPs per multiply-add each (Hoffmann et al. 2022, "Chinchilla", Appendix F); MLA decode runs in the
 /// absorbed form over the latent (DeepSeek-V2, §2.1); a linear layer updates and reads
 /// its state matrix once per token.
 fn attention_flops_per_token(spec: &ModelSpec, context: u64) -> f64 {

@@ -329,8 +329,31 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             .or_else(|| family_default(&model_type, keys[0])))
     };
 
+    // Mamba hybrids need their own state and parameter formulas; refusing beats a
+    // confidently wrong answer that counts their Mamba layers as attention.
+    for key in [
+        "hybrid_override_pattern",
+        "attn_layer_period",
+        "mamba_d_state",
+        "ssm_state_size",
+    ] {
+        if f.obj.contains_key(key) {
+            return Err(CapacityError::Unsupported {
+                source_name: name.to_string(),
+                what: format!(
+                    "Mamba/SSM hybrid layers ({key}, model_type {model_type}); linear attention is modelled for Gated DeltaNet (Qwen3-Next) only"
+                ),
+            });
+        }
+    }
     let hidden = f.positive(&["hidden_size", "n_embd", "d_model"])?;
     let num_layers = f.positive(&["num_hidden_layers", "n_layer", "num_layers"])?;
+    if num_layers > MAX_LAYERS {
+        return Err(f.invalid(
+            "num_hidden_layers",
+            format!("{num_layers} is beyond any real model (at most {MAX_LAYERS})"),
+        ));
+    }
     let num_heads = f.positive(&["num_attention_heads", "n_head"])?;
     let vocab_size = with_default(&["vocab_size"])?.ok_or_else(|| f.missing("vocab_size"))?;
     let max_pos = with_default(&["max_position_embeddings", "n_positions"])?;
@@ -453,6 +476,25 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         0
     };
 
+    let shared_inter = shared_expert_size(&f)?;
+    check_scale(
+        &f,
+        num_layers,
+        &[
+            hidden,
+            intermediate,
+            moe.as_ref().map_or(0, |m| m.expert_intermediate_size),
+            shared_inter,
+            attention_width(&attention),
+            linear_attention.as_ref().map_or(0, |la| {
+                let k = la.num_key_heads.saturating_mul(la.key_head_dim);
+                let v = la.num_value_heads.saturating_mul(la.value_head_dim);
+                k.saturating_add(v).saturating_mul(2).max(la.conv_kernel)
+            }),
+        ],
+        moe.as_ref().map_or(0, |m| m.num_experts),
+        vocab_size,
+    )?;
     let weight_format = weight_format(&root, text, name, &mut notes)?;
 
     let mut spec = ModelSpec {
@@ -473,12 +515,17 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         mtp_params: 0,
         notes,
     };
-    let shared_inter = shared_expert_size(&f)?;
     spec.params = count_params(&spec, &f, intermediate, shared_inter, &moe_mask)?;
     spec.params.vision = vision_params(&root, hidden, &mut spec.notes)?;
     if let Some(n) = f.opt_u64(&["num_nextn_predict_layers"])?
         && n > 0
     {
+        if n > 64 {
+            return Err(f.invalid(
+                "num_nextn_predict_layers",
+                format!("{n} is implausible (at most 64)"),
+            ));
+        }
         let layer = attention_params(&spec, &f)? + moe_layer_params(&spec, &f, shared_inter)?;
         // eh_proj (2h → h), enorm, hnorm, the layer's two norms, shared_head norm, and
         // the checkpoint's own copies of the embedding and output head.
@@ -486,6 +533,62 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         spec.mtp_params = n * (layer + extra);
     }
     Ok(spec)
+}
+
+/// Decoder layers beyond which a config cannot be a real model.
+const MAX_LAYERS: u64 = 100_000;
+/// Upper bound on any product the parameter count forms; real models stay below 1e15.
+const MAX_PARAM_BOUND: f64 = 1e17;
+
+/// Widest projection of one attention layer.
+fn attention_width(attention: &Attention) -> u64 {
+    match attention {
+        Attention::Gqa {
+            num_heads,
+            num_kv_heads,
+            head_dim,
+        } => num_heads
+            .max(num_kv_heads)
+            .saturating_mul(*head_dim)
+            .saturating_mul(2),
+        Attention::Mla {
+            num_heads,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+            kv_lora_rank,
+            q_lora_rank,
+        } => num_heads
+            .saturating_mul(
+                qk_nope_head_dim
+                    .saturating_add(*qk_rope_head_dim)
+                    .saturating_add(*v_head_dim),
+            )
+            .max(kv_lora_rank.saturating_add(*qk_rope_head_dim))
+            .max(q_lora_rank.unwrap_or(0)),
+    }
+}
+
+/// Refuses sizes no real model has before any exact (u64) product could overflow:
+/// every term of the count is at most layers × (experts + 3) × 8 × width², plus the
+/// embedding and head.
+fn check_scale(
+    f: &Fields<'_>,
+    layers: u64,
+    widths: &[u64],
+    experts: u64,
+    vocab: u64,
+) -> Result<(), CapacityError> {
+    let width = widths.iter().copied().max().unwrap_or(0) as f64;
+    let bound =
+        layers as f64 * (experts as f64 + 3.0) * 8.0 * width * width + 4.0 * vocab as f64 * width;
+    if bound.is_nan() || bound >= MAX_PARAM_BOUND {
+        return Err(f.invalid(
+            "hidden_size",
+            format!("the sizes describe ~{bound:.1e} parameters, beyond any real model"),
+        ));
+    }
+    Ok(())
 }
 
 /// Per-layer kind from, in order: `layer_types`, `full_attention_interval` (Qwen3-Next),
@@ -817,13 +920,29 @@ fn vision_params(
     let image = f.positive(&["image_size"])?;
     let channels = f.opt_u64(&["num_channels"])?.unwrap_or(3);
     // Per encoder layer: q/k/v/o with biases, fc1/fc2 with biases, two LayerNorms.
-    let layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h;
-    let patches = (image / patch) * (image / patch);
+    // Counted in f64 (exact below 2^53) so absurd sizes are caught, not overflowed.
+    let (h, inter, layers, image, patch, channels) = (
+        h as f64,
+        inter as f64,
+        layers as f64,
+        image as f64,
+        patch as f64,
+        channels as f64,
+    );
+    let layer = 4.0 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4.0 * h;
+    let patches = ((image / patch).floor()).powi(2);
     let embed = channels * patch * patch * h + h + patches * h;
-    let post_norm = 2 * h;
+    let post_norm = 2.0 * h;
     // Gemma 3 projector: a soft-embedding RMSNorm and a vision→text matrix.
-    let projector = h + h * text_hidden;
-    Ok(layers * layer + embed + post_norm + projector)
+    let projector = h + h * text_hidden as f64;
+    let total = layers * layer + embed + post_norm + projector;
+    if total.is_nan() || total >= 1e15 {
+        return Err(f.invalid(
+            "hidden_size",
+            format!("the vision sizes describe ~{total:.1e} parameters, beyond any real model"),
+        ));
+    }
+    Ok(total as u64)
 }
 
 #[cfg(test)]
@@ -913,6 +1032,45 @@ mod tests {
         ))
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(q.count_layers(LayerKind::Sliding), 0);
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_not_overflowed() {
+        for (from, to) in [
+            (
+                "\"hidden_size\": 64",
+                "\"hidden_size\": 4000000000, \"head_dim\": 16",
+            ),
+            (
+                "\"num_hidden_layers\": 2",
+                "\"num_hidden_layers\": 1000000000000",
+            ),
+            (
+                "\"intermediate_size\": 128",
+                "\"intermediate_size\": 18446744073709551615",
+            ),
+        ] {
+            let e = parse(&SMALL.replace(from, to))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains("beyond any real model"), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn mamba_hybrids_are_refused_by_name() {
+        let e = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"hybrid_override_pattern\": \"M*\", \"vocab_size\"",
+        ))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains("not modelled") && e.contains("hybrid_override_pattern"),
+            "{e}"
+        );
     }
 
     #[test]

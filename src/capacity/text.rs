@@ -41,7 +41,7 @@ fn bytes_exact(bytes: f64) -> String {
 }
 
 fn row(out: &mut String, label: &str, value: impl AsRef<str>) {
-    let _ = writeln!(out, "  {label:<34} {}", value.as_ref());
+    let _ = writeln!(out, "  {label:<40} {}", value.as_ref());
 }
 
 /// The summary printed by `llmprobe capacity`.
@@ -79,7 +79,7 @@ pub fn render(r: &CapacityReport) -> String {
     }
     let precision = match i.weight_bytes {
         Some(b) => format!("{b} B/param (--weight-bytes)"),
-        None => format!("{:?} checkpoint format", i.weight_format).to_lowercase(),
+        None => format!("{:?} from the checkpoint", i.weight_format).to_lowercase(),
     };
     row(
         &mut out,
@@ -223,7 +223,7 @@ pub fn render(r: &CapacityReport) -> String {
         None => {
             let _ = writeln!(
                 out,
-                "  no compute/memory crossover: KV reads grow as fast as FLOPs, memory-bound at any batch"
+                "  no compute/memory crossover: reading one sequence's KV takes longer than its FLOPs, so every batch is memory-bound"
             );
         }
     }
@@ -411,8 +411,8 @@ pub fn explain(r: &CapacityReport) -> String {
         .flatten()
     {
         line(format!(
-            "step({})        = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
-            p.batch,
+            "{:<14} = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
+            format!("step({})", p.batch),
             group(p.bytes_read_per_gpu.round() as u64),
             d.effective_bandwidth_bytes_per_second,
             p.batch,
@@ -429,7 +429,7 @@ pub fn explain(r: &CapacityReport) -> String {
         }
     }
     line(format!(
-        "$/1M tokens    = ${} × {} GPU / (3600 × {:.1} tok/s) × 1e6 = ${:.3}",
+        "$/1M tokens    = ${:.2} × {} GPU / (3600 × {:.1} tok/s) × 1e6 = ${:.3}",
         i.gpu_hourly,
         i.tp,
         r.decode_tokens_per_second_aggregate,
