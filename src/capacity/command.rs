@@ -34,7 +34,15 @@ pub fn inputs_from_args(args: &CapacityArgs) -> CapacityInputs {
 
 pub fn run(args: &CapacityArgs) -> anyhow::Result<ExitCode> {
     if args.list_presets {
-        print!("{}", text::presets_list(&presets::list()));
+        let mut specs = Vec::new();
+        for (name, repo) in presets::list() {
+            specs.push((name, repo, presets::load(name).map_err(UsageError::from)?));
+        }
+        let rows: Vec<text::PresetRow<'_>> = specs
+            .iter()
+            .map(|(name, repo, spec)| text::PresetRow { name, repo, spec })
+            .collect();
+        print!("{}", text::presets_list(&rows));
         return Ok(ExitCode::SUCCESS);
     }
     if args.list_gpus {

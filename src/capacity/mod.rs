@@ -634,9 +634,14 @@ pub fn evaluate_spec(
     };
 
     // Roofline.
-    let avg_bytes_per_param = weight_bytes_total / spec.params.total().max(1) as f64;
+    // FP8 weights run FP8 GEMMs; MXFP4 checkpoints (gpt-oss) dequantize to BF16 on
+    // most engines and GPUs, so they get the BF16 peak.
+    let fp8_gemms = match inputs.weight_bytes {
+        Some(b) => b <= 1.0,
+        None => spec.weight_format == WeightFormat::Fp8,
+    };
     let (peak_tflops, compute_precision) = match gpu.fp8_tflops {
-        Some(fp8) if avg_bytes_per_param <= 1.0 + 1e-3 => (fp8, "fp8"),
+        Some(fp8) if fp8_gemms => (fp8, "fp8"),
         _ => (gpu.bf16_tflops, "bf16"),
     };
     let expert_bytes: f64 = weights

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::model::{Attention, LayerKind, ModelSpec, WeightFormat};
 use super::roofline::cost_per_million;
 use super::{CapacityReport, GIB, GpuSpec};
 
@@ -442,11 +443,50 @@ pub fn explain(r: &CapacityReport) -> String {
     out
 }
 
-/// `--list-presets`.
-pub fn presets_list(presets: &[(&str, &str)]) -> String {
-    let mut out = String::new();
-    for (name, repo) in presets {
-        let _ = writeln!(out, "{name:<22} {repo}");
+/// One `--list-presets` row: name, Hugging Face repository, parsed model.
+pub struct PresetRow<'a> {
+    pub name: &'a str,
+    pub repo: &'a str,
+    pub spec: &'a ModelSpec,
+}
+
+/// `--list-presets`: name, repository, size and the architecture traits that matter
+/// for capacity.
+pub fn presets_list(rows: &[PresetRow<'_>]) -> String {
+    let mut out = format!(
+        "{:<20} {:<37} {:>9} {:>9}  {}\n",
+        "preset", "hugging face repo", "params", "active", "architecture"
+    );
+    for r in rows {
+        let s = r.spec;
+        let mut traits = vec![
+            match s.attention {
+                Attention::Gqa { .. } => "GQA",
+                Attention::Mla { .. } => "MLA",
+            }
+            .to_string(),
+        ];
+        if let Some(m) = &s.moe {
+            traits.push(format!("MoE {}x top-{}", m.num_experts, m.top_k));
+        }
+        if s.count_layers(LayerKind::Sliding) > 0 {
+            traits.push(format!("sliding window {}", s.sliding_window.unwrap_or(0)));
+        }
+        if s.count_layers(LayerKind::Linear) > 0 {
+            traits.push("linear attention".to_string());
+        }
+        if s.weight_format != WeightFormat::Bf16 {
+            traits.push(format!("{:?}", s.weight_format).to_lowercase());
+        }
+        let _ = writeln!(
+            out,
+            "{:<20} {:<37} {:>9} {:>9}  {}",
+            r.name,
+            r.repo,
+            billions(s.params.total() as f64),
+            billions(s.active_params()),
+            traits.join(", ")
+        );
     }
     out
 }
