@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod cli;
 pub mod exit;
 pub mod logging;
+pub mod mock;
 pub mod record;
 pub mod workload;
 
@@ -20,5 +21,6 @@ use cli::{Cli, Command};
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
+        Command::Mock(args) => mock::command::run(&args).await,
     }
 }
