@@ -614,11 +614,12 @@ impl SseOut {
         let _ = self.tx.send(Frame::Reset).await;
     }
 
-    /// One line of `bytes` bytes (a valid chunk whose content is all `x`), written in
-    /// 64 KiB pieces from a static buffer.
+    /// One line of exactly `bytes` bytes before its newline (a valid chunk whose
+    /// content is all `x`), written in 64 KiB pieces from a static buffer.
     async fn huge_line(&self, writer: &ChunkWriter, bytes: usize) -> bool {
         let (head, tail) = writer.huge_event_parts();
-        let mut fill = bytes.saturating_sub(head.len() + tail.len());
+        // `tail` ends with the blank-line terminator "\n\n", which is not part of the line.
+        let mut fill = bytes.saturating_sub(head.len() + tail.len() - 2);
         if !self.send(head).await {
             return false;
         }
