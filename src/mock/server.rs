@@ -668,10 +668,10 @@ async fn run_stream(job: Job, out: SseOut) {
                 return;
             }
         }
-        Some(FaultKind::HugeLine { bytes }) => {
-            if !out.wait_until(sched.first_due()).await || !out.huge_line(w, bytes).await {
-                return;
-            }
+        Some(FaultKind::HugeLine { bytes })
+            if !out.wait_until(sched.first_due()).await || !out.huge_line(w, bytes).await =>
+        {
+            return;
         }
         _ => {}
     }
@@ -749,10 +749,8 @@ async fn emit_tokens(
             return false;
         }
         match job.fault {
-            Some(FaultKind::MalformedJson) if from == 0 => {
-                if !out.send(malformed_event(w)).await {
-                    return false;
-                }
+            Some(FaultKind::MalformedJson) if from == 0 && !out.send(malformed_event(w)).await => {
+                return false;
             }
             Some(FaultKind::ErrorEvent) if from == 0 => {
                 let err: Value = error_body(
