@@ -334,3 +334,64 @@ async fn trickle_writes_one_byte_per_millisecond() {
     assert_eq!(content.at, ms(10.0 + (event_len - 1) as f64));
     mock.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn abandoned_and_queued_clients_free_their_slots() {
+    let mock = start(MockConfig {
+        max_running: Some(1),
+        ..cfg(50, 10_000)
+    })
+    .await;
+    let base = mock.base_url();
+    // A holds the only slot with a long stream, then its client goes away.
+    let resp = client()
+        .post(format!("{base}/v1/completions"))
+        .json(&completions_body(100_000, false))
+        .send()
+        .await
+        .unwrap();
+    // C queues behind A, then gives up while waiting.
+    let queued = tokio::spawn({
+        let base = base.clone();
+        async move { post_stream(&base, "/v1/completions", completions_body(1, false), &[]).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let metrics = |base: String| async move {
+        client()
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let m = metrics(base.clone()).await;
+    assert!(
+        m.contains("vllm:num_requests_waiting{engine=\"0\",model_name=\"mock-llm\"} 1.0"),
+        "{m}"
+    );
+    queued.abort();
+    drop(resp);
+    // The mock notices at its next writes (one token-time or two), then B runs at once.
+    let t0 = tokio::time::Instant::now();
+    let b = post_stream(&base, "/v1/completions", completions_body(2, false), &[]).await;
+    assert!(
+        t0.elapsed() < Duration::from_millis(200),
+        "B waited {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(b.content_tokens(), vec![1, 1]);
+    let m = metrics(base.clone()).await;
+    for g in [
+        "vllm:num_requests_waiting",
+        "vllm:num_requests_running",
+        "vllm:kv_cache_usage_perc",
+    ] {
+        assert!(
+            m.contains(&format!("{g}{{engine=\"0\",model_name=\"mock-llm\"}} 0.0")),
+            "{g}\n{m}"
+        );
+    }
+    mock.shutdown().await;
+}

@@ -102,6 +102,8 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const DEFAULT_NUM_GPU_BLOCKS: u32 = 2048;
 /// Long enough that any sane client timeout fires first.
 pub const DEFAULT_STALL: Duration = Duration::from_secs(600);
+/// Far beyond any speculative-decoding depth; bounds the size of one chunk.
+const MAX_TOKENS_PER_CHUNK: u32 = 1024;
 /// Larger times are surely a unit mistake (and would overflow `Instant` arithmetic).
 const MAX_TIME: Duration = Duration::from_secs(24 * 3600);
 
@@ -158,14 +160,22 @@ impl MockConfig {
                 crate::usage_bail!("mock {name} {d:?} is longer than {MAX_TIME:?}");
             }
         }
-        if self.tokens_per_chunk == 0 {
-            crate::usage_bail!("tokens per chunk must be at least 1");
+        if !(1..=MAX_TOKENS_PER_CHUNK).contains(&self.tokens_per_chunk) {
+            crate::usage_bail!(
+                "tokens per chunk must be between 1 and {MAX_TOKENS_PER_CHUNK}, got {}",
+                self.tokens_per_chunk
+            );
         }
         if self.max_running == Some(0) {
             crate::usage_bail!("max running must be at least 1 when set");
         }
-        if self.output_tokens == Some(0) {
-            crate::usage_bail!("output tokens must be at least 1 when set");
+        if let Some(n) = self.output_tokens
+            && !(1..=openai::MAX_OUTPUT_TOKENS).contains(&n)
+        {
+            crate::usage_bail!(
+                "output tokens must be between 1 and {} when set, got {n}",
+                openai::MAX_OUTPUT_TOKENS
+            );
         }
         if !self.batch_slowdown.is_finite() || self.batch_slowdown < 0.0 {
             crate::usage_bail!(
@@ -299,6 +309,8 @@ mod tests {
             &["--fault", "nope"],
             &["--block-size", "0"],
             &["--output-tokens", "0"],
+            &["--output-tokens", "2000000"],
+            &["--tokens-per-chunk", "5000"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }

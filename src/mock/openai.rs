@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 /// Output length when the request gives neither `max_completion_tokens` nor `max_tokens`
 /// (vLLM's OpenAI server default for `/v1/completions`).
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
+/// Largest output a request may ask for, so one request cannot make the mock build
+/// gigabytes of text (a real server rejects max_tokens beyond its context the same way).
+pub const MAX_OUTPUT_TOKENS: u32 = 1_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -57,8 +60,14 @@ pub fn parse_request(
         match obj.get(key) {
             None | Some(Value::Null) => {}
             Some(v) => match v.as_u64() {
-                Some(n) if n >= 1 && n <= u64::from(u32::MAX) => max_tokens = Some(n as u32),
-                _ => return Err(format!("'{key}' must be an integer >= 1")),
+                Some(n) if n >= 1 && n <= u64::from(MAX_OUTPUT_TOKENS) => {
+                    max_tokens = Some(n as u32)
+                }
+                _ => {
+                    return Err(format!(
+                        "'{key}' must be an integer between 1 and {MAX_OUTPUT_TOKENS}"
+                    ));
+                }
             },
         }
     }
@@ -312,6 +321,7 @@ mod tests {
             (Endpoint::Chat, br#"{"messages":"x"}"#),
             (Endpoint::Chat, br#"{"messages":[],"max_tokens":0}"#),
             (Endpoint::Chat, br#"{"messages":[],"max_tokens":-3}"#),
+            (Endpoint::Chat, br#"{"messages":[],"max_tokens":1000001}"#),
             (Endpoint::Completions, br#"{"prompt":3}"#),
             (Endpoint::Completions, br#"[1]"#),
         ] {
