@@ -395,3 +395,40 @@ async fn abandoned_and_queued_clients_free_their_slots() {
     }
     mock.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn jitter_is_bounded_and_reproducible_from_the_seed() {
+    let times = |seed| async move {
+        let jitter = "uniform:0.2".parse().unwrap();
+        let mock = start(MockConfig {
+            jitter,
+            seed,
+            ..cfg(50, 10_000)
+        })
+        .await;
+        let mut all = Vec::new();
+        for _ in 0..3 {
+            let s = post_stream(
+                &mock.base_url(),
+                "/v1/completions",
+                completions_body(20, false),
+                &[],
+            )
+            .await;
+            all.push(s.content_times_ms());
+        }
+        mock.shutdown().await;
+        all
+    };
+    let a = times(9).await;
+    assert_eq!(a, times(9).await, "same seed, same schedule");
+    assert_ne!(a, times(10).await);
+    for run in &a {
+        // TTFT within ±20% (plus the timer's 1 ms rounding), every gap too.
+        assert!((40.0..=61.0).contains(&run[0]), "{run:?}");
+        for w in run.windows(2) {
+            assert!((7.0..=13.0).contains(&(w[1] - w[0])), "{run:?}");
+        }
+    }
+    assert_ne!(a[0], a[1], "each request draws its own factors");
+}
