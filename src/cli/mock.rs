@@ -39,6 +39,12 @@ pub struct MockArgs {
     #[arg(long, env = "LLMPROBE_MOCK_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1).
+    ///
+    /// Kinds: http_500, http_503, http_429[=RETRY_AFTER_S], close_before_response,
+    /// reset_mid_stream[=N], stall_before_headers, stall_after_tokens[=N], malformed_json,
+    /// no_done, invalid_utf8, huge_line[=BYTES], trickle, wrong_content_type,
+    /// json_instead_of_sse, error_event, empty_completion. A request header
+    /// `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: docs/mock.md.
     #[arg(long, value_name = "KIND[=PARAM][:P]")]
     pub fault: Vec<String>,
     /// KV cache size in blocks (reported in vllm:cache_config_info).

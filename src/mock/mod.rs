@@ -317,6 +317,19 @@ mod tests {
     }
 
     #[test]
+    fn help_lists_every_fault_kind() {
+        use clap::CommandFactory;
+        let mut cmd = crate::cli::Cli::command();
+        let help = cmd
+            .find_subcommand_mut("mock")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default();
+        for name in FAULT_NAMES {
+            assert!(help.contains(name), "--help does not mention {name}");
+        }
+    }
+
+    #[test]
     fn deserializes_from_yaml() {
         let c: MockConfig = serde_yaml_ng::from_str(
             "ttft: 20ms\nitl: 1ms\njitter: lognormal:0.1\nfaults: [\"http_429=3:0.5\"]\n",
