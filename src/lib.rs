@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod exit;
 pub mod logging;
+pub mod mock;
 pub mod record;
 pub mod workload;
 
@@ -30,5 +31,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     install_crypto_provider();
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
+        Command::Mock(args) => mock::command::run(&args).await,
     }
 }

@@ -4,7 +4,9 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod capacity;
+mod mock;
 pub use capacity::CapacityArgs;
+pub use mock::MockArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -24,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Capacity model: weight memory, KV cache, max concurrent sequences, decode roofline, $ per 1M tokens.
     Capacity(Box<CapacityArgs>),
+    /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
+    Mock(Box<MockArgs>),
 }
 
 #[derive(Debug, Clone, Args)]
