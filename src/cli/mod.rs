@@ -5,8 +5,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod capacity;
 mod daemon;
+mod mock;
 pub use capacity::CapacityArgs;
 pub use daemon::DaemonArgs;
+pub use mock::MockArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,6 +30,8 @@ pub enum Command {
     Capacity(Box<CapacityArgs>),
     /// Continuous SLO prober: probes targets at a low Poisson rate and exports Prometheus metrics.
     Daemon(DaemonArgs),
+    /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
+    Mock(Box<MockArgs>),
 }
 
 #[derive(Debug, Clone, Args)]
