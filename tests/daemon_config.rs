@@ -13,6 +13,14 @@ fn root() -> PathBuf {
 /// (fixture name, exact error). Error positions are 1-based line:column of the node.
 const BAD: &[(&str, &str)] = &[
     (
+        "capacity_unknown_field",
+        "capacity_unknown_field.yaml:5:38: targets[0].capacity: unknown field `gpus`, expected one of `preset`, `hf_config`, `gpu`, `tp`, `weight_bytes`, `kv_bytes`, `context`, `util`, `activation_gib`, `mbu`, `mfu`, `gpu_hourly`, `block_size`, `max_num_seqs`, `gpu_mem_gib`, `gpu_bandwidth_tbs`, `gpu_tflops`",
+    ),
+    (
+        "capacity_unknown_preset",
+        "capacity_unknown_preset.yaml:5:15: targets[0].capacity: unknown preset \"llama-9b\"; valid presets: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen3-8b, qwen3-32b, qwen3-235b-a22b, qwen3-next-80b-a3b, mixtral-8x7b, deepseek-v3, gpt-oss-20b, gpt-oss-120b, gemma-3-27b",
+    ),
+    (
         "api_key_env_unset",
         "api_key_env_unset.yaml:5:18: targets[0].api_key_env: environment variable LLMPROBE_TEST_UNSET_VARIABLE is not set or empty",
     ),

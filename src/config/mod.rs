@@ -225,7 +225,11 @@ pub struct Target {
     #[serde(default = "one")]
     pub replicas: u32,
     /// The capacity model of this deployment, published as `llmprobe_capacity_*`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "capacity_yaml::serialize"
+    )]
     pub capacity: Option<crate::capacity::CapacityInputs>,
     /// The engine's own Prometheus endpoint (vLLM or SGLang `/metrics`), scraped every
     /// `engine_scrape_interval` for live load, KV capacity and server-side TTFT.
@@ -349,6 +353,49 @@ pub mod opt_duration {
                 ))
             }),
         }
+    }
+}
+
+/// `CapacityInputs` is deserialize-only (the capacity module reads it, never writes it);
+/// `/config` still shows it, so its fields are written out here.
+mod capacity_yaml {
+    use serde::ser::{SerializeMap, Serializer};
+
+    use crate::capacity::CapacityInputs;
+
+    pub fn serialize<S: Serializer>(c: &Option<CapacityInputs>, s: S) -> Result<S::Ok, S::Error> {
+        let Some(c) = c else {
+            return s.serialize_none();
+        };
+        let mut m = s.serialize_map(None)?;
+        if let Some(p) = &c.preset {
+            m.serialize_entry("preset", p)?;
+        }
+        if let Some(p) = &c.hf_config {
+            m.serialize_entry("hf_config", p)?;
+        }
+        m.serialize_entry("gpu", &c.gpu)?;
+        m.serialize_entry("tp", &c.tp)?;
+        for (k, v) in [
+            ("weight_bytes", c.weight_bytes),
+            ("kv_bytes", c.kv_bytes),
+            ("gpu_hourly", c.gpu_hourly),
+            ("gpu_mem_gib", c.gpu_mem_gib),
+            ("gpu_bandwidth_tbs", c.gpu_bandwidth_tbs),
+            ("gpu_tflops", c.gpu_tflops),
+        ] {
+            if let Some(v) = v {
+                m.serialize_entry(k, &v)?;
+            }
+        }
+        m.serialize_entry("context", &c.context)?;
+        m.serialize_entry("util", &c.util)?;
+        m.serialize_entry("activation_gib", &c.activation_gib)?;
+        m.serialize_entry("mbu", &c.mbu)?;
+        m.serialize_entry("mfu", &c.mfu)?;
+        m.serialize_entry("block_size", &c.block_size)?;
+        m.serialize_entry("max_num_seqs", &c.max_num_seqs)?;
+        m.end()
     }
 }
 

@@ -206,19 +206,19 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
             Some(CapacityPlan {
                 gauges: CapacityGauges {
                     max_concurrent_sequences: report.max_concurrent_sequences,
-                    kv_cache_tokens: report.kv_pool_tokens,
+                    kv_cache_tokens: report.kv_pool_tokens as f64,
                     kv_bytes_per_token: report.kv_bytes_per_token_per_gpu,
                     weight_bytes: report.weight_bytes_per_gpu,
                     decode_tokens_per_second: report.decode_tokens_per_second_aggregate * replicas,
-                    cost_per_million_output_tokens: report.cost_per_million_output_tokens,
+                    cost_per_million_output_tokens: Some(report.cost_per_million_output_tokens),
                 },
-                gpus_per_replica: inputs.tp.max(1),
-                gpu_hourly: inputs.gpu_hourly,
+                gpus_per_replica: report.inputs.tp.max(1),
+                gpu_hourly: Some(report.inputs.gpu_hourly),
             })
         }
     };
     let context_tokens = match &t.capacity {
-        Some(c) => c.context,
+        Some(c) => u32::try_from(c.context).unwrap_or(u32::MAX),
         None => t
             .scenarios
             .iter()

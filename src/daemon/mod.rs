@@ -61,7 +61,7 @@ impl Daemon {
     /// Loads the config, binds the HTTP server (`listen` overrides the config's address)
     /// and starts every target. A bad config is an error here (there is nothing to keep).
     pub async fn start(source: ConfigSource, listen: Option<String>) -> anyhow::Result<Daemon> {
-        crate::client::tls::install_default_provider();
+        crate::install_crypto_provider();
         let plan = source.load().map_err(crate::exit::UsageError::from)?;
         let listen = listen.unwrap_or_else(|| plan.listen.clone());
         let addr: SocketAddr = match listen.parse() {
