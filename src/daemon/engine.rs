@@ -151,3 +151,99 @@ pub fn scrape_loop(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::plan::CapacityPlan;
+    use crate::export::CapacityGauges;
+
+    fn plan(capacity: Option<CapacityPlan>) -> TargetPlan {
+        let text = "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios: [{input_tokens: 900, output_tokens: 100}]\n";
+        let mut p = crate::config::plan::load_str(text, "t.yaml")
+            .unwrap()
+            .targets
+            .remove(0);
+        p.capacity = capacity;
+        p
+    }
+
+    fn model(max_seqs: f64, hourly: Option<f64>) -> CapacityPlan {
+        CapacityPlan {
+            gauges: CapacityGauges {
+                max_concurrent_sequences: max_seqs,
+                ..CapacityGauges::default()
+            },
+            gpus_per_replica: 4,
+            gpu_hourly: hourly,
+        }
+    }
+
+    #[test]
+    fn headroom_uses_live_kv_capacity_when_the_engine_tells() {
+        let p = plan(Some(model(100.0, Some(2.0))));
+        let cur = EngineSnapshot {
+            running: Some(5.0),
+            kv_cache_tokens: Some(20_000.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        // Context without a capacity context: the scenario's 900 + 100 tokens.
+        assert_eq!(g.max_concurrent_sequences, Some(20.0));
+        assert_eq!(headroom, Some(0.75));
+    }
+
+    #[test]
+    fn headroom_falls_back_to_the_model() {
+        let p = plan(Some(model(40.0, None)));
+        let cur = EngineSnapshot {
+            running: Some(10.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        assert_eq!(g.max_concurrent_sequences, None);
+        assert_eq!(headroom, Some(0.75));
+        // Nothing tells how many run: no headroom.
+        let (_, none) = gauges(&plan(None), None, &EngineSnapshot::default(), None);
+        assert_eq!(none, None);
+    }
+
+    #[test]
+    fn rates_give_cost_and_ttft_gap() {
+        let p = plan(Some(model(40.0, Some(3.0))));
+        let prev = EngineSnapshot {
+            generation_tokens_total: Some(1000.0),
+            ttft_sum: Some(1.0),
+            ttft_count: Some(10.0),
+            ..EngineSnapshot::default()
+        };
+        let cur = EngineSnapshot {
+            generation_tokens_total: Some(3000.0),
+            ttft_sum: Some(2.0),
+            ttft_count: Some(20.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, _) = gauges(
+            &p,
+            Some((&prev, Duration::from_secs(10))),
+            &cur,
+            Some(0.125),
+        );
+        assert_eq!(g.generation_tokens_per_second, Some(200.0));
+        // $3/h × 4 GPUs / 3600 s / 200 tok/s × 1e6
+        let cost = g.cost_per_million_output_tokens.unwrap();
+        assert!((cost - 3.0 * 4.0 / 3600.0 / 200.0 * 1e6).abs() < 1e-9);
+        assert_eq!(g.ttft_mean_seconds, Some(0.1));
+        assert!((g.ttft_client_server_gap_seconds.unwrap() - 0.025).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ttft_window_resets_after_each_scrape() {
+        let mut w = TtftWindow::default();
+        assert_eq!(w.take_mean(), None);
+        w.add(0.1);
+        w.add(0.3);
+        assert_eq!(w.take_mean(), Some(0.2));
+        assert_eq!(w.take_mean(), None);
+    }
+}
