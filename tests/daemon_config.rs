@@ -13,6 +13,14 @@ fn root() -> PathBuf {
 /// (fixture name, exact error). Error positions are 1-based line:column of the node.
 const BAD: &[(&str, &str)] = &[
     (
+        "prompt_too_short",
+        "prompt_too_short.yaml:6:23: targets[0].scenarios[0].input_tokens: input length 40 is too short: the shared prefix (35) and the unique nonce (8) plus one token need 44",
+    ),
+    (
+        "tls_ca_file_missing",
+        "tls_ca_file_missing.yaml:5:10: targets[0].tls: cannot read certificate file /nonexistent/ca.pem: I/O error: No such file or directory (os error 2)",
+    ),
+    (
         "capacity_unknown_field",
         "capacity_unknown_field.yaml:5:38: targets[0].capacity: unknown field `gpus`, expected one of `preset`, `hf_config`, `gpu`, `tp`, `weight_bytes`, `kv_bytes`, `context`, `util`, `activation_gib`, `mbu`, `mfu`, `gpu_hourly`, `block_size`, `max_num_seqs`, `gpu_mem_gib`, `gpu_bandwidth_tbs`, `gpu_tflops`",
     ),

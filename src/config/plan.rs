@@ -15,6 +15,7 @@ use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::record::Slo;
 use crate::secret::Secret;
+use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,14 +189,25 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
     client
         .validate()
         .map_err(|e| (path.clone(), format!("{e:#}")))?;
+    // Reads the CA, certificate and key files now, so a missing one is a config error
+    // and not a target that silently fails to start.
+    crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
 
     let rate = t.rate.unwrap_or(cfg.defaults.rate);
     let shared = t.scenarios.iter().filter(|s| s.rate.is_none()).count();
-    let scenarios: Vec<ScenarioPlan> = t
-        .scenarios
-        .iter()
-        .map(|s| scenario(cfg, t, s, rate.split(shared).hz()))
-        .collect();
+    let mut scenarios = Vec::with_capacity(t.scenarios.len());
+    for (i, s) in t.scenarios.iter().enumerate() {
+        // The prompt must hold the shared prefix, the unique nonce and one more token.
+        PromptGenerator::approximate(s.shared_prefix_tokens)
+            .check_fits(s.input_tokens)
+            .map_err(|e| {
+                (
+                    path.key("scenarios").index(i).key("input_tokens"),
+                    e.to_string(),
+                )
+            })?;
+        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz()));
+    }
 
     let capacity = match &t.capacity {
         None => None,

@@ -16,7 +16,7 @@ use super::engine::{TtftWindow, scrape_loop};
 use crate::client::Client;
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::export::status::ScenarioHandle;
-use crate::export::{Metrics, ScenarioSeries, SkipReason, StatusBoard};
+use crate::export::{Metrics, ScenarioSeries, StatusBoard};
 use crate::record::{Outcome, RequestRecord};
 use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, RunEvent, Stop};
 use crate::schedule::Schedule;
@@ -260,10 +260,6 @@ async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, c: Consumer) {
         match event {
             RunEvent::Record(r) => c.record(&r),
             RunEvent::Skipped { reason, .. } => {
-                let reason = match reason {
-                    runner::SkipReason::MaxInflight => SkipReason::MaxInflight,
-                    runner::SkipReason::TokenBudget => SkipReason::TokenBudget,
-                };
                 c.series.skip(reason);
                 c.status.lock().unwrap_or_else(|e| e.into_inner()).skipped += 1;
                 tracing::debug!(target = %c.target, scenario = %c.scenario.name, reason = reason.as_str(), "probe skipped");

@@ -17,31 +17,16 @@ use prometheus::{
 };
 
 use crate::record::{Outcome, RequestRecord, Slo};
+pub use crate::runner::SkipReason;
 
 /// Labels of every probe-result series, in this order.
 pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
 /// Labels of capacity and engine gauges, in this order.
 pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
 
-/// Why an arrival was dropped; the `reason` label of `llmprobe_probes_skipped_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SkipReason {
-    /// `max_inflight` probes were already running.
-    MaxInflight,
-    /// The target's hourly token budget was spent.
-    TokenBudget,
-}
-
-impl SkipReason {
-    pub const ALL: [SkipReason; 2] = [SkipReason::MaxInflight, SkipReason::TokenBudget];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkipReason::MaxInflight => "max_inflight",
-            SkipReason::TokenBudget => "token_budget",
-        }
-    }
-}
+/// Every skip reason, in a stable order (for pre-registering label values). The reason
+/// itself is the runner's ([`SkipReason`]), so it is defined once.
+const SKIP_REASONS: [SkipReason; 2] = [SkipReason::MaxInflight, SkipReason::TokenBudget];
 
 /// Failure outcomes, the `reason` values of `llmprobe_request_failures_total`.
 fn failure_outcomes() -> impl Iterator<Item = Outcome> {
@@ -547,7 +532,7 @@ impl Metrics {
                 )
             })
             .collect();
-        let skipped = SkipReason::ALL.map(|r| {
+        let skipped = SKIP_REASONS.map(|r| {
             self.skipped
                 .with_label_values(&[target, model, scenario, r.as_str()])
         });
@@ -608,7 +593,7 @@ impl Metrics {
                 .failures
                 .remove_label_values(&[target, model, scenario, o.as_str()]);
         }
-        for r in SkipReason::ALL {
+        for r in SKIP_REASONS {
             let _ = self
                 .skipped
                 .remove_label_values(&[target, model, scenario, r.as_str()]);
