@@ -668,14 +668,15 @@ pub fn evaluate_spec(
         .iter()
         .filter(|w| w.part == "routed_experts")
         .map(|w| w.bytes)
-        .sum();
+        // fold from +0.0: an empty f64 `sum()` is −0.0, which would print as -0.0 in JSON.
+        .fold(0.0, |a, b| a + b);
     // The embedding is a lookup (one row per token) and the vision tower does not run
     // during text decode, so neither is streamed per step.
     let not_streamed: f64 = weights
         .iter()
         .filter(|w| w.part == "vision" || (w.part == "embedding" && !spec.tie_word_embeddings))
         .map(|w| w.bytes)
-        .sum();
+        .fold(0.0, |a, b| a + b);
     let attention_flops = attention_flops_per_token(spec, inputs.context);
     let flops_per_token_per_gpu = (2.0 * spec.active_matmul_params() + attention_flops) / tp as f64;
     let step = StepModel {
