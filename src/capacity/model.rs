@@ -67,19 +67,6 @@ pub struct LinearAttention {
     pub conv_kernel: u64,
 }
 
-impl LinearAttention {
-    /// Elements of recurrent state one sequence keeps in one layer (whole model, before
-    /// TP): the recurrent matrix per value head plus the short-conv history. Mirrors
-    /// vLLM's `MambaStateShapeCalculator.gated_delta_net_state_shape`.
-    pub fn state_elements(&self) -> u64 {
-        let key_dim = self.num_key_heads * self.key_head_dim;
-        let value_dim = self.num_value_heads * self.value_head_dim;
-        let conv = (2 * key_dim + value_dim) * self.conv_kernel.saturating_sub(1);
-        let recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim;
-        conv + recurrent
-    }
-}
-
 /// Mamba mixer geometry. Jamba uses Mamba-1 (selective scan, one state row per inner
 /// channel); Nemotron-H uses Mamba-2 (SSD: a head_dim × d_state matrix per head, B/C
 /// shared within `n_groups` groups).
@@ -295,7 +282,8 @@ pub struct ParamCounts {
     pub embedding: u64,
     /// Output projection (0 when tied to the embedding).
     pub lm_head: u64,
-    /// Attention projections (incl. linear-attention layers), biases, q/k norms, sinks.
+    /// Sequence mixers: attention projections, linear-attention and Mamba mixers, their
+    /// biases, q/k norms, sinks.
     pub attention: u64,
     /// Dense MLPs.
     pub dense_mlp: u64,
@@ -1555,6 +1543,11 @@ mod tests {
         assert!(e.contains("unknown block '?'"), "{e}");
         let e = err(&TINY_NEMOTRON_H.replace("\"n_groups\": 2,", ""));
         assert!(e.contains("no field \"n_groups\""), "{e}");
+        let e = err(&TINY_NEMOTRON_H.replace(
+            "\"mamba_num_heads\": 8",
+            "\"mamba_num_heads\": 800000000000",
+        ));
+        assert!(e.contains("beyond any real model"), "{e}");
         let e = err(&TINY_JAMBA.replace("\"attn_layer_offset\": 1", "\"attn_layer_offset\": 2"));
         assert!(e.contains("attn_layer_offset"), "{e}");
         // SSM fields without a hybrid layout we know are refused, not miscounted.
