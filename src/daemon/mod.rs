@@ -390,6 +390,11 @@ async fn wait_for_signals(_daemon: &Daemon) -> anyhow::Result<()> {
 
 /// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
 pub async fn run_cli(args: crate::cli::DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
+    if let Some(l) = &args.listen
+        && l.parse::<SocketAddr>().is_err()
+    {
+        crate::usage_bail!("--listen {l:?} is not an address such as 0.0.0.0:9464 or 127.0.0.1:0");
+    }
     if args.mock {
         let (mock, source) = demo::start(&args.mock_fault).await?;
         tracing::info!(mock = %mock.base_url(), "probing the embedded mock engine");
