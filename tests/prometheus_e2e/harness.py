@@ -63,6 +63,13 @@ def run_query(base: str, expr: str, timeout: float = 30) -> tuple[bool, int, str
     return True, len(result), ""
 
 
+def loaded_rule_count(base: str) -> int:
+    """Number of rules (recording and alerting) Prometheus has loaded, from /api/v1/rules."""
+    with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/rules", timeout=30) as resp:
+        body = json.load(resp)
+    return sum(len(g.get("rules", [])) for g in body.get("data", {}).get("groups", []))
+
+
 def misspelt(query: q.Query) -> q.Query:
     """The same query with its first llmprobe_ metric name misspelt."""
     m = q.METRIC.search(query.expr)
@@ -244,6 +251,15 @@ def main() -> int:
             return 1
     panel = next(x for x in queries if x.kind == "panel")
     results = check(args.prometheus, queries, args.allow_empty)
+    # Prometheus must have loaded exactly the rules this harness read from alerts/.
+    expected = sum(1 for x in queries if x.kind in ("record", "alert"))
+    try:
+        loaded = loaded_rule_count(args.prometheus)
+        detail = f"Prometheus loaded {loaded} rules, alerts/ defines {expected}"
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        loaded, detail = -1, f"/api/v1/rules failed: {e}"
+    results.append(Result(q.Query("api/v1/rules", "rules", "(rule count)"), loaded == expected,
+                          detail))
     # The misspelt copy must fail: evaluated but empty.
     bad = misspelt(panel)
     evaluated, n, err = run_query(args.prometheus, bad.expr)
