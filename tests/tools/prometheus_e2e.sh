@@ -70,11 +70,15 @@ pids+=("$!")
 
 # Bounded wait for Prometheus to answer; the harness then waits for data itself.
 base="http://127.0.0.1:$prom_port"
+ready() {
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+    "$base/-/ready" >/dev/null 2>&1
+}
 for _ in $(seq 1 60); do
-  curl -fsS "$base/-/ready" >/dev/null 2>&1 && break
+  ready && break
   sleep 0.5
 done
-if ! curl -fsS "$base/-/ready" >/dev/null 2>&1; then
+if ! ready; then
   tail -n 30 "$scratch/prometheus.log" >&2
   fail "Prometheus did not become ready on $base"
 fi
