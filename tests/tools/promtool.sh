@@ -26,6 +26,13 @@ for alert in $(sed -n 's/^ *- alert: *//p' alerts/*.yaml | sort -u); do
     || fail "alert $alert has no firing test"
 done
 
+# Every runbook_url points at a runbook section of docs/deploy.md.
+for anchor in $(sed -n 's/^ *runbook_url: *"docs\/deploy.md#\([a-z0-9-]*\)"$/\1/p' alerts/*.yaml | sort -u); do
+  grep -qi "^### $anchor\$" docs/deploy.md || fail "runbook anchor #$anchor has no '### ' section in docs/deploy.md"
+done
+[ "$(grep -c 'runbook_url: "docs/deploy.md#' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')" -gt 0 ] \
+  || fail "no runbook_url points at docs/deploy.md"
+
 # Every alert carries the three annotations.
 for key in summary description runbook_url; do
   n_alerts=$(grep -c '^ *- alert:' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
