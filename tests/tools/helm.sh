@@ -5,9 +5,10 @@
 # lib/chart_checks.py, the rendered PrometheusRule passed through promtool, values the
 # schema must reject rejected, and `helm package` shipping the rule and dashboard files.
 source "$(dirname "$0")/lib/common.bash"
-helm=$(need_tool LLMPROBE_HELM helm)
-kv=$(need_tool LLMPROBE_KUBERNETES_VALIDATE kubernetes-validate)
-promtool=$(need_tool LLMPROBE_PROMTOOL promtool)
+need_tool LLMPROBE_HELM helm
+need_tool LLMPROBE_KUBERNETES_VALIDATE kubernetes-validate
+need_tool LLMPROBE_PROMTOOL promtool
+helm=$LLMPROBE_HELM kv=$LLMPROBE_KUBERNETES_VALIDATE promtool=$LLMPROBE_PROMTOOL
 # chart_checks.py needs PyYAML: the kubernetes-validate virtualenv has it.
 py=$(dirname "$kv")/python
 [ -x "$py" ] || py=python3

@@ -16,7 +16,8 @@ harness=tests/prometheus_e2e/harness.py
 python3 "$harness" --static || fail "dashboard/rule names vs docs/metrics.md"
 python3 "$harness" --selftest || fail "harness selftest"
 
-prometheus=$(need_tool LLMPROBE_PROMETHEUS prometheus)
+need_tool LLMPROBE_PROMETHEUS prometheus
+prometheus=$LLMPROBE_PROMETHEUS
 exporter=${LLMPROBE_E2E_EXPORTER:-daemon}
 bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
 # --- GUARD: remove once `llmprobe daemon` has landed --------------------------------------

@@ -3,7 +3,8 @@
 # the same tests run against rule files with the minimum-probe guard disabled and with the
 # SLO objective loosened must fail (the guard and the thresholds are what the tests check).
 source "$(dirname "$0")/lib/common.bash"
-promtool=$(need_tool LLMPROBE_PROMTOOL promtool)
+need_tool LLMPROBE_PROMTOOL promtool
+promtool=$LLMPROBE_PROMTOOL
 cd "$repo_root"
 shopt -s nullglob
 rules=(alerts/*.yaml)

@@ -24,7 +24,8 @@ skip_or_fail() {
   exit 0
 }
 
-# need_tool VAR name: prints the path of a tool from $VAR or PATH, or skips/fails.
+# need_tool VAR name: sets $VAR to the tool's path ($VAR if executable, else from PATH),
+# or skips/fails. Not for use in $(...): a skip must exit this shell, not a subshell.
 need_tool() {
   local var=$1 name=$2 path
   path=${!var:-}
@@ -32,7 +33,7 @@ need_tool() {
     path=$(command -v "$name" || true)
   fi
   [ -n "$path" ] || skip_or_fail "$name not found (\$$var unset and not on PATH; run scripts/install-tools)"
-  printf '%s\n' "$path"
+  printf -v "$var" '%s' "$path"
 }
 
 # A scratch directory removed on exit.
