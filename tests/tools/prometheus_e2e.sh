@@ -5,7 +5,8 @@
 # misspelt copy of a query must come back empty.
 #
 # Environment: LLMPROBE_BIN (the llmprobe binary), LLMPROBE_PROMETHEUS,
-# LLMPROBE_E2E_DAEMON_ARGS (extra daemon arguments, e.g. the mock's fault injection),
+# LLMPROBE_E2E_DAEMON_ARGS (extra daemon arguments; default injects HTTP 500s so the
+# failure panels and rules have data),
 # LLMPROBE_E2E_WAIT (seconds to wait for data, default 120),
 # LLMPROBE_E2E_EXPORTER=fake to scrape tests/prometheus_e2e/fake_exporter.py instead.
 source "$(dirname "$0")/lib/common.bash"
@@ -48,7 +49,7 @@ if [ "$exporter" = fake ]; then
     >"$scratch/exporter.log" 2>&1 &
 else
   # shellcheck disable=SC2086 # LLMPROBE_E2E_DAEMON_ARGS is a list of words
-  "$bin" daemon --mock --listen "127.0.0.1:$exporter_port" ${LLMPROBE_E2E_DAEMON_ARGS:-} \
+  "$bin" daemon --mock --listen "127.0.0.1:$exporter_port" ${LLMPROBE_E2E_DAEMON_ARGS---mock-fault http_500:0.1} \
     >"$scratch/exporter.log" 2>&1 &
 fi
 pids+=("$!")
@@ -85,10 +86,9 @@ if ! ready; then
 fi
 
 say "harness against $base (exporter: $exporter on 127.0.0.1:$exporter_port)"
-allow=()
-# A probe skip only exists after the daemon dropped an arrival; a healthy run has none.
-allow+=(--allow-empty "Skipped probes")
-if ! python3 "$harness" --prometheus "$base" --wait "${LLMPROBE_E2E_WAIT:-120}" "${allow[@]}"; then
+# Strict: the daemon pre-resolves its label sets, so every panel has data (the harness's
+# --allow-empty exists for exporters that create series lazily; not used here).
+if ! python3 "$harness" --prometheus "$base" --wait "${LLMPROBE_E2E_WAIT:-120}"; then
   say "exporter log:"; tail -n 30 "$scratch/exporter.log" >&2 || true
   say "prometheus log:"; tail -n 30 "$scratch/prometheus.log" >&2 || true
   fail "queries failed against a live Prometheus ($exporter exporter)"
