@@ -17,6 +17,10 @@ chart=$repo_root/helm/llmprobe
 checks=$repo_root/tests/tools/lib/chart_checks.py
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and a current one.
 kube_versions=(1.27.0 1.35.0)
+# The daemon validates each rendered config (`--config.check`) when it is available.
+bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
+daemon_check=0
+if "$bin" daemon --help >/dev/null 2>&1; then daemon_check=1; fi
 make_scratch
 export HELM_CACHE_HOME=$scratch/helm-cache HELM_CONFIG_HOME=$scratch/helm-config HELM_DATA_HOME=$scratch/helm-data
 quiet_symlinks() { grep -v 'found symbolic link in path' >&2 || true; }
@@ -43,6 +47,20 @@ for values in "${value_files[@]}"; do
   done
   "$py" "$checks" check "$out/rendered.yaml" "$values" "$repo_root" "$out/rules.yaml" \
     || fail "chart checks: $name"
+  if [ "$daemon_check" = 1 ]; then
+    mkdir -p "$out/secrets"
+    rc=0
+    "$py" "$checks" config "$out/rendered.yaml" "$out/secrets" "$out/config.yaml" || rc=$?
+    if [ "$rc" = 0 ]; then
+      "$bin" daemon --config.check --config "$out/config.yaml" \
+        || fail "llmprobe daemon --config.check rejects the ConfigMap of $name"
+      say "  llmprobe daemon --config.check: ok"
+    elif [ "$rc" = 3 ]; then
+      say "  no target in config (the daemon would refuse to start; NOTES.txt warns)"
+    else
+      fail "extracting the daemon config of $name"
+    fi
+  fi
   if [ -s "$out/rules.yaml" ]; then
     "$promtool" check rules "$out/rules.yaml" >/dev/null || fail "promtool check rules: PrometheusRule of $name"
   fi
@@ -95,4 +113,5 @@ fi
   > "$scratch/pkg/rendered.yaml" 2> >(quiet_symlinks) || fail "helm template of the package"
 cmp -s "$scratch/pkg/rendered.yaml" "$scratch/monitoring-values/rendered.yaml" \
   || fail "the packaged chart renders differently from the chart directory"
+[ "$daemon_check" = 1 ] || say "SKIP: '$bin daemon --help' failed: rendered configs not checked by the daemon"
 say "ok ($(basename "$tgz"), $(wc -l < "$scratch/pkg/list") files)"

@@ -48,8 +48,9 @@ if [ "$exporter" = fake ]; then
   python3 tests/prometheus_e2e/fake_exporter.py --listen "127.0.0.1:$exporter_port" \
     >"$scratch/exporter.log" 2>&1 &
 else
-  # shellcheck disable=SC2086 # LLMPROBE_E2E_DAEMON_ARGS is a list of words
-  "$bin" daemon --mock --listen "127.0.0.1:$exporter_port" ${LLMPROBE_E2E_DAEMON_ARGS---mock-fault http_500:0.1} \
+  # shellcheck disable=SC2086 # daemon_args is a list of words
+  daemon_args=${LLMPROBE_E2E_DAEMON_ARGS-"--mock-fault http_500:0.1"}
+  "$bin" daemon --mock --listen "127.0.0.1:$exporter_port" $daemon_args \
     >"$scratch/exporter.log" 2>&1 &
 fi
 pids+=("$!")

@@ -3,6 +3,10 @@
     chart_checks.py split RENDERED CORE_OUT CRD_OUT
         Writes the core objects and the CRD objects (ServiceMonitor, PrometheusRule) of a
         rendered chart to two files: kubernetes-validate knows only the core schemas.
+    chart_checks.py config RENDERED SECRETS_DIR CONFIG_OUT
+        Writes the daemon config from the ConfigMap with /etc/llmprobe/secrets/ replaced by
+        SECRETS_DIR (each referenced file created there), for `llmprobe daemon --config.check`.
+        Exit 3 when the config has no target (nothing the daemon would accept).
     chart_checks.py check RENDERED VALUES_FILE REPO_ROOT RULES_OUT
         Checks the objects against the values they were rendered from and writes the
         PrometheusRule's groups (if any) as a rule file for promtool.
@@ -14,6 +18,7 @@ line per problem.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -38,6 +43,19 @@ def split(rendered: str, core_out: str, crd_out: str) -> int:
         yaml.safe_dump_all([d for d in docs if not d["apiVersion"].startswith(CRD_GROUP)], f)
     with open(crd_out, "w", encoding="utf-8") as f:
         yaml.safe_dump_all([d for d in docs if d["apiVersion"].startswith(CRD_GROUP)], f)
+    return 0
+
+
+def daemon_config(rendered: str, secrets_dir: str, out: str) -> int:
+    cms = [d for d in load(rendered) if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {})]
+    text = cms[0]["data"]["config.yaml"]
+    config = yaml.safe_load(text) or {}
+    if not config.get("targets"):
+        return 3
+    prefix = "/etc/llmprobe/secrets/"
+    for name in set(re.findall(re.escape(prefix) + r"([-._a-zA-Z0-9]+)", text)):
+        Path(secrets_dir, name).write_text("not-a-real-key\n", encoding="utf-8")
+    Path(out).write_text(text.replace(prefix, secrets_dir.rstrip("/") + "/"), encoding="utf-8")
     return 0
 
 
@@ -251,6 +269,8 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["split"] and len(argv) == 4:
         return split(*argv[1:])
+    if argv[:1] == ["config"] and len(argv) == 4:
+        return daemon_config(*argv[1:])
     if argv[:1] == ["check"] and len(argv) == 5:
         return check(*argv[1:])
     print(__doc__, file=sys.stderr)
