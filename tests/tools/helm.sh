@@ -67,6 +67,23 @@ for values in "${value_files[@]}"; do
   say "  $(grep -c '^kind:' "$out/rendered.yaml") objects: $(grep '^kind:' "$out/rendered.yaml" | sort | uniq -c | awk '{printf "%s %s, ", $1, $3}')"
 done
 
+# The sweep Job's bench flags exist in `llmprobe bench` (when the binary has it).
+if "$bin" bench --help > "$scratch/bench-help.txt" 2>&1; then
+  flags=$("$py" -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "Job":
+        print("\n".join(a for a in d["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("--")))' \
+    "$scratch/sweep-values/rendered.yaml" | sort -u)
+  [ -n "$flags" ] || fail "no flags found in the sweep Job's args"
+  for flag in $flags; do
+    grep -qE -- "(^|[ ,])$flag([ =,]|\$)" "$scratch/bench-help.txt" \
+      || fail "sweep Job passes $flag, which 'llmprobe bench --help' does not list"
+  done
+  say "sweep Job flags known to llmprobe bench: $(echo $flags | tr '\n' ' ')"
+else
+  say "SKIP: '$bin bench --help' failed: sweep Job flags not checked against the binary"
+fi
+
 # The schema and the templates refuse bad values with a message.
 reject() { # what, helm args...
   local what=$1; shift
