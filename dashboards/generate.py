@@ -62,7 +62,8 @@ def query_var(name: str, label: str, query: str) -> dict:
         "label": label,
         "type": "query",
         "datasource": DS,
-        "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+        # A plain label_values() string: every Grafana version since 7 reads it.
+        "query": query,
         "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
         "hide": 0,
         "includeAll": True,
