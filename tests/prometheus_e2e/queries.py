@@ -82,6 +82,16 @@ def dashboard_queries(directory: Path) -> list[Query]:
     for path in sorted(directory.glob("*.json")):
         dash = json.loads(path.read_text(encoding="utf-8"))
         variables = dashboard_variables(dash)
+        # A label_values(selector, label) variable must list values: count by (label).
+        for var in dash.get("templating", {}).get("list", []):
+            query = var.get("query")
+            query = query.get("query", "") if isinstance(query, dict) else str(query or "")
+            m = _LABEL_VALUES.fullmatch(query.strip()) if var.get("type") == "query" else None
+            if var.get("type") == "query" and not m:
+                raise ValueError(f"{path.name}: variable {var.get('name')}: not label_values(): {query}")
+            if m:
+                out.append(Query(f"{directory.name}/{path.name}: variable ${var['name']}", "panel",
+                                 substitute(f"count by ({m.group(2)}) ({m.group(1)})", variables)))
         for p in _panels(dash.get("panels", [])):
             for t in p.get("targets", []):
                 expr = t.get("expr", "")
@@ -93,6 +103,7 @@ def dashboard_queries(directory: Path) -> list[Query]:
     return out
 
 
+_LABEL_VALUES = re.compile(r"label_values\((.+),\s*(\w+)\s*\)", re.S)
 _ITEM = re.compile(r"^(\s*)- (record|alert):\s*(\S+)\s*$")
 _EXPR = re.compile(r"^(\s*)expr:\s*(.*)$")
 
