@@ -13,7 +13,8 @@ source "$(dirname "$0")/lib/common.bash"
 cd "$repo_root"
 harness=tests/prometheus_e2e/harness.py
 
-# Offline first: names are documented and failures are reported (no tools needed).
+# Offline first: the extraction is right, names are documented, failures are reported.
+python3 -m unittest -q tests/prometheus_e2e/test_queries.py || fail "tests/prometheus_e2e unit tests"
 python3 "$harness" --static || fail "dashboard/rule names vs docs/metrics.md"
 python3 "$harness" --selftest || fail "harness selftest"
 

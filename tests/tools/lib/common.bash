@@ -7,6 +7,8 @@
 
 set -euo pipefail
 
+# The Python checks leave no __pycache__ in the work tree.
+export PYTHONDONTWRITEBYTECODE=1
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 check_name=$(basename "$0" .sh)
 _tools_env="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/tools.env"
