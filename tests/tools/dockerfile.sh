@@ -43,6 +43,12 @@ ignored = {l.strip() for l in Path(".dockerignore").read_text(encoding="utf-8").
 for needed in ("src", "Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "benches", "tests"):
     if needed in ignored or f"{needed}/" in ignored or "*" in ignored:
         problems.append(f".dockerignore drops {needed}, which cargo build needs")
+# Files the crate embeds at compile time must be in the build context.
+for rs in Path("src").rglob("*.rs"):
+    for rel in re.findall(r'include_(?:str|bytes)!\(\s*"([^"]+)"', rs.read_text(encoding="utf-8")):
+        top = (rs.parent / rel).resolve().relative_to(Path.cwd().resolve()).parts[0]
+        if top in ignored or f"{top}/" in ignored:
+            problems.append(f".dockerignore drops {top}/, which {rs} embeds ({rel})")
 if "--locked" not in text:
     problems.append("cargo build without --locked")
 for p in problems:
