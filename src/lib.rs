@@ -10,6 +10,7 @@ pub mod cli;
 pub mod exit;
 pub mod logging;
 pub mod record;
+pub mod runner;
 pub mod schedule;
 pub mod workload;
 
