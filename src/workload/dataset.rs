@@ -137,9 +137,8 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<DatasetEntry>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| {
-            format!("line {line_no}, column {}: not valid JSON: {e}", e.column())
-        })?;
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| format!("line {line_no}, column {}: not valid JSON: {e}", e.column()))?;
         let Value::Object(obj) = v else {
             return Err(format!("line {line_no}: expected a JSON object"));
         };
@@ -148,7 +147,11 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<DatasetEntry>, String> {
             Some(Value::String(_)) => {
                 return Err(format!("line {line_no}: field \"prompt\": empty string"));
             }
-            Some(_) => return Err(format!("line {line_no}: field \"prompt\": expected a string")),
+            Some(_) => {
+                return Err(format!(
+                    "line {line_no}: field \"prompt\": expected a string"
+                ));
+            }
             None => return Err(format!("line {line_no}: field \"prompt\": missing")),
         };
         let output_len = match obj.get("output_len") {
@@ -211,9 +214,15 @@ mod tests {
     #[test]
     fn jsonl_errors_name_line_and_field() {
         let cases = [
-            ("{\"prompt\": \"a\"}\n{\"prompt\": 3}\n", "line 2: field \"prompt\": expected a string"),
+            (
+                "{\"prompt\": \"a\"}\n{\"prompt\": 3}\n",
+                "line 2: field \"prompt\": expected a string",
+            ),
             ("\n{\"text\": \"a\"}", "line 2: field \"prompt\": missing"),
-            ("{\"prompt\": \"\"}", "line 1: field \"prompt\": empty string"),
+            (
+                "{\"prompt\": \"\"}",
+                "line 1: field \"prompt\": empty string",
+            ),
             (
                 "{\"prompt\": \"a\", \"output_len\": -1}",
                 "line 1: field \"output_len\": expected a positive integer, got -1",
@@ -242,7 +251,10 @@ mod tests {
             &words,
         )
         .unwrap_err();
-        assert_eq!(e, "entry 0: field \"conversations[1].value\": expected a string");
+        assert_eq!(
+            e,
+            "entry 0: field \"conversations[1].value\": expected a string"
+        );
         let e = parse_sharegpt("[\n{", &words).unwrap_err();
         assert!(e.starts_with("line 2, column 1: not valid JSON"), "{e}");
     }
@@ -255,14 +267,26 @@ mod tests {
         let e = load(&p, DatasetFormat::Jsonl, &words).unwrap_err();
         assert_eq!(
             e.to_string(),
-            format!("{}: line 1: field \"prompt\": expected a string", p.display())
+            format!(
+                "{}: line 1: field \"prompt\": expected a string",
+                p.display()
+            )
         );
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "\n\n").unwrap();
         let e = load(&empty, DatasetFormat::Jsonl, &words).unwrap_err();
         assert!(e.to_string().ends_with("the dataset has no usable prompts"));
-        let missing = load(&dir.path().join("nope.json"), DatasetFormat::ShareGpt, &words);
-        assert!(missing.unwrap_err().to_string().starts_with("cannot read dataset"));
+        let missing = load(
+            &dir.path().join("nope.json"),
+            DatasetFormat::ShareGpt,
+            &words,
+        );
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .starts_with("cannot read dataset")
+        );
         assert!("csv".parse::<DatasetFormat>().is_err());
     }
 }

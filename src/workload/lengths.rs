@@ -213,20 +213,15 @@ mod tests {
         assert!(Lengths::new(10, LengthDist::Uniform { range_ratio: 1.0 }).is_err());
         assert!(Lengths::new(10, LengthDist::Uniform { range_ratio: -0.1 }).is_err());
         assert!(Lengths::new(10, LengthDist::LogNormal { sigma: 0.0 }).is_err());
-        assert!(
-            Lengths::new(
-                10,
-                LengthDist::LogNormal {
-                    sigma: f64::NAN
-                }
-            )
-            .is_err()
-        );
+        assert!(Lengths::new(10, LengthDist::LogNormal { sigma: f64::NAN }).is_err());
         let e = "gaussian".parse::<LengthDist>().unwrap_err();
         assert_eq!(
             e.to_string(),
             "unknown length distribution \"gaussian\": expected one of fixed, uniform, lognormal"
         );
-        assert_eq!("uniform".parse::<LengthDist>().unwrap().to_string(), "uniform");
+        assert_eq!(
+            "uniform".parse::<LengthDist>().unwrap().to_string(),
+            "uniform"
+        );
     }
 }

@@ -229,7 +229,10 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert!(e.to_string().contains("input length 10 is too short"), "{e}");
+        assert!(
+            e.to_string().contains("input length 10 is too short"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //!   re-encode the whole prompt, then trim or pad the body's ids until the prompt
 //!   encodes to exactly the target. The count returned is always the real one.
 
-use rand::{Rng, RngExt, SeedableRng};
 use rand::rngs::Xoshiro256PlusPlus;
+use rand::{Rng, RngExt, SeedableRng};
 
 use super::tokenizer::Tokenizer;
 use crate::exit::UsageError;
@@ -22,31 +22,262 @@ use crate::exit::UsageError;
 /// The approximate generator's vocabulary: 256 common English words, so a byte of
 /// randomness picks one (the nonce uses that too).
 pub const WORDS: [&str; 256] = [
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "are", "with", "as", "at",
-    "be", "by", "this", "from", "or", "have", "an", "they", "which", "one", "had", "not",
-    "but", "what", "all", "were", "when", "we", "there", "can", "your", "said", "use",
-    "each", "she", "how", "their", "if", "will", "up", "other", "about", "out", "many",
-    "then", "them", "these", "so", "some", "her", "would", "make", "like", "him", "into",
-    "time", "has", "look", "two", "more", "write", "go", "see", "number", "no", "way",
-    "could", "people", "my", "than", "first", "water", "been", "call", "who", "its", "now",
-    "find", "long", "down", "day", "did", "get", "come", "made", "may", "part", "over",
-    "new", "sound", "take", "only", "little", "work", "know", "place", "year", "live", "me",
-    "back", "give", "most", "very", "after", "thing", "our", "just", "name", "good",
-    "sentence", "man", "think", "say", "great", "where", "help", "through", "much",
-    "before", "line", "right", "too", "mean", "old", "any", "same", "tell", "boy", "follow",
-    "came", "want", "show", "also", "around", "form", "three", "small", "set", "put", "end",
-    "does", "another", "well", "large", "must", "big", "even", "such", "because", "turn",
-    "here", "why", "ask", "went", "men", "read", "need", "land", "different", "home", "us",
-    "move", "try", "kind", "hand", "picture", "again", "change", "off", "play", "spell",
-    "air", "away", "animal", "house", "point", "page", "letter", "mother", "answer",
-    "found", "study", "still", "learn", "should", "world", "high", "every", "near", "add",
-    "food", "between", "own", "below", "country", "plant", "last", "school", "father",
-    "keep", "tree", "never", "start", "city", "earth", "eye", "light", "thought", "head",
-    "under", "story", "saw", "left", "few", "while", "along", "might", "close", "something",
-    "seem", "next", "hard", "open", "example", "begin", "life", "always", "those", "both",
-    "paper", "together", "got", "group", "often", "run", "important", "until", "children",
-    "side", "feet", "car", "mile", "night", "walk", "white", "sea", "began", "grow", "took",
-    "river", "four", "carry", "state",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "are",
+    "with",
+    "as",
+    "at",
+    "be",
+    "by",
+    "this",
+    "from",
+    "or",
+    "have",
+    "an",
+    "they",
+    "which",
+    "one",
+    "had",
+    "not",
+    "but",
+    "what",
+    "all",
+    "were",
+    "when",
+    "we",
+    "there",
+    "can",
+    "your",
+    "said",
+    "use",
+    "each",
+    "she",
+    "how",
+    "their",
+    "if",
+    "will",
+    "up",
+    "other",
+    "about",
+    "out",
+    "many",
+    "then",
+    "them",
+    "these",
+    "so",
+    "some",
+    "her",
+    "would",
+    "make",
+    "like",
+    "him",
+    "into",
+    "time",
+    "has",
+    "look",
+    "two",
+    "more",
+    "write",
+    "go",
+    "see",
+    "number",
+    "no",
+    "way",
+    "could",
+    "people",
+    "my",
+    "than",
+    "first",
+    "water",
+    "been",
+    "call",
+    "who",
+    "its",
+    "now",
+    "find",
+    "long",
+    "down",
+    "day",
+    "did",
+    "get",
+    "come",
+    "made",
+    "may",
+    "part",
+    "over",
+    "new",
+    "sound",
+    "take",
+    "only",
+    "little",
+    "work",
+    "know",
+    "place",
+    "year",
+    "live",
+    "me",
+    "back",
+    "give",
+    "most",
+    "very",
+    "after",
+    "thing",
+    "our",
+    "just",
+    "name",
+    "good",
+    "sentence",
+    "man",
+    "think",
+    "say",
+    "great",
+    "where",
+    "help",
+    "through",
+    "much",
+    "before",
+    "line",
+    "right",
+    "too",
+    "mean",
+    "old",
+    "any",
+    "same",
+    "tell",
+    "boy",
+    "follow",
+    "came",
+    "want",
+    "show",
+    "also",
+    "around",
+    "form",
+    "three",
+    "small",
+    "set",
+    "put",
+    "end",
+    "does",
+    "another",
+    "well",
+    "large",
+    "must",
+    "big",
+    "even",
+    "such",
+    "because",
+    "turn",
+    "here",
+    "why",
+    "ask",
+    "went",
+    "men",
+    "read",
+    "need",
+    "land",
+    "different",
+    "home",
+    "us",
+    "move",
+    "try",
+    "kind",
+    "hand",
+    "picture",
+    "again",
+    "change",
+    "off",
+    "play",
+    "spell",
+    "air",
+    "away",
+    "animal",
+    "house",
+    "point",
+    "page",
+    "letter",
+    "mother",
+    "answer",
+    "found",
+    "study",
+    "still",
+    "learn",
+    "should",
+    "world",
+    "high",
+    "every",
+    "near",
+    "add",
+    "food",
+    "between",
+    "own",
+    "below",
+    "country",
+    "plant",
+    "last",
+    "school",
+    "father",
+    "keep",
+    "tree",
+    "never",
+    "start",
+    "city",
+    "earth",
+    "eye",
+    "light",
+    "thought",
+    "head",
+    "under",
+    "story",
+    "saw",
+    "left",
+    "few",
+    "while",
+    "along",
+    "might",
+    "close",
+    "something",
+    "seem",
+    "next",
+    "hard",
+    "open",
+    "example",
+    "begin",
+    "life",
+    "always",
+    "those",
+    "both",
+    "paper",
+    "together",
+    "got",
+    "group",
+    "often",
+    "run",
+    "important",
+    "until",
+    "children",
+    "side",
+    "feet",
+    "car",
+    "mile",
+    "night",
+    "walk",
+    "white",
+    "sea",
+    "began",
+    "grow",
+    "took",
+    "river",
+    "four",
+    "carry",
+    "state",
 ];
 
 /// Words in a nonce: 4 from the run's nonce and 4 from the request index, 8 bits each, so
@@ -194,9 +425,7 @@ impl PromptGenerator {
         let prompt = format!("{} {text}", self.head(nonce));
         let tokens = match &self.mode {
             Mode::Exact(tok) => tok.count(&prompt),
-            Mode::Approximate => {
-                self.shared_prefix_tokens() + NONCE_WORDS + approx_tokens(text)
-            }
+            Mode::Approximate => self.shared_prefix_tokens() + NONCE_WORDS + approx_tokens(text),
         };
         (prompt, tokens)
     }
@@ -214,7 +443,9 @@ impl PromptGenerator {
 /// usual rule of thumb for English with GPT-style BPE vocabularies (OpenAI's tokenizer
 /// guide: "one token generally corresponds to ~4 characters of text"), at least 1.
 pub fn approx_tokens(text: &str) -> u32 {
-    u32::try_from(text.len().div_ceil(4)).unwrap_or(u32::MAX).max(1)
+    u32::try_from(text.len().div_ceil(4))
+        .unwrap_or(u32::MAX)
+        .max(1)
 }
 
 fn random_words<R: Rng + ?Sized>(rng: &mut R, n: u32) -> String {
@@ -244,11 +475,7 @@ fn exact_text<R: Rng + ?Sized>(
             format!("{head} {body}")
         }
     };
-    let head_tokens = if head.is_empty() {
-        0
-    } else {
-        tok.count(head)
-    };
+    let head_tokens = if head.is_empty() { 0 } else { tok.count(head) };
     let mut body: Vec<u32> = (0..target.saturating_sub(head_tokens).max(1))
         .map(|_| ids[rng.random_range(0..ids.len())])
         .collect();
@@ -272,7 +499,10 @@ fn exact_text<R: Rng + ?Sized>(
                     // Prefix and nonce alone reach the target; cannot shrink further.
                     let text = join(&tok.decode(&body)?);
                     let n = tok.count(&text);
-                    if best.as_ref().is_none_or(|(_, b)| n.abs_diff(target) < b.abs_diff(target)) {
+                    if best
+                        .as_ref()
+                        .is_none_or(|(_, b)| n.abs_diff(target) < b.abs_diff(target))
+                    {
                         best = Some((text, n));
                     }
                     break;
@@ -325,8 +555,12 @@ mod tests {
     #[test]
     fn shared_prefix_comes_first_and_is_identical() {
         let g = PromptGenerator::approximate(20);
-        let (a, na) = g.synthetic(Nonce { run: 1, request: 0 }, 64, &mut rng()).unwrap();
-        let (b, _) = g.synthetic(Nonce { run: 1, request: 1 }, 64, &mut rng()).unwrap();
+        let (a, na) = g
+            .synthetic(Nonce { run: 1, request: 0 }, 64, &mut rng())
+            .unwrap();
+        let (b, _) = g
+            .synthetic(Nonce { run: 1, request: 1 }, 64, &mut rng())
+            .unwrap();
         let prefix = |s: &str| s.split(' ').take(20).collect::<Vec<_>>().join(" ");
         assert_eq!(prefix(&a), prefix(&b));
         assert_ne!(a, b);
@@ -341,7 +575,10 @@ mod tests {
         let g = PromptGenerator::exact(tok.clone(), 0).unwrap();
         let mut r = rng();
         for (i, target) in [60u32, 128, 300, 1000].into_iter().enumerate() {
-            let nonce = Nonce { run: 5, request: i as u64 };
+            let nonce = Nonce {
+                run: 5,
+                request: i as u64,
+            };
             let (p, n) = g.synthetic(nonce, target, &mut r).unwrap();
             assert_eq!(n, target, "prompt {p:?}");
             assert_eq!(tok.count(&p), target);
@@ -354,7 +591,9 @@ mod tests {
         let tok = Tokenizer::from_file(&fixture_path()).unwrap();
         let g = PromptGenerator::exact(tok.clone(), 40).unwrap();
         assert_eq!(g.shared_prefix_tokens(), 40);
-        let (p, n) = g.synthetic(Nonce { run: 1, request: 1 }, 200, &mut rng()).unwrap();
+        let (p, n) = g
+            .synthetic(Nonce { run: 1, request: 1 }, 200, &mut rng())
+            .unwrap();
         assert_eq!(n, 200);
         assert_eq!(tok.count(&p), 200);
     }

@@ -59,8 +59,7 @@ impl Tokenizer {
             .filter(|id| !added.contains_key(id))
             .filter(|&id| {
                 inner.decode(&[id], true).is_ok_and(|t| {
-                    !t.trim().is_empty()
-                        && !t.chars().any(|c| c == '\u{FFFD}' || c.is_control())
+                    !t.trim().is_empty() && !t.chars().any(|c| c == '\u{FFFD}' || c.is_control())
                 })
             })
             .collect();
@@ -158,7 +157,10 @@ mod tests {
         std::fs::write(&bad, "{\"model\": 3}").unwrap();
         let e = Tokenizer::from_file(&bad).unwrap_err();
         assert_eq!(crate::exit::code_for(&e), crate::exit::USAGE);
-        assert!(e.to_string().contains("not a usable Hugging Face tokenizer.json"));
+        assert!(
+            e.to_string()
+                .contains("not a usable Hugging Face tokenizer.json")
+        );
     }
 
     /// Rebuilds `tests/fixtures/tokenizer/tiny-bpe.json`:
@@ -167,8 +169,8 @@ mod tests {
     #[ignore = "writes the committed fixture"]
     fn regenerate_fixture() {
         use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
-        use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
         use tokenizers::models::TrainerWrapper;
+        use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
         use tokenizers::pre_tokenizers::byte_level::ByteLevel;
         use tokenizers::{AddedToken, ModelWrapper};
 
