@@ -52,7 +52,7 @@ impl Schedule {
         }
         // A gamma of shape 1 is exactly exponential: use the cheaper sampler.
         let process = match process {
-            ArrivalProcess::Gamma { burstiness } if burstiness == 1.0 => ArrivalProcess::Poisson,
+            ArrivalProcess::Gamma { burstiness: 1.0 } => ArrivalProcess::Poisson,
             p => p,
         };
         Ok(Schedule { rate, process })

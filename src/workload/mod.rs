@@ -257,7 +257,7 @@ mod tests {
             let body = s.prompt.rsplit_once(" prompt number ").unwrap().1;
             let n: u32 = body.parse().unwrap();
             seen.insert(n);
-            let want = if n % 2 == 0 { 10 + n } else { 77 };
+            let want = if n.is_multiple_of(2) { 10 + n } else { 77 };
             assert_eq!(s.max_tokens, want);
             // The cycle repeats the same entry with a different nonce.
             let again = w.spec(i + 5).unwrap();

@@ -286,7 +286,7 @@ pub const NONCE_WORDS: u32 = 8;
 
 /// Seed of the shared prefix text: fixed, so the prefix is the same across runs and
 /// seeds (a cache warmed by one run helps the next, which is the point of the flag).
-const SHARED_PREFIX_SEED: u64 = 0x5eed_0f_5ba7ed;
+const SHARED_PREFIX_SEED: u64 = 0x5eed_0f5b_a7ed;
 
 /// Rounds of re-encoding in exact mode before settling for the closest length. vLLM's
 /// `gen_prompt_decode_to_target_len` uses a similar bounded loop; in practice 1–3 rounds
