@@ -3,7 +3,8 @@
 //! timer alone and with the precise timer. Prints dispatch lag p50/p99/p99.9/max and
 //! the process CPU time per second of run (how much of a core the dispatcher costs).
 //!
-//! `cargo bench --bench scheduler [-- SECONDS]` (default 10 s per point). The figures in
+//! `cargo bench --bench scheduler [-- SECONDS [RATE…]]` (default 10 s per point, the four
+//! rates above). The figures in
 //! docs/measurement.md come from this program.
 
 use std::time::Duration;
@@ -61,11 +62,18 @@ async fn point(rate: f64, seconds: f64, timer: Timer) -> (Collector, Duration, D
 }
 
 fn main() {
-    let seconds: f64 = std::env::args()
+    // Arguments: [SECONDS [RATE…]] (cargo bench also passes `--bench`: ignored).
+    let args: Vec<f64> = std::env::args()
         .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10.0);
+        .filter(|a| !a.starts_with('-'))
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let seconds = args.first().copied().unwrap_or(10.0);
+    let rates = if args.len() > 1 {
+        args[1..].to_vec()
+    } else {
+        vec![10.0, 100.0, 1000.0, 5000.0]
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -74,7 +82,7 @@ fn main() {
         "{:<8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "timer", "rate", "n", "lag p50", "lag p99", "p99.9", "max", "cpu/s"
     );
-    for rate in [10.0, 100.0, 1000.0, 5000.0] {
+    for rate in rates {
         for precise in [false, true] {
             let timer = if precise {
                 Timer::precise().expect("the timer thread")
