@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::exit::UsageError;
@@ -68,64 +69,95 @@ pub fn parse_sharegpt(
     text: &str,
     count_tokens: &dyn Fn(&str) -> u32,
 ) -> Result<Vec<DatasetEntry>, String> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| {
-        format!(
-            "line {}, column {}: not valid JSON: {e}",
-            e.line(),
-            e.column()
-        )
-    })?;
-    let Value::Array(items) = doc else {
-        return Err("expected a JSON array of conversations at the top level".into());
+    // Typed parsing gives the line and column of a bad value; the untyped walk below
+    // names the entry and field, which serde's message may not.
+    let items: Vec<ShareGptEntry> = match serde_json::from_str(text) {
+        Ok(items) => items,
+        Err(e) => {
+            let place = format!("line {}, column {}", e.line(), e.column());
+            return Err(match sharegpt_field_error(text) {
+                Some(FieldError::TopLevel(what)) => what,
+                Some(FieldError::Field(what)) => format!("{place}: {what}"),
+                None => format!("{place}: not valid ShareGPT JSON: {e}"),
+            });
+        }
     };
     let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let at = |field: &str, what: &str| format!("entry {i}: field {field:?}: {what}");
-        let Some(turns) = item.get("conversations") else {
-            return Err(at("conversations", "missing"));
-        };
-        let Value::Array(turns) = turns else {
-            return Err(at("conversations", "expected an array of turns"));
-        };
+    for item in items {
+        let turns = &item.conversations;
+        // Like vLLM's ShareGPTDataset: fewer than two turns cannot give a reply length.
         if turns.len() < 2 {
             continue;
         }
-        let turn = |j: usize| -> Result<(&str, &str), String> {
-            let t = &turns[j];
-            let from = t
-                .get("from")
-                .and_then(Value::as_str)
-                .ok_or_else(|| at(&format!("conversations[{j}].from"), "expected a string"))?;
-            let value = t
-                .get("value")
-                .and_then(Value::as_str)
-                .ok_or_else(|| at(&format!("conversations[{j}].value"), "expected a string"))?;
-            Ok((from, value))
-        };
-        let Some(h) = (0..turns.len()).find(|&j| matches!(turn(j), Ok(("human", _)))) else {
-            // Validate every turn so a malformed one is reported, not silently skipped.
-            for j in 0..turns.len() {
-                turn(j)?;
-            }
+        let Some(h) = turns.iter().position(|t| t.from == "human") else {
             continue;
         };
-        let (_, prompt) = turn(h)?;
-        let Some(g) = (h + 1..turns.len()).find(|&j| matches!(turn(j), Ok(("gpt", _)))) else {
-            for j in h + 1..turns.len() {
-                turn(j)?;
-            }
+        let Some(reply) = turns[h + 1..].iter().find(|t| t.from == "gpt") else {
             continue;
         };
-        let (_, reply) = turn(g)?;
-        if prompt.is_empty() {
+        if turns[h].value.is_empty() {
             continue;
         }
         out.push(DatasetEntry {
-            prompt: prompt.to_string(),
-            output_len: Some(count_tokens(reply).max(1)),
+            prompt: turns[h].value.clone(),
+            output_len: Some(count_tokens(&reply.value).max(1)),
         });
     }
     Ok(out)
+}
+
+#[derive(Deserialize)]
+struct ShareGptEntry {
+    conversations: Vec<ShareGptTurn>,
+}
+
+#[derive(Deserialize)]
+struct ShareGptTurn {
+    from: String,
+    value: String,
+}
+
+enum FieldError {
+    /// The document's shape is wrong (a position would point at its first byte).
+    TopLevel(String),
+    Field(String),
+}
+
+/// Finds the first entry or field that does not have the ShareGPT shape, as
+/// "entry N: field \"…\": what". `None` when the text is not JSON at all (serde's own
+/// message says it best) or no such field is found.
+fn sharegpt_field_error(text: &str) -> Option<FieldError> {
+    let doc: Value = serde_json::from_str(text).ok()?;
+    let Value::Array(items) = doc else {
+        return Some(FieldError::TopLevel(
+            "expected a JSON array of conversations at the top level".into(),
+        ));
+    };
+    for (i, item) in items.iter().enumerate() {
+        let at = |field: &str, what: &str| {
+            Some(FieldError::Field(format!(
+                "entry {i}: field {field:?}: {what}"
+            )))
+        };
+        let Some(turns) = item.get("conversations") else {
+            return at("conversations", "missing");
+        };
+        let Value::Array(turns) = turns else {
+            return at("conversations", "expected an array of turns");
+        };
+        for (j, t) in turns.iter().enumerate() {
+            for key in ["from", "value"] {
+                match t.get(key) {
+                    Some(Value::String(_)) => {}
+                    None => return at(&format!("conversations[{j}].{key}"), "missing"),
+                    Some(_) => {
+                        return at(&format!("conversations[{j}].{key}"), "expected a string");
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 /// JSONL: one object per line, `{"prompt": "…", "output_len": 128}` (`output_len`
@@ -245,18 +277,24 @@ mod tests {
         let e = parse_sharegpt("{}", &words).unwrap_err();
         assert_eq!(e, "expected a JSON array of conversations at the top level");
         let e = parse_sharegpt("[{\"id\": 1}]", &words).unwrap_err();
-        assert_eq!(e, "entry 0: field \"conversations\": missing");
+        assert_eq!(
+            e,
+            "line 1, column 10: entry 0: field \"conversations\": missing"
+        );
         let e = parse_sharegpt(
-            r#"[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt"}]}]"#,
+            "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"},\n{\"from\": \"gpt\", \"value\": 3}]}]",
             &words,
         )
         .unwrap_err();
         assert_eq!(
             e,
-            "entry 0: field \"conversations[1].value\": expected a string"
+            "line 2, column 26: entry 0: field \"conversations[1].value\": expected a string"
         );
         let e = parse_sharegpt("[\n{", &words).unwrap_err();
-        assert!(e.starts_with("line 2, column 1: not valid JSON"), "{e}");
+        assert!(
+            e.starts_with("line 2, column 1: not valid ShareGPT JSON"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -42,7 +42,8 @@ impl fmt::Display for LengthDist {
     }
 }
 
-/// Parses a `--len-dist` name; `uniform` gets range ratio 0.5 (loadgen.py's spread)
+/// Parses a `--len-dist` name; `uniform` gets range ratio 0.5 (±50 %; vLLM's
+/// `--random-range-ratio` sets it otherwise, its own default 0 would mean fixed)
 /// and `lognormal` [`DEFAULT_LOGNORMAL_SIGMA`] until set otherwise.
 impl FromStr for LengthDist {
     type Err = UsageError;
