@@ -62,17 +62,24 @@ async fn point(rate: f64, seconds: f64, timer: Timer) -> (Collector, Duration, D
 }
 
 fn main() {
-    // Arguments: [SECONDS [RATE…]] (cargo bench also passes `--bench`: ignored).
-    let args: Vec<f64> = std::env::args()
-        .skip(1)
+    // Arguments: [SECONDS [RATE…]]. `cargo bench` passes `--bench`; without it (`cargo
+    // test --all-targets` runs bench targets too) this is a 0.2 s smoke run.
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let measuring = raw.iter().any(|a| a == "--bench");
+    let args: Vec<f64> = raw
+        .iter()
         .filter(|a| !a.starts_with('-'))
         .filter_map(|a| a.parse().ok())
         .collect();
-    let seconds = args.first().copied().unwrap_or(10.0);
-    let rates = if args.len() > 1 {
-        args[1..].to_vec()
+    let (seconds, rates) = if !measuring {
+        (0.2, vec![100.0])
+    } else if args.len() > 1 {
+        (args[0], args[1..].to_vec())
     } else {
-        vec![10.0, 100.0, 1000.0, 5000.0]
+        (
+            args.first().copied().unwrap_or(10.0),
+            vec![10.0, 100.0, 1000.0, 5000.0],
+        )
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
