@@ -88,8 +88,11 @@ impl Schedule {
     }
 
     /// The arrival offsets for `seed`: an endless iterator (the runner decides when to
-    /// stop). The first arrival is one gap after the start (0 for `Constant`), as in
-    /// vLLM, except at infinite rate where every offset is 0.
+    /// stop). The first arrival is at 0 and each later one a drawn gap after the
+    /// previous, as in `vllm bench serve` (`get_request` yields a request, then sleeps
+    /// one gap). Recent vLLM versions also rescale all gaps so the last arrival lands
+    /// at exactly N/λ; llmprobe does not, since that makes the arrivals no longer a
+    /// Poisson process. At infinite rate every offset is 0.
     pub fn arrivals(&self, seed: u64) -> Arrivals {
         let sampler = if self.rate.is_infinite() {
             Sampler::Burst
@@ -155,12 +158,14 @@ impl Iterator for Arrivals {
             // i/λ computed directly, not summed, so it is exact to f64 precision.
             Sampler::Constant => self.index as f64 / self.rate,
             Sampler::Exp(d) => {
+                let at = self.elapsed;
                 self.elapsed += d.sample(&mut self.rng);
-                self.elapsed
+                at
             }
             Sampler::Gamma(d) => {
+                let at = self.elapsed;
                 self.elapsed += d.sample(&mut self.rng);
-                self.elapsed
+                at
             }
         };
         self.index += 1;
@@ -173,12 +178,15 @@ impl Iterator for Arrivals {
 mod tests {
     use super::*;
 
-    /// Inter-arrival gaps of the first `n` arrivals, in seconds.
+    /// `n` inter-arrival gaps, in seconds.
     fn gaps(s: &Schedule, seed: u64, n: usize) -> Vec<f64> {
-        let t: Vec<f64> = s.arrivals(seed).take(n).map(|d| d.as_secs_f64()).collect();
-        std::iter::once(t[0])
-            .chain(t.windows(2).map(|w| w[1] - w[0]))
-            .collect()
+        let t: Vec<f64> = s
+            .arrivals(seed)
+            .take(n + 1)
+            .map(|d| d.as_secs_f64())
+            .collect();
+        assert_eq!(t[0], 0.0, "the first arrival is at the start");
+        t.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
     fn mean_var(x: &[f64]) -> (f64, f64) {

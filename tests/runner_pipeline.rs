@@ -98,7 +98,7 @@ async fn open_loop_figures_are_the_engine_truth() {
     assert_eq!(s.dispatch_lag.max, Some(0.0));
     // Arrivals every 100 ms from 0; the last (1.9 s) ends at 2.05 s.
     assert!((s.duration_s - 2.05).abs() < 1e-12);
-    assert!((s.offered_rate.unwrap() - 20.0 / 1.9).abs() < 1e-9);
+    assert!((s.offered_rate.unwrap() - 10.0).abs() < 1e-9);
     assert_eq!(s.good, 20);
     assert_eq!(s.goodput_ratio, Some(1.0));
     assert_eq!(s.token_sources.get("continuous_usage"), Some(&20));

@@ -13,9 +13,11 @@
 //!   time of the last warmup arrival) to the end of the last counted request.
 //!   `duration` is its length; achieved rate = completed / duration; goodput =
 //!   good / duration; goodput ratio = good / counted requests (DESIGN.md).
-//! - Offered rate = counted arrivals (sent or skipped) / (last scheduled time − origin):
-//!   the rate the schedule asked for, as realised by the seeded draw. `None` when every
-//!   arrival was at the origin (infinite rate).
+//! - Offered rate: the rate the schedule asked for, as realised by the seeded draw:
+//!   inter-arrival gaps / their total span. Without warmup, the n counted arrivals
+//!   (sent or skipped) span n − 1 gaps from the first to the last scheduled time; with
+//!   warmup they span n gaps from the origin. `None` when the span is 0 (infinite
+//!   rate, or a single arrival).
 //! - Warmup: records and skips with `id < warmup` are left out of every figure.
 //!
 //! Merging: [`Collector::merge`] is exact (it keeps every value), for shards of one run
@@ -52,6 +54,7 @@ pub struct Collector {
     output_tokens: u64,
     /// Scheduled time of the last warmup arrival (the window origin).
     origin: Option<Duration>,
+    first_sched: Option<Duration>,
     last_sched: Option<Duration>,
     end: Duration,
     ttft: Samples,
@@ -110,6 +113,7 @@ impl Collector {
     }
 
     fn note_sched(&mut self, t_sched: Duration) {
+        self.first_sched = Some(self.first_sched.map_or(t_sched, |f| f.min(t_sched)));
         self.last_sched = Some(self.last_sched.map_or(t_sched, |l| l.max(t_sched)));
     }
 
@@ -180,6 +184,10 @@ impl Collector {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.first_sched = match (self.first_sched, other.first_sched) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.last_sched = self.last_sched.max(other.last_sched);
         self.end = self.end.max(other.end);
         for (mine, theirs) in [
@@ -201,9 +209,17 @@ impl Collector {
         let origin = self.origin.unwrap_or_default();
         let duration = secs(self.end.saturating_sub(origin));
         let arrivals = self.requests + self.skipped.values().sum::<u64>();
+        // Gaps between arrivals and the time they span (see the module docs).
+        let (gaps, from) = match self.origin {
+            Some(o) => (arrivals, o),
+            None => (
+                arrivals.saturating_sub(1),
+                self.first_sched.unwrap_or_default(),
+            ),
+        };
         let span = self
             .last_sched
-            .map_or(0.0, |l| secs(l.saturating_sub(origin)));
+            .map_or(0.0, |l| secs(l.saturating_sub(from)));
         let per_sec = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
         let own = |m: &BTreeMap<&'static str, u64>| -> BTreeMap<String, u64> {
             m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -217,7 +233,7 @@ impl Collector {
             warmup_excluded: self.warmup_excluded,
             duration_s: duration,
             arrivals,
-            offered_rate: (span > 0.0).then(|| arrivals as f64 / span),
+            offered_rate: (span > 0.0 && gaps > 0).then(|| gaps as f64 / span),
             achieved_rate: per_sec(self.completed as f64),
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
@@ -259,7 +275,8 @@ pub struct Summary {
     pub duration_s: f64,
     /// Counted arrivals: sent plus skipped.
     pub arrivals: u64,
-    /// Arrivals per second over the scheduled span; `None` for an infinite rate.
+    /// Arrivals per second over the scheduled span (gaps / span); `None` for an infinite
+    /// rate or a single arrival.
     pub offered_rate: Option<f64>,
     /// Completed requests per second (vLLM's `request_throughput`).
     pub achieved_rate: f64,
@@ -429,9 +446,9 @@ mod tests {
         assert_eq!(s.skipped.get("max_inflight"), Some(&1));
         // Window: 0 → 350 ms (end of r1).
         assert!(close(s.duration_s, 0.35));
-        // 4 arrivals over 300 ms of schedule.
+        // 4 arrivals: 3 gaps over 300 ms of schedule.
         assert_eq!(s.arrivals, 4);
-        assert!(close(s.offered_rate.unwrap(), 4.0 / 0.3));
+        assert!(close(s.offered_rate.unwrap(), 10.0));
         assert!(close(s.achieved_rate, 2.0 / 0.35));
         assert_eq!((s.input_tokens, s.output_tokens), (200, 8));
         assert!(close(s.output_tokens_per_s, 8.0 / 0.35));
