@@ -111,6 +111,7 @@ pub enum CapPolicy {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConcurrencyCap {
+    /// Requests in flight at most; 0 is taken as 1.
     pub max_inflight: usize,
     pub policy: CapPolicy,
 }
@@ -347,7 +348,12 @@ where
         cancel_grace,
         timer,
     } = config;
-    let slots = cap.map(|c| (Arc::new(Semaphore::new(c.max_inflight)), c.policy));
+    // 0 would deadlock `Wait` and drop everything under `Skip`: treat it as 1. Huge
+    // values are clamped to what a semaphore holds (it panics above that).
+    let slots = cap.map(|c| {
+        let permits = c.max_inflight.clamp(1, Semaphore::MAX_PERMITS);
+        (Arc::new(Semaphore::new(permits)), c.policy)
+    });
     let kill = CancellationToken::new();
     let cancelled = Arc::new(AtomicU64::new(0));
     let mut tasks: JoinSet<()> = JoinSet::new();

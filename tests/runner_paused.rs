@@ -336,3 +336,22 @@ async fn a_closed_receiver_does_not_stop_the_run() {
     assert_eq!(report.dispatched, 7);
     assert_eq!(calls.load(Ordering::Relaxed), 7);
 }
+
+#[tokio::test(start_paused = true)]
+async fn degenerate_caps_do_not_deadlock_or_panic() {
+    for (max, policy, sent) in [
+        (0, CapPolicy::Wait, 3),
+        (0, CapPolicy::Skip, 2),
+        (usize::MAX, CapPolicy::Wait, 3),
+    ] {
+        let mut config = count(3);
+        config.cap = Some(ConcurrencyCap {
+            max_inflight: max,
+            policy,
+        });
+        // Requests take 150 ms, arrivals every 100 ms.
+        let (report, records, _) = collect(every(ms(100)), config, None, ms(150)).await;
+        assert_eq!(report.dispatched, sent, "{max} {policy:?}");
+        assert_eq!(records.len() as u64, sent);
+    }
+}
