@@ -261,6 +261,33 @@ mod tests {
         assert_eq!(whole.percentile(50.0), Some(3.0));
     }
 
+    /// numpy's linear method on an explicit array, written the plain way.
+    fn naive_percentile(mut xs: Vec<f64>, p: f64) -> f64 {
+        xs.sort_by(f64::total_cmp);
+        let h = (xs.len() - 1) as f64 * p / 100.0;
+        let lo = h.floor() as usize;
+        let hi = (lo + 1).min(xs.len() - 1);
+        xs[lo] + (h - lo as f64) * (xs[hi] - xs[lo])
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn weighted_percentiles_equal_the_expanded_array(
+            items in proptest::collection::vec((0.0f64..1.0, 1u32..6), 1..40),
+            p in 0.0f64..=100.0,
+        ) {
+            let mut w = Samples::new();
+            let mut flat = Vec::new();
+            for &(v, n) in &items {
+                w.push_weighted(v, n);
+                flat.extend(std::iter::repeat_n(v, n as usize));
+            }
+            let got = w.stats(&[p]).percentile(p).unwrap();
+            let want = naive_percentile(flat, p);
+            proptest::prop_assert!((got - want).abs() < 1e-12, "p{} got {} want {}", p, got, want);
+        }
+    }
+
     #[test]
     fn nan_and_zero_weights_are_ignored() {
         let mut s = Samples::new();

@@ -587,6 +587,27 @@ mod tests {
     }
 
     #[test]
+    fn exact_lengths_hold_over_many_targets_and_seeds() {
+        let tok = Tokenizer::from_file(&fixture_path()).unwrap();
+        let g = PromptGenerator::exact(tok, 0).unwrap();
+        let mut misses = Vec::new();
+        for seed in 0..20u64 {
+            let mut r = Xoshiro256PlusPlus::seed_from_u64(seed);
+            for target in (40..400).step_by(37) {
+                let nonce = Nonce {
+                    run: seed as u32,
+                    request: u64::from(target),
+                };
+                let (_, n) = g.synthetic(nonce, target, &mut r).unwrap();
+                if n != target {
+                    misses.push((seed, target, n));
+                }
+            }
+        }
+        assert!(misses.is_empty(), "missed targets: {misses:?}");
+    }
+
+    #[test]
     fn exact_shared_prefix_has_its_length() {
         let tok = Tokenizer::from_file(&fixture_path()).unwrap();
         let g = PromptGenerator::exact(tok.clone(), 40).unwrap();
