@@ -1,17 +1,17 @@
 //! Dispatch-lag benchmark of the open-loop runner (not a timed test): real time, a
 //! no-op probe, Poisson arrivals at 10, 100, 1000 and 5000 requests/s, with tokio's
-//! timer alone and with the precise timer. Prints dispatch lag p50/p99/p99.9/max and
+//! timer alone, with the precise timer (default spins) and with the precise timer
+//! without spinning (`Spins::NONE`). Prints dispatch lag p50/p99/p99.9/max and
 //! the process CPU time per second of run (how much of a core the dispatcher costs).
 //!
 //! `cargo bench --bench scheduler [-- SECONDS [RATE…]]` (default 10 s per point, the four
-//! rates above). The figures in
-//! docs/measurement.md come from this program.
+//! rates above). The figures in docs/measurement.md come from this program.
 
 use std::time::Duration;
 
 use llmprobe::aggregate::Collector;
 use llmprobe::record::{RequestRecord, Slo};
-use llmprobe::runner::{self, Dispatch, RunConfig, Stop, Timer};
+use llmprobe::runner::{self, Dispatch, PreciseTimer, RunConfig, Spins, Stop, Timer};
 use llmprobe::schedule::Schedule;
 use tokio::sync::mpsc;
 
@@ -90,18 +90,20 @@ fn main() {
         "timer", "rate", "n", "lag p50", "lag p99", "p99.9", "max", "cpu/s"
     );
     for rate in rates {
-        for precise in [false, true] {
-            let timer = if precise {
-                Timer::precise().expect("the timer thread")
-            } else {
-                Timer::Tokio
+        for mode in ["tokio", "precise", "nospin"] {
+            let timer = match mode {
+                "tokio" => Timer::Tokio,
+                "precise" => Timer::precise().expect("the timer thread"),
+                _ => {
+                    Timer::Precise(PreciseTimer::with_spins(Spins::NONE).expect("the timer thread"))
+                }
             };
             let (c, cpu, wall) = rt.block_on(point(rate, seconds, timer));
             let s = c.summary(&[50.0, 99.0, 99.9]);
             let us = |v: Option<f64>| format!("{:.1}µs", v.unwrap_or(f64::NAN) * 1e6);
             println!(
                 "{:<8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8.1}%",
-                if precise { "precise" } else { "tokio" },
+                mode,
                 rate,
                 s.requests,
                 us(s.dispatch_lag.percentile(50.0)),

@@ -11,8 +11,9 @@
 //! late, so `sleep_until` alone gives dispatch lags up to ~1–2 ms. [`Timer::Precise`]
 //! sleeps with tokio until [`COARSE_MARGIN`] before the deadline, then hands the last
 //! stretch to a dedicated OS thread that sleeps with `std::thread::sleep` (timer slack
-//! set to 1 µs on Linux) and spins only for the final [`SPIN`]; waits shorter than
-//! [`IN_TASK_SPIN`] (frequent at high rates) are spun in place. [`Timer::Tokio`] is the
+//! set to 1 µs on Linux), spins only for the final [`SPIN`] and wakes the dispatcher
+//! [`IN_TASK_SPIN`] early, which spins the rest in place (the wake-up itself takes
+//! most of it). [`Timer::Tokio`] is the
 //! pure tokio path; under a paused test clock it dispatches at the deadline rounded up
 //! to the next millisecond, deterministically.
 
@@ -41,9 +42,10 @@ pub const COARSE_MARGIN: Duration = Duration::from_millis(2);
 /// that while keeping the spinning share of a core small (docs/measurement.md).
 pub const SPIN: Duration = Duration::from_micros(80);
 
-/// Below this much remaining time the precise timer busy-waits in the dispatcher task
-/// instead of handing the deadline to its thread: a cross-thread wake-up costs about as
-/// much (30–50 µs measured on a VM), and blocking a worker this briefly is within
+/// The last stretch the precise timer busy-waits in the dispatcher task: its thread
+/// wakes the dispatcher this long before the deadline, because a cross-thread wake-up
+/// of a parked tokio worker takes about as long (30–50 µs measured on a VM); shorter
+/// waits are spun in place without the thread. Blocking a worker this briefly is within
 /// tokio's guidance for time between awaits (~100 µs).
 pub const IN_TASK_SPIN: Duration = Duration::from_micros(50);
 
@@ -158,8 +160,10 @@ impl Timer {
                 }
                 let deadline = deadline.into_std();
                 let now = std::time::Instant::now();
-                if deadline > now + IN_TASK_SPIN {
-                    t.wait_until(deadline).await;
+                if deadline > now + t.spins.task {
+                    // Woken `task` early: the cross-thread wake-up eats most of that,
+                    // the spin below the rest, so the dispatch lands on time.
+                    t.wait_until(deadline - t.spins.task).await;
                 }
                 while std::time::Instant::now() < deadline {
                     std::hint::spin_loop();
@@ -174,15 +178,50 @@ impl Timer {
 #[derive(Debug, Clone)]
 pub struct PreciseTimer {
     tx: std::sync::mpsc::Sender<(std::time::Instant, oneshot::Sender<()>)>,
+    spins: Spins,
+}
+
+/// How long the precise timer busy-waits: `thread` before a deadline in its thread,
+/// `task` in the dispatcher task. Zero for both never spins: the precision is then the
+/// OS's sleep overshoot plus one cross-thread wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spins {
+    pub thread: Duration,
+    pub task: Duration,
+}
+
+impl Spins {
+    /// No busy-waiting at all: about 30–50 µs median lag instead of 5–15 µs, for a
+    /// fraction of the CPU. For clients that share their cores or run under a CPU quota
+    /// (a Kubernetes limit throttles a process that spins), e.g. the daemon.
+    pub const NONE: Spins = Spins {
+        thread: Duration::ZERO,
+        task: Duration::ZERO,
+    };
+}
+
+impl Default for Spins {
+    fn default() -> Self {
+        Spins {
+            thread: SPIN,
+            task: IN_TASK_SPIN,
+        }
+    }
 }
 
 impl PreciseTimer {
+    /// A timer with the default [`Spins`].
     pub fn spawn() -> std::io::Result<Self> {
+        Self::with_spins(Spins::default())
+    }
+
+    pub fn with_spins(spins: Spins) -> std::io::Result<Self> {
         let (tx, rx) = std::sync::mpsc::channel();
+        let spin = spins.thread;
         std::thread::Builder::new()
             .name("llmprobe-timer".into())
-            .spawn(move || timer_thread(rx))?;
-        Ok(PreciseTimer { tx })
+            .spawn(move || timer_thread(rx, spin))?;
+        Ok(PreciseTimer { tx, spins })
     }
 
     /// Resolves at `deadline`, never before.
@@ -222,7 +261,10 @@ impl Ord for WaiterTx {
     }
 }
 
-fn timer_thread(rx: std::sync::mpsc::Receiver<(std::time::Instant, oneshot::Sender<()>)>) {
+fn timer_thread(
+    rx: std::sync::mpsc::Receiver<(std::time::Instant, oneshot::Sender<()>)>,
+    spin: Duration,
+) {
     use std::sync::mpsc::RecvTimeoutError;
     set_timer_slack();
     let mut heap: BinaryHeap<Waiter> = BinaryHeap::new();
@@ -240,8 +282,8 @@ fn timer_thread(rx: std::sync::mpsc::Receiver<(std::time::Instant, oneshot::Send
             continue;
         };
         let now = std::time::Instant::now();
-        if next > now + SPIN {
-            match rx.recv_timeout(next - now - SPIN) {
+        if next > now + spin {
+            match rx.recv_timeout(next - now - spin) {
                 Ok(w) => push(&mut heap, w),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
