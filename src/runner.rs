@@ -351,7 +351,8 @@ pub enum StopReason {
 pub struct RunReport {
     pub run_start: Instant,
     pub stopped_by: StopReason,
-    /// Arrivals taken from the schedule (dispatched + skipped).
+    /// Arrivals whose time came: dispatched + skipped, plus the one abandoned when a
+    /// cancellation arrives while it waits for a slot under [`CapPolicy::Wait`].
     pub arrivals: u64,
     pub dispatched: u64,
     pub skipped: u64,
