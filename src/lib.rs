@@ -5,6 +5,7 @@
 //! aggregate/export → report. A module imports only from modules before it in that
 //! chain; `capacity` is pure math and never touches the network.
 
+pub mod aggregate;
 pub mod capacity;
 pub mod cli;
 pub mod engine;
@@ -12,6 +13,8 @@ pub mod exit;
 pub mod logging;
 pub mod mock;
 pub mod record;
+pub mod runner;
+pub mod schedule;
 pub mod workload;
 
 use std::process::ExitCode;
