@@ -5,6 +5,7 @@
 //! aggregate/export → report. A module imports only from modules before it in that
 //! chain; `capacity` is pure math and never touches the network.
 
+pub mod aggregate;
 pub mod capacity;
 pub mod cli;
 pub mod client;
