@@ -11,6 +11,8 @@ fn root() -> PathBuf {
 }
 
 /// (fixture name, exact error). Error positions are 1-based line:column of the node.
+/// A trailing `…` stands for a list owned by another module (valid preset names): the
+/// error must start with the text before it.
 const BAD: &[(&str, &str)] = &[
     (
         "prompt_too_short",
@@ -26,7 +28,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "capacity_unknown_preset",
-        "capacity_unknown_preset.yaml:5:15: targets[0].capacity: unknown preset \"llama-9b\"; valid presets: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen3-8b, qwen3-32b, qwen3-235b-a22b, qwen3-next-80b-a3b, mixtral-8x7b, deepseek-v3, gpt-oss-20b, gpt-oss-120b, gemma-3-27b",
+        "capacity_unknown_preset.yaml:5:15: targets[0].capacity: unknown preset \"llama-9b\"; valid presets: llama-3.1-8b, …",
     ),
     (
         "api_key_env_unset",
@@ -194,7 +196,13 @@ fn every_bad_fixture_fails_with_its_exact_error() {
         let file = format!("{name}.yaml");
         let text = std::fs::read_to_string(dir.join(&file)).unwrap();
         let err = load_str(&text, &file).expect_err(name);
-        assert_eq!(err.to_string(), *want, "fixture {file}");
+        match want.strip_suffix('…') {
+            Some(prefix) => assert!(
+                err.to_string().starts_with(prefix),
+                "fixture {file}: {err} does not start with {prefix}"
+            ),
+            None => assert_eq!(err.to_string(), *want, "fixture {file}"),
+        }
         seen.push(file);
     }
     // Every fixture on disk is in the table (a new rule needs its expected error).
