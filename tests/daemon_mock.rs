@@ -406,3 +406,67 @@ async fn promtool_finds_nothing_on_a_live_scrape() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Every metric name in docs/metrics.md (backticked `llmprobe_…` words).
+fn documented_families() -> Vec<String> {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/metrics.md")).unwrap();
+    let mut names: Vec<String> = doc
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        // `llmprobe_` alone is the namespace, not a metric.
+        .filter(|w| w.starts_with("llmprobe_") && w.len() > "llmprobe_".len())
+        .map(|w| w.split('{').next().unwrap().to_string())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_demo_populates_every_documented_family() {
+    let (mock, source) = llmprobe::daemon::demo::start(&["http_500:0.3".to_string()])
+        .await
+        .unwrap();
+    let d = Daemon::start(source, Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let families = documented_families();
+    assert!(families.len() >= 35, "{families:?}");
+    let (status, headers_ok) = {
+        let r = http()
+            .get(format!("http://{addr}/metrics"))
+            .send()
+            .await
+            .unwrap();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        (r.status().as_u16(), ct == "text/plain; version=0.0.4")
+    };
+    assert_eq!(status, 200);
+    assert!(headers_ok, "/metrics content type");
+    let missing = wait_for(Duration::from_secs(30), || async {
+        let s = scrape(addr).await;
+        let has = |name: &str| {
+            s.iter()
+                .any(|x| x.name == name || x.name == format!("{name}_count"))
+        };
+        let missing: Vec<&String> = families.iter().filter(|f| !has(f)).collect();
+        let failures = sum(
+            &s,
+            "llmprobe_request_failures_total",
+            &[("reason", "http_5xx")],
+        );
+        (missing.is_empty() && failures > 0.0).then_some(missing.len())
+    })
+    .await;
+    assert_eq!(missing, 0);
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+}
