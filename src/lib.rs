@@ -7,9 +7,11 @@
 
 pub mod capacity;
 pub mod cli;
+pub mod client;
 pub mod exit;
 pub mod logging;
 pub mod record;
+pub mod secret;
 pub mod workload;
 
 use std::process::ExitCode;
