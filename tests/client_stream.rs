@@ -616,3 +616,66 @@ async fn limits_stop_hostile_streams() {
     assert_eq!(r.outcome, Outcome::StreamError);
     assert!(r.error.as_deref().unwrap().contains("max_response_bytes"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn continuous_usage_with_held_back_text_stays_exact() {
+    // Token 2 is half a character: its chunk has no text but the cumulative count moves,
+    // so the token is timed when it arrived (20 ms). Token 3 completes the character;
+    // the "!" chunk at 40 ms carries text released with no new token.
+    let server = serve(vec![
+        Script::sse()
+            .wait_ms(10)
+            .content("a", Some(1))
+            .wait_ms(10)
+            .data(r#"{"choices":[{"index":0,"delta":{"content":""}}],"usage":{"completion_tokens":2}}"#)
+            .wait_ms(10)
+            .content("\u{1F600}", Some(3))
+            .wait_ms(10)
+            .content("!", Some(3))
+            .data(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}"#)
+            .done()
+            .end(),
+    ])
+    .await;
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    assert_eq!(r.token_source, TokenSource::ContinuousUsage);
+    assert_eq!(
+        at(&r),
+        vec![(ms(10), 1), (ms(20), 1), (ms(30), 1), (ms(40), 0)]
+    );
+    assert_eq!(r.chunks[1].text_bytes, 0);
+    assert_eq!(r.output_tokens(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn secrets_never_reach_records_or_debug_output() {
+    const CANARY: &str = "sk-canary-7d1f0c";
+    let server = serve(vec![Script::full(
+        401,
+        "Unauthorized",
+        "text/plain",
+        "bad key",
+    )])
+    .await;
+    let mut c = cfg(&server);
+    c.api_key = Some(Secret::new(CANARY));
+    c.headers.push(("X-Api-Key".into(), Secret::new(CANARY)));
+    let client = Client::new(c, None).unwrap();
+    let r = client
+        .send(&spec(), 0, Duration::ZERO, Instant::now())
+        .await;
+    assert_eq!(r.outcome, Outcome::Http4xx);
+    let outputs = [
+        format!("{client:?}"),
+        format!("{r:?}"),
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(client.config()).unwrap(),
+    ];
+    for out in outputs {
+        assert!(!out.contains(CANARY), "leak in {out}");
+    }
+    // It was sent, though.
+    let req = &server.requests()[0];
+    assert_eq!(req.header("x-api-key").as_deref(), Some(CANARY));
+}

@@ -73,16 +73,21 @@ async fn tls_server(server: &Pki, client_ca: Option<&Path>) -> std::net::SocketA
             roots
                 .add(CertificateDer::from_pem_file(ca).unwrap())
                 .unwrap();
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                    .build()
-                    .unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .unwrap();
             builder
                 .with_client_cert_verifier(verifier)
                 .with_single_cert(chain, key)
                 .unwrap()
         }
-        None => builder.with_no_client_auth().with_single_cert(chain, key).unwrap(),
+        None => builder
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap(),
     };
     let acceptor = TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -218,8 +223,11 @@ fn a_bad_client_key_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let pki = make_pki(dir.path(), "c", &["x"]);
     let bad_key = dir.path().join("bad-key.pem");
-    std::fs::write(&bad_key, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
-        .unwrap();
+    std::fs::write(
+        &bad_key,
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
     let cfg = ClientConfig {
         tls: TlsConfig {
             client_cert_file: Some(pki.cert_pem.clone()),

@@ -244,7 +244,7 @@ mod tests {
     ) -> (Vec<Owned>, Option<SseError>) {
         let mut p = SseParser::new(limit, limit);
         let mut out = Vec::new();
-        let mut drain = |p: &mut SseParser, out: &mut Vec<Owned>| -> Result<(), SseError> {
+        let drain = |p: &mut SseParser, out: &mut Vec<Owned>| -> Result<(), SseError> {
             while let Some(ev) = p.next_event()? {
                 out.push(Owned {
                     event: ev.event.to_vec(),
