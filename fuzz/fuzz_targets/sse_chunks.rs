@@ -40,7 +40,8 @@ fn run<'a>(pieces: impl IntoIterator<Item = &'a [u8]>, limit: usize) -> Seen {
                     assert!(ev.data.len() <= limit);
                     // Decode like the client does; the result must not depend on splits.
                     let text = chunk::decode(ev.data).ok().map(|c| c.text_len());
-                    seen.events.push((ev.event.to_vec(), ev.data.to_vec(), text));
+                    seen.events
+                        .push((ev.event.to_vec(), ev.data.to_vec(), text));
                 }
                 Ok(None) => return true,
                 Err(e) => {

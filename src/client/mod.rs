@@ -12,6 +12,12 @@
 //!
 //! Owns: HTTP, SSE and chunk decoding, timeouts, TLS, hard limits. Does not schedule,
 //! aggregate or export.
+//!
+//! Testing note: under a paused tokio clock (`start_paused = true`) timings are exact
+//! for the first request on each connection, but body data of a *later* request on a
+//! reused pooled connection is not delivered until unrelated timers fire (seen with
+//! hyper 1.x / tokio 1.54; real time is unaffected). Paused-clock tests that need exact
+//! numbers should use one request per `Client`, or real time with bounds.
 
 pub mod chunk;
 pub mod config;
