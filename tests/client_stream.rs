@@ -679,3 +679,27 @@ async fn secrets_never_reach_records_or_debug_output() {
     let req = &server.requests()[0];
     assert_eq!(req.header("x-api-key").as_deref(), Some(CANARY));
 }
+
+#[tokio::test(start_paused = true)]
+async fn reset_before_the_response_is_connect() {
+    let server = serve(vec![Script::default().then(Step::Reset)]).await;
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.outcome, Outcome::Connect, "{:?}", r.error);
+    assert_eq!(r.t_headers, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_byte_at_a_time_trickle_is_parsed_and_timed_by_its_last_byte() {
+    let stream = b"data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: [DONE]\n\n";
+    let mut script = Script::sse();
+    for b in stream {
+        script = script.wait_ms(1).raw(&[*b]);
+    }
+    let server = serve(vec![script.end()]).await;
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    // Byte k (1-based) is written at k ms; the first event completes with its blank line.
+    let first_len = stream.windows(2).position(|w| w == b"\n\n").unwrap() as u64 + 2;
+    assert_eq!(at(&r), vec![(ms(first_len), 1)]);
+    assert_eq!(r.t_end, Some(ms(stream.len() as u64)));
+}
