@@ -703,3 +703,36 @@ async fn a_byte_at_a_time_trickle_is_parsed_and_timed_by_its_last_byte() {
     assert_eq!(at(&r), vec![(ms(first_len), 1)]);
     assert_eq!(r.t_end, Some(ms(stream.len() as u64)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_keeps_the_partial_record() {
+    let server = serve(vec![
+        Script::sse()
+            .wait_ms(20)
+            .content("a", None)
+            .then(Step::Hang),
+    ])
+    .await;
+    let client = Client::new(cfg(&server), None).unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(ms(100)).await;
+        trigger.cancel();
+    });
+    let run_start = Instant::now();
+    let r = client
+        .send_cancellable(&spec(), 3, Duration::ZERO, run_start, &cancel)
+        .await;
+    assert_eq!(r.outcome, Outcome::Cancelled);
+    assert_eq!(at(&r), vec![(ms(20), 1)]);
+    assert_eq!(r.t_end, Some(ms(100)));
+    // A token that never fires changes nothing.
+    let done = tokio_util::sync::CancellationToken::new();
+    let server2 = serve(vec![no_usage_script()]).await;
+    let client2 = Client::new(cfg(&server2), None).unwrap();
+    let r = client2
+        .send_cancellable(&spec(), 4, Duration::ZERO, Instant::now(), &done)
+        .await;
+    assert_eq!(r.outcome, Outcome::Ok);
+}

@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::Context;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
 
 pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig};
 
@@ -175,6 +176,32 @@ impl Client {
         t_sched: Duration,
         run_start: Instant,
     ) -> RequestRecord {
+        self.send_inner(spec, id, t_sched, run_start, None).await
+    }
+
+    /// Like [`send`](Self::send), but when `cancel` fires first the request is
+    /// abandoned and the record, with whatever arrived so far, ends as
+    /// [`Outcome::Cancelled`] (a stopped run still accounts for its in-flight requests).
+    pub async fn send_cancellable(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
+        self.send_inner(spec, id, t_sched, run_start, Some(cancel))
+            .await
+    }
+
+    async fn send_inner(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+        cancel: Option<&CancellationToken>,
+    ) -> RequestRecord {
         let body = request::body(&self.cfg, spec);
         let request = self.http.post(self.url.clone());
         let start = Instant::now();
@@ -190,8 +217,19 @@ impl Client {
         };
         let result = match body {
             Ok(body) => {
-                self.exchange(request.body(body), start, run_start, &mut rec, &mut st)
-                    .await
+                let exchange =
+                    self.exchange(request.body(body), start, run_start, &mut rec, &mut st);
+                match cancel {
+                    Some(cancel) => tokio::select! {
+                        biased;
+                        r = exchange => r,
+                        () = cancel.cancelled() => Err(Failure::new(
+                            Outcome::Cancelled,
+                            "the run stopped while the request was in flight",
+                        )),
+                    },
+                    None => exchange.await,
+                }
             }
             Err(e) => Err(Failure::stream(format!("building the request body: {e}"))),
         };
