@@ -257,9 +257,9 @@ async fn events_split_anywhere_are_timed_by_the_piece_that_completes_them() {
 }
 
 /// Real time on purpose: under a paused clock, body data of a second request on a
-/// reused pooled connection is not delivered until unrelated timers fire (a tokio
-/// test-util/hyper interaction; a first request per connection is exact). So this test
-/// checks reuse and sanity, not exact times.
+/// reused pooled connection is not delivered until unrelated timers fire (a
+/// reqwest/hyper + tokio test-util interaction; a first request per connection is
+/// exact, see the next test). So this test checks reuse and sanity, not exact times.
 #[tokio::test]
 async fn connections_are_reused() {
     let server = serve(vec![no_usage_script()]).await;
@@ -275,6 +275,23 @@ async fn connections_are_reused() {
     }
     assert_eq!(server.requests().len(), 3);
     assert_eq!(server.connections(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_reuse_every_request_gets_a_new_connection_and_exact_timing() {
+    let server = serve(vec![no_usage_script()]).await;
+    let mut c = cfg(&server);
+    c.reuse_connections = false;
+    let client = Client::new(c, None).unwrap();
+    let run_start = Instant::now();
+    for id in 0..3 {
+        let t = run_start.elapsed();
+        let r = client.send(&spec(), id, t, run_start).await;
+        assert_eq!(r.outcome, Outcome::Ok, "request {id}: {:?}", r.error);
+        assert_eq!(r.ttft(), Some(ms(40)));
+        assert_eq!(r.t_send, ms(60) * id as u32);
+    }
+    assert_eq!(server.connections(), 3);
 }
 
 #[tokio::test(start_paused = true)]

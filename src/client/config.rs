@@ -68,6 +68,9 @@ pub struct ClientConfig {
     pub continuous_usage_stats: bool,
     /// Chat only: also send `max_completion_tokens` (the newer OpenAI name).
     pub max_completion_tokens: bool,
+    /// Keep connections open and reuse them (default). `false` opens a new connection
+    /// per request, so TTFT includes TCP/TLS setup as a brand-new client would see it.
+    pub reuse_connections: bool,
     pub timeouts: Timeouts,
     pub tls: TlsConfig,
     pub limits: Limits,
@@ -88,6 +91,7 @@ impl Default for ClientConfig {
             include_usage: true,
             continuous_usage_stats: true,
             max_completion_tokens: false,
+            reuse_connections: true,
             timeouts: Timeouts::default(),
             tls: TlsConfig::default(),
             limits: Limits::default(),

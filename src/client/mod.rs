@@ -15,9 +15,10 @@
 //!
 //! Testing note: under a paused tokio clock (`start_paused = true`) timings are exact
 //! for the first request on each connection, but body data of a *later* request on a
-//! reused pooled connection is not delivered until unrelated timers fire (seen with
-//! hyper 1.x / tokio 1.54; real time is unaffected). Paused-clock tests that need exact
-//! numbers should use one request per `Client`, or real time with bounds.
+//! reused pooled connection is not delivered until unrelated timers fire. This is a
+//! reqwest/hyper + tokio test-util interaction (reproduced with a bare
+//! `reqwest::Client` against an axum server; real time is unaffected). Paused-clock
+//! tests that send several requests should set `reuse_connections: false`.
 
 pub mod chunk;
 pub mod config;
@@ -140,7 +141,11 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(n, v);
         }
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if !cfg.reuse_connections {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let http = builder
             .tls_backend_preconfigured(tls::client_config(&cfg.tls)?)
             .default_headers(headers)
             .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
