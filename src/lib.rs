@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod capacity;
 pub mod cli;
+pub mod client;
 pub mod engine;
 pub mod exit;
 pub mod logging;
@@ -15,6 +16,7 @@ pub mod mock;
 pub mod record;
 pub mod runner;
 pub mod schedule;
+pub mod secret;
 pub mod workload;
 
 use std::process::ExitCode;
