@@ -156,7 +156,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
     ),
     (
         "zero_grace_period",

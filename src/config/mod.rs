@@ -214,6 +214,10 @@ pub struct Target {
     /// Send `stream_options.include_usage`.
     #[serde(default = "yes")]
     pub include_usage: bool,
+    /// Keep connections open between probes (default). `false` opens a new connection
+    /// per probe, so TTFT includes TCP and TLS setup as a brand-new client sees it.
+    #[serde(default = "yes")]
+    pub reuse_connections: bool,
     /// JSON fields merged into every request body last.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

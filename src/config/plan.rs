@@ -177,11 +177,13 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
         headers,
         extra_body: t.extra_body.clone(),
         temperature: 0.0,
+        // Per scenario: set on each scenario's client when the target starts.
         ignore_eos: false,
         min_tokens: false,
         include_usage: t.include_usage,
         continuous_usage_stats: t.continuous_usage_stats,
         max_completion_tokens: false,
+        reuse_connections: t.reuse_connections,
         timeouts: t.timeouts,
         tls: t.tls.clone(),
         limits: t.limits,

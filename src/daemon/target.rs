@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::TokenBudget;
 use super::engine::{TtftWindow, scrape_loop};
-use crate::client::Client;
+use crate::client::{Client, ClientConfig};
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::export::status::ScenarioHandle;
 use crate::export::{Metrics, ScenarioSeries, StatusBoard};
@@ -81,7 +81,6 @@ pub fn start(
     shared: &Shared,
     stagger: (usize, usize),
 ) -> anyhow::Result<RunningTarget> {
-    let client = Arc::new(Client::new(plan.client.clone(), None)?);
     let stop = CancellationToken::new();
     let now = Instant::now();
     let budget = plan
@@ -96,6 +95,14 @@ pub fn start(
     }
     let (mut position, count) = stagger;
     for scenario in &plan.scenarios {
+        // One client (one connection pool) per scenario: `ignore_eos` is per scenario.
+        let client = Arc::new(Client::new(
+            ClientConfig {
+                ignore_eos: scenario.ignore_eos,
+                ..plan.client.clone()
+            },
+            None,
+        )?);
         let series = Arc::new(shared.metrics.scenario(
             &plan.name,
             &plan.model,
