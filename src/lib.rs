@@ -5,11 +5,13 @@
 //! aggregate/export → report. A module imports only from modules before it in that
 //! chain; `capacity` is pure math and never touches the network.
 
+pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod exit;
 pub mod logging;
 pub mod record;
+pub mod report;
 pub mod workload;
 
 use std::process::ExitCode;

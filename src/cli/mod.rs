@@ -3,7 +3,9 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod capacity;
+pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
 
 #[derive(Debug, Parser)]
