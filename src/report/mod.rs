@@ -15,6 +15,7 @@ use crate::bench::gate::GateResult;
 use crate::bench::options::{LatencyMetric, Shard};
 
 pub mod jsonl;
+pub mod plot;
 pub mod table;
 pub mod vllm;
 
