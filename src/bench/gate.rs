@@ -120,11 +120,11 @@ impl Gate {
     pub fn observe(&self, r: &RateReport) -> Option<f64> {
         let ratio = |n: u64| (r.requests > 0).then(|| n as f64 / r.requests as f64);
         match self.metric {
-            GateMetric::GoodputRatio => (r.requests > 0).then_some(r.goodput_ratio),
+            GateMetric::GoodputRatio => r.goodput_ratio,
             GateMetric::SuccessRatio => ratio(r.completed),
             GateMetric::ErrorRatio => ratio(r.failed),
             GateMetric::Goodput => Some(r.goodput),
-            GateMetric::RequestThroughput => Some(r.request_throughput),
+            GateMetric::RequestThroughput => Some(r.achieved_rate),
             GateMetric::OutputThroughput => Some(r.output_throughput),
             GateMetric::Latency(m, stat) => {
                 let stats = r.latency(m);

@@ -356,7 +356,7 @@ impl BenchOptions {
                 ));
             }
         };
-        if !a.mock && !(a.base_url.starts_with("http://") || a.base_url.starts_with("https://")) {
+        if !a.mock && !a.base_url.starts_with("http://") && !a.base_url.starts_with("https://") {
             return Err(UsageError::new(format!(
                 "--base-url {:?} must start with http:// or https://",
                 a.base_url
@@ -673,13 +673,13 @@ impl BenchOptions {
 }
 
 /// The reported percentiles plus any a gate reads, plus the median (vLLM's result file
-/// always has `median_*_ms`), sorted and deduplicated.
+/// always has `median_*_ms`) and p99 (the dispatch-lag check), sorted and deduplicated.
 pub fn computed_percentiles(reported: &[f64], gates: &[Gate]) -> Vec<f64> {
     let mut all: Vec<f64> = reported
         .iter()
         .copied()
         .chain(gates.iter().filter_map(Gate::percentile))
-        .chain(std::iter::once(50.0))
+        .chain([50.0, 99.0])
         .collect();
     all.sort_by(f64::total_cmp);
     all.dedup();
@@ -1007,6 +1007,6 @@ mod tests {
     fn gate_percentiles_are_computed_even_when_not_reported() {
         let o = opts("--mock --rate 4 --metric-percentiles 90 --gate ttft-p99.9<=100ms").unwrap();
         assert_eq!(o.percentiles, vec![90.0]);
-        assert_eq!(o.computed_percentiles(), vec![50.0, 90.0, 99.9]);
+        assert_eq!(o.computed_percentiles(), vec![50.0, 90.0, 99.0, 99.9]);
     }
 }

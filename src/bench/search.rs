@@ -9,8 +9,6 @@
 //! The answer assumes pass/fail is monotone in the rate; with a noisy server near the
 //! edge a repeat may land a step either way, which is why the bracket is reported.
 
-use std::future::Future;
-
 use crate::bench::options::Precision;
 
 /// One rate tried and its verdict.
@@ -38,15 +36,14 @@ const MAX_PROBES: usize = 64;
 
 /// Runs the search. `probe(rate)` runs the load at `rate` and says whether every gate
 /// passed; an error stops the search.
-pub async fn find_max_rate<F, Fut, E>(
+pub async fn find_max_rate<F, E>(
     start: f64,
     precision: Precision,
     limit: f64,
     mut probe: F,
 ) -> Result<SearchResult, E>
 where
-    F: FnMut(f64) -> Fut,
-    Fut: Future<Output = Result<bool, E>>,
+    F: AsyncFnMut(f64) -> Result<bool, E>,
 {
     let mut probes = Vec::new();
     let mut run = async |rate: f64, probes: &mut Vec<ProbePoint>| -> Result<bool, E> {
@@ -111,7 +108,7 @@ mod tests {
     use std::convert::Infallible;
 
     async fn search(start: f64, precision: Precision, limit: f64, capacity: f64) -> SearchResult {
-        find_max_rate(start, precision, limit, |r| async move {
+        find_max_rate(start, precision, limit, async |r| {
             Ok::<_, Infallible>(r <= capacity)
         })
         .await
@@ -168,7 +165,7 @@ mod tests {
 
     #[tokio::test]
     async fn probe_errors_stop_the_search() {
-        let r = find_max_rate(1.0, Precision::PerSecond(0.5), 64.0, |r| async move {
+        let r = find_max_rate(1.0, Precision::PerSecond(0.5), 64.0, async |r| {
             if r >= 4.0 { Err("boom") } else { Ok(true) }
         })
         .await;

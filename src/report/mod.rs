@@ -196,27 +196,36 @@ pub struct RateReport {
     /// Which shard wrote this summary; null when the run was not sharded (or for a
     /// `report merge` of all shards).
     pub shard: Option<Shard>,
-    /// What the run asked for.
-    pub inputs: RunInputs,
-    /// Request rate of the whole run in req/s (all shards together), or `"inf"`.
-    pub offered_rate: RateValue,
-    /// Request rate this process offered (`offered_rate` / shards), or `"inf"`.
+    /// What the run asked for; null in `report merge` output (records do not carry
+    /// the run's flags).
+    pub inputs: Option<RunInputs>,
+    /// The configured request rate of the whole run (all shards together), req/s or
+    /// `"inf"`: the row's key in a sweep.
+    pub rate: RateValue,
+    /// The configured rate this process sent (`rate` / shards), req/s or `"inf"`.
     pub process_rate: RateValue,
-    /// Counted requests that were sent and ended (completed + failed; warmup excluded).
-    pub requests: u64,
-    /// Requests sent per second of the dispatch window (first to last scheduled send):
-    /// how much of `process_rate` the client really offered.
+    /// Offered rate as realised: counted arrivals / scheduled span, req/s (null for an
+    /// infinite rate, where every arrival is at t = 0).
+    pub offered_rate: Option<f64>,
+    /// Achieved rate: completed requests / duration, req/s (vLLM's
+    /// `request_throughput`).
     pub achieved_rate: f64,
-    /// Seconds from the first counted send to the last counted request's end.
+    /// Seconds from the window origin (run start, or the last warmup arrival) to the
+    /// end of the last counted request.
     pub duration_s: f64,
+    /// Counted requests sent (completed + failed; warmup excluded).
+    pub requests: u64,
     /// Requests that succeeded.
     pub completed: u64,
     /// Requests that failed.
     pub failed: u64,
     /// Failed requests by reason (`http_5xx`, `timeout`, …).
     pub failed_by_reason: BTreeMap<String, u64>,
-    /// Completed requests per second (vLLM's `request_throughput`).
-    pub request_throughput: f64,
+    /// Arrivals not sent, by reason (none with `--max-concurrency`, whose arrivals
+    /// wait instead).
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// Warmup requests left out of every figure.
+    pub warmup_excluded: u64,
     /// Prompt tokens of completed requests (server usage when sent, else as built).
     pub total_input_tokens: u64,
     /// Output tokens of completed requests.
@@ -229,23 +238,28 @@ pub struct RateReport {
     pub good: u64,
     /// Good requests per second (vLLM's `request_goodput`).
     pub goodput: f64,
-    /// good / requests (0 when no request ended).
-    pub goodput_ratio: f64,
-    /// Time to first token (t_first − t_send), ms.
+    /// good / requests (null when no request ended).
+    pub goodput_ratio: Option<f64>,
+    /// Time to first token (t_first − t_send), ms, successful requests.
     pub ttft_ms: LatencyStats,
     /// Time per output token after the first, vLLM's definition, ms.
     pub tpot_ms: LatencyStats,
     /// Per-token inter-token latency (a gap shared among the tokens of its chunk), ms;
     /// counted in tokens.
     pub itl_ms: LatencyStats,
+    /// Gaps between content chunks, ms (what vLLM calls ITL; equals `itl_ms` when
+    /// every chunk carries one token).
+    pub chunk_gap_ms: LatencyStats,
     /// End-to-end latency (t_last − t_send), ms.
     pub e2el_ms: LatencyStats,
     /// TTFT from the intended send time (t_first − t_sched): what a user arriving on
     /// schedule saw, including the client's own lag and any --max-concurrency wait.
     pub ttft_from_sched_ms: LatencyStats,
-    /// Dispatch lag (t_send − t_sched), ms.
+    /// E2E latency from the intended send time (t_last − t_sched), ms.
+    pub e2el_from_sched_ms: LatencyStats,
+    /// Dispatch lag (t_send − t_sched) over every sent request, ms.
     pub dispatch_lag_ms: LagStats,
-    /// True when dispatch lag p99 exceeded the warning threshold: the figures then
+    /// True when dispatch lag p99 exceeded `dispatch_lag_warn_ms`: the figures then
     /// describe the client more than the server.
     pub client_behind: bool,
     /// Warning threshold for dispatch lag p99, ms.
@@ -323,33 +337,38 @@ pub mod test_support {
 
     /// 100 requests at `rate`: 98 completed, 2 timeouts, 90 good; TTFT mean 100 ms.
     pub fn sample_report(rate: f64) -> RateReport {
+        let finite = if rate.is_finite() { rate } else { 40.0 };
         RateReport {
             schema_version: SCHEMA_VERSION,
             llmprobe_version: "0.1.0".into(),
             started_at: "2026-11-29T18:00:00Z".into(),
             shard: None,
-            inputs: inputs(),
-            offered_rate: RateValue(rate),
+            inputs: Some(inputs()),
+            rate: RateValue(rate),
             process_rate: RateValue(rate),
+            offered_rate: rate.is_finite().then_some(rate * 0.99),
+            achieved_rate: finite * 0.98,
+            duration_s: 100.0 / finite,
             requests: 100,
-            achieved_rate: rate * 0.99,
-            duration_s: 100.0 / rate,
             completed: 98,
             failed: 2,
             failed_by_reason: BTreeMap::from([("timeout".to_string(), 2)]),
-            request_throughput: rate * 0.98,
+            skipped_by_reason: BTreeMap::new(),
+            warmup_excluded: 0,
             total_input_tokens: 98 * 1024,
             total_output_tokens: 98 * 128,
-            output_throughput: rate * 0.98 * 128.0,
-            total_token_throughput: rate * 0.98 * (128.0 + 1024.0),
+            output_throughput: finite * 0.98 * 128.0,
+            total_token_throughput: finite * 0.98 * (128.0 + 1024.0),
             good: 90,
-            goodput: rate * 0.9,
-            goodput_ratio: 0.9,
+            goodput: finite * 0.9,
+            goodput_ratio: Some(0.9),
             ttft_ms: stats(100.0),
             tpot_ms: stats(10.0),
             itl_ms: stats(10.0),
+            chunk_gap_ms: stats(10.0),
             e2el_ms: stats(1370.0),
             ttft_from_sched_ms: stats(100.5),
+            e2el_from_sched_ms: stats(1370.5),
             dispatch_lag_ms: LagStats {
                 p50: Some(0.05),
                 p99: Some(0.4),

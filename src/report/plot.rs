@@ -1,6 +1,6 @@
 //! `--plot FILE.svg`: the sweep curve. Three panels against offered request rate: TTFT
-//! percentiles, TPOT and per-token ITL percentiles, and throughput with goodput, so
-//! the knee where latency climbs and goodput falls away from throughput is visible.
+//! percentiles, TPOT and per-token ITL percentiles, and offered/achieved rate with
+//! goodput, so the knee where latency climbs and goodput falls away is visible.
 //! Drawn with `plotters` (SVG backend). Infinite rates have no x position and are left
 //! out of the plot (they stay in the table and JSON).
 
@@ -33,7 +33,7 @@ fn latency_series(
         .map(|&p| {
             let points = reports
                 .iter()
-                .filter_map(|r| pick(r).percentile(p).map(|v| (r.offered_rate.0, v)))
+                .filter_map(|r| pick(r).percentile(p).map(|v| (r.rate.0, v)))
                 .collect();
             (format!("{name} {}", percentile_key(p)), points)
         })
@@ -42,10 +42,7 @@ fn latency_series(
 
 /// Writes the sweep plot. Needs at least one finite rate.
 pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> anyhow::Result<()> {
-    let finite: Vec<&RateReport> = reports
-        .iter()
-        .filter(|r| r.offered_rate.0.is_finite())
-        .collect();
+    let finite: Vec<&RateReport> = reports.iter().filter(|r| r.rate.0.is_finite()).collect();
     if finite.is_empty() {
         anyhow::bail!("--plot: no finite rate to plot (an `inf` rate has no x position)");
     }
@@ -57,29 +54,19 @@ pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> an
             "offered".into(),
             finite
                 .iter()
-                .map(|r| (r.offered_rate.0, r.offered_rate.0))
+                .map(|r| (r.rate.0, r.offered_rate.unwrap_or(r.rate.0)))
                 .collect(),
         ),
         (
-            "throughput".into(),
-            finite
-                .iter()
-                .map(|r| (r.offered_rate.0, r.request_throughput))
-                .collect(),
+            "achieved".into(),
+            finite.iter().map(|r| (r.rate.0, r.achieved_rate)).collect(),
         ),
         (
             "goodput".into(),
-            finite
-                .iter()
-                .map(|r| (r.offered_rate.0, r.goodput))
-                .collect(),
+            finite.iter().map(|r| (r.rate.0, r.goodput)).collect(),
         ),
     ];
-    let x_max = finite
-        .iter()
-        .map(|r| r.offered_rate.0)
-        .fold(0.0_f64, f64::max)
-        * 1.05;
+    let x_max = finite.iter().map(|r| r.rate.0).fold(0.0_f64, f64::max) * 1.05;
 
     let root = SVGBackend::new(path, (1500, 500)).into_drawing_area();
     let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
@@ -153,12 +140,7 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg"));
         for label in [
-            "TTFT p50",
-            "TTFT p99",
-            "TPOT p99",
-            "ITL p50",
-            "goodput",
-            "throughput",
+            "TTFT p50", "TTFT p99", "TPOT p99", "ITL p50", "goodput", "achieved", "offered",
         ] {
             assert!(svg.contains(label), "missing {label}");
         }

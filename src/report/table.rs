@@ -45,10 +45,10 @@ pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[
         title: "requests".into(),
         columns: vec![
             "rate".into(),
-            "sent/s".into(),
+            "offered".into(),
+            "achieved".into(),
             "ok".into(),
             "fail".into(),
-            "req/s".into(),
         ],
     }];
     groups.push(Group {
@@ -76,15 +76,16 @@ pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[
         .iter()
         .map(|r| {
             let mut row = vec![
-                r.offered_rate.to_string(),
+                r.rate.to_string(),
+                r.offered_rate.map_or("-".to_string(), num),
                 num(r.achieved_rate),
                 r.completed.to_string(),
                 r.failed.to_string(),
-                num(r.request_throughput),
                 num(r.output_throughput),
                 num(r.total_token_throughput),
                 num(r.goodput),
-                format!("{:.1}", r.goodput_ratio * 100.0),
+                r.goodput_ratio
+                    .map_or("-".to_string(), |g| format!("{:.1}", g * 100.0)),
             ];
             for &m in metrics {
                 let s = r.latency(m);
@@ -183,7 +184,7 @@ fn notes(reports: &[RateReport]) -> String {
         let _ = writeln!(
             out,
             "rate {}: {} of {} requests failed ({})",
-            r.offered_rate,
+            r.rate,
             r.failed,
             r.requests,
             reasons.join(", ")
@@ -207,7 +208,7 @@ fn notes(reports: &[RateReport]) -> String {
             out,
             "WARNING: rate {}: dispatch lag p99 {} ms is above {} ms: the client fell behind its schedule, \
              so these figures describe the client, not the server (lower the rate, use --shard, or a bigger machine)",
-            r.offered_rate,
+            r.rate,
             ms(r.dispatch_lag_ms.p99),
             r.dispatch_lag_warn_ms
         );
@@ -228,7 +229,7 @@ fn notes(reports: &[RateReport]) -> String {
                 verdicts.push(format!(
                     "{} at {} ({observed})",
                     if g.passed { "pass" } else { "FAIL" },
-                    r.offered_rate
+                    r.rate
                 ));
             }
         }
@@ -248,9 +249,9 @@ mod tests {
             .into_iter()
             .map(sample_report)
             .collect();
-        rs[2].offered_rate = RateValue(f64::INFINITY);
-        rs[2].achieved_rate = 950.0;
-        rs[2].request_throughput = 40.0;
+        rs[2].rate = RateValue(f64::INFINITY);
+        rs[2].offered_rate = None;
+        rs[2].achieved_rate = 40.0;
         rs[2].output_throughput = 5120.0;
         rs[2].total_token_throughput = 46080.0;
         rs[2].goodput = 4.0;

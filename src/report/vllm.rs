@@ -29,10 +29,10 @@ pub struct VllmContext<'a> {
 /// Builds the vLLM-compatible result object for one rate.
 pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) -> Value {
     let mut m = Map::new();
-    let rate = if r.offered_rate.0.is_infinite() {
+    let rate = if r.rate.0.is_infinite() {
         json!("inf")
     } else {
-        json!(r.offered_rate.0)
+        json!(r.rate.0)
     };
     m.insert("date".into(), json!(ctx.date));
     m.insert("backend".into(), json!(ctx.backend));
@@ -44,14 +44,20 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
     );
     m.insert("num_prompts".into(), json!(r.requests));
     m.insert("request_rate".into(), rate);
-    m.insert("burstiness".into(), json!(r.inputs.burstiness));
-    m.insert("max_concurrency".into(), json!(r.inputs.max_concurrency));
+    m.insert(
+        "burstiness".into(),
+        json!(r.inputs.as_ref().map_or(1.0, |i| i.burstiness)),
+    );
+    m.insert(
+        "max_concurrency".into(),
+        json!(r.inputs.as_ref().and_then(|i| i.max_concurrency)),
+    );
     m.insert("duration".into(), json!(r.duration_s));
     m.insert("completed".into(), json!(r.completed));
     m.insert("failed".into(), json!(r.failed));
     m.insert("total_input_tokens".into(), json!(r.total_input_tokens));
     m.insert("total_output_tokens".into(), json!(r.total_output_tokens));
-    m.insert("request_throughput".into(), json!(r.request_throughput));
+    m.insert("request_throughput".into(), json!(r.achieved_rate));
     m.insert(
         "request_goodput".into(),
         if ctx.goodput_configured {
@@ -199,7 +205,7 @@ mod tests {
     fn schema_snapshot() {
         let metrics = [LatencyMetric::Ttft, LatencyMetric::Tpot];
         let mut r = sample_report(8.0);
-        r.offered_rate = crate::report::RateValue(f64::INFINITY);
+        r.rate = crate::report::RateValue(f64::INFINITY);
         let rec = crate::report::jsonl::tests_support_record();
         let mut failed = rec.clone();
         failed.outcome = crate::record::Outcome::Http5xx;
