@@ -1,0 +1,1086 @@
+//! Model specs: parses a Hugging Face `config.json` into the few numbers the capacity
+//! model needs (layer kinds, KV geometry, MoE shape) and counts parameters by component.
+//! Pure: takes the JSON text, never opens files (presets and `--hf-config` both land here).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::CapacityError;
+
+/// How a layer keeps per-sequence state during decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerKind {
+    /// Full attention: keeps K/V for every token of the sequence.
+    Full,
+    /// Sliding-window attention: keeps K/V for at most `window` tokens.
+    Sliding,
+    /// Linear attention / SSM (Gated DeltaNet, Mamba): a fixed-size state per sequence.
+    Linear,
+}
+
+/// Attention geometry that determines the KV-cache layout.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Attention {
+    /// Multi-head / grouped-query attention: K and V per KV head.
+    Gqa {
+        num_heads: u64,
+        num_kv_heads: u64,
+        head_dim: u64,
+    },
+    /// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): one compressed latent of
+    /// `kv_lora_rank` plus a shared RoPE key of `qk_rope_head_dim` per token and layer.
+    Mla {
+        num_heads: u64,
+        q_lora_rank: Option<u64>,
+        kv_lora_rank: u64,
+        qk_nope_head_dim: u64,
+        qk_rope_head_dim: u64,
+        v_head_dim: u64,
+    },
+}
+
+/// Mixture-of-experts shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Moe {
+    /// Routed experts per MoE layer (all of them resident in memory).
+    pub num_experts: u64,
+    /// Routed experts each token uses.
+    pub top_k: u64,
+    /// Intermediate size of one routed expert.
+    pub expert_intermediate_size: u64,
+    /// Layers whose MLP is an MoE block (the rest are dense).
+    pub moe_layers: u64,
+}
+
+/// Gated DeltaNet / linear-attention state geometry (Qwen3-Next).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinearAttention {
+    pub num_key_heads: u64,
+    pub num_value_heads: u64,
+    pub key_head_dim: u64,
+    pub value_head_dim: u64,
+    pub conv_kernel: u64,
+}
+
+impl LinearAttention {
+    /// Elements of recurrent state one sequence keeps in one layer (whole model, before
+    /// TP): the recurrent matrix per value head plus the short-conv history. Mirrors
+    /// vLLM's `MambaStateShapeCalculator.gated_delta_net_state_shape`.
+    pub fn state_elements(&self) -> u64 {
+        let key_dim = self.num_key_heads * self.key_head_dim;
+        let value_dim = self.num_value_heads * self.value_head_dim;
+        let conv = (2 * key_dim + value_dim) * self.conv_kernel.saturating_sub(1);
+        let recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim;
+        conv + recurrent
+    }
+}
+
+/// How the checkpoint stores its weights (sets the default bytes per parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    /// BF16/FP16 everywhere.
+    Bf16,
+    /// FP8 linear layers; embeddings, norms and routers stay BF16.
+    Fp8,
+    /// MXFP4 routed experts (4-bit values + one 8-bit scale per 32), the rest BF16.
+    Mxfp4,
+}
+
+/// Parameter counts split by what they are, so quantization and MoE routing can treat
+/// each part differently. Plain numbers of parameters, not bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ParamCounts {
+    /// Input token embedding.
+    pub embedding: u64,
+    /// Output projection (0 when tied to the embedding).
+    pub lm_head: u64,
+    /// Attention projections (incl. linear-attention layers), biases, q/k norms, sinks.
+    pub attention: u64,
+    /// Dense MLPs.
+    pub dense_mlp: u64,
+    /// Routed experts (all resident; a token uses top_k of them).
+    pub routed_experts: u64,
+    /// Shared experts (every token uses them).
+    pub shared_experts: u64,
+    /// MoE routers (and their biases).
+    pub router: u64,
+    /// Layer norms.
+    pub norms: u64,
+    /// Vision tower and multimodal projector.
+    pub vision: u64,
+}
+
+impl ParamCounts {
+    pub fn total(&self) -> u64 {
+        self.embedding
+            + self.lm_head
+            + self.attention
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+            + self.norms
+            + self.vision
+    }
+}
+
+/// A language model as the capacity model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelSpec {
+    /// Preset name or the config file path.
+    pub name: String,
+    /// `model_type` of the text model.
+    pub model_type: String,
+    pub hidden_size: u64,
+    pub num_layers: u64,
+    pub vocab_size: u64,
+    pub max_position_embeddings: Option<u64>,
+    pub tie_word_embeddings: bool,
+    pub attention: Attention,
+    /// One entry per decoder layer.
+    pub layers: Vec<LayerKind>,
+    /// Window of the sliding layers in tokens (when there are any).
+    pub sliding_window: Option<u64>,
+    pub moe: Option<Moe>,
+    pub linear_attention: Option<LinearAttention>,
+    pub weight_format: WeightFormat,
+    pub params: ParamCounts,
+    /// Multi-token-prediction weights stored in the checkpoint but not loaded for plain
+    /// decoding (DeepSeek-V3's layer 61 with its own copies of embedding and head).
+    pub mtp_params: u64,
+    /// Things the parser could not model, for the report.
+    pub notes: Vec<String>,
+}
+
+impl ModelSpec {
+    pub fn count_layers(&self, kind: LayerKind) -> u64 {
+        self.layers.iter().filter(|k| **k == kind).count() as u64
+    }
+
+    /// Parameters whose matmuls run for every token: everything except the embedding
+    /// lookup and the vision tower, with routed experts scaled to top_k / num_experts.
+    pub fn active_matmul_params(&self) -> f64 {
+        let p = &self.params;
+        let routed = match &self.moe {
+            Some(m) if m.num_experts > 0 => {
+                p.routed_experts as f64 * m.top_k as f64 / m.num_experts as f64
+            }
+            _ => p.routed_experts as f64,
+        };
+        (p.lm_head.max(if self.tie_word_embeddings {
+            p.embedding
+        } else {
+            0
+        }) + p.attention
+            + p.dense_mlp
+            + p.shared_experts
+            + p.router
+            + p.norms) as f64
+            + routed
+    }
+
+    /// Parameters a token touches, the "active" figure model cards publish (embedding
+    /// and head included, vision excluded).
+    pub fn active_params(&self) -> f64 {
+        let p = &self.params;
+        let routed = match &self.moe {
+            Some(m) if m.num_experts > 0 => {
+                p.routed_experts as f64 * m.top_k as f64 / m.num_experts as f64
+            }
+            _ => p.routed_experts as f64,
+        };
+        (p.embedding
+            + p.lm_head
+            + p.attention
+            + p.dense_mlp
+            + p.shared_experts
+            + p.router
+            + p.norms) as f64
+            + routed
+    }
+}
+
+/// Reads config fields with the field name in every error.
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    source: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn invalid(&self, field: &str, reason: impl Into<String>) -> CapacityError {
+        CapacityError::InvalidField {
+            source_name: self.source.to_string(),
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn missing(&self, field: &str) -> CapacityError {
+        CapacityError::MissingField {
+            source_name: self.source.to_string(),
+            field: field.to_string(),
+        }
+    }
+
+    /// A positive integer under the first of `keys` that is present and not null.
+    fn opt_u64(&self, keys: &[&str]) -> Result<Option<u64>, CapacityError> {
+        for key in keys {
+            match self.obj.get(*key) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Number(n)) => {
+                    if let Some(v) = n.as_u64() {
+                        return Ok(Some(v));
+                    }
+                    // Some configs write integers as 4096.0.
+                    if let Some(f) = n.as_f64()
+                        && f >= 0.0
+                        && f.fract() == 0.0
+                        && f < 9.0e15
+                    {
+                        return Ok(Some(f as u64));
+                    }
+                    return Err(
+                        self.invalid(key, format!("expected a non-negative integer, got {n}"))
+                    );
+                }
+                Some(other) => {
+                    return Err(self.invalid(key, format!("expected an integer, got {other}")));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn req_u64(&self, keys: &[&str]) -> Result<u64, CapacityError> {
+        self.opt_u64(keys)?.ok_or_else(|| self.missing(keys[0]))
+    }
+
+    fn positive(&self, keys: &[&str]) -> Result<u64, CapacityError> {
+        let v = self.req_u64(keys)?;
+        if v == 0 {
+            return Err(self.invalid(keys[0], "must be greater than 0"));
+        }
+        Ok(v)
+    }
+
+    fn opt_bool(&self, key: &str) -> Result<Option<bool>, CapacityError> {
+        match self.obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.invalid(key, format!("expected true or false, got {other}"))),
+        }
+    }
+
+    fn opt_str(&self, key: &str) -> Option<&'a str> {
+        self.obj.get(key).and_then(Value::as_str)
+    }
+}
+
+/// Class defaults from `transformers` for fields that real checkpoints leave out
+/// (gemma-3-27b's `text_config` omits vocab size, context and the sliding pattern).
+fn family_default(model_type: &str, field: &str) -> Option<u64> {
+    match (model_type, field) {
+        // transformers/models/gemma3/configuration_gemma3.py (Gemma3TextConfig)
+        ("gemma3_text", "vocab_size") => Some(262_208),
+        ("gemma3_text", "max_position_embeddings") => Some(131_072),
+        ("gemma3_text", "sliding_window_pattern") => Some(6),
+        // Gemma 2 alternates local and global layers.
+        ("gemma2", "sliding_window_pattern") => Some(2),
+        _ => None,
+    }
+}
+
+/// Parses a Hugging Face `config.json`. `name` labels the model in errors and reports.
+pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityError> {
+    let root: Value = serde_json::from_str(json).map_err(|e| CapacityError::ConfigSyntax {
+        source_name: name.to_string(),
+        message: e.to_string(),
+    })?;
+    let Value::Object(root) = root else {
+        return Err(CapacityError::ConfigSyntax {
+            source_name: name.to_string(),
+            message: "the top level is not a JSON object".to_string(),
+        });
+    };
+    // Multimodal wrappers (Gemma 3, Llama 4, Qwen-VL) keep the language model in
+    // `text_config`; its fields win, the wrapper's fill gaps (quantization_config).
+    let text = match root.get("text_config") {
+        Some(Value::Object(t)) => t,
+        _ => &root,
+    };
+    let f = Fields {
+        obj: text,
+        source: name,
+    };
+    let top = Fields {
+        obj: &root,
+        source: name,
+    };
+    let model_type = f
+        .opt_str("model_type")
+        .or_else(|| top.opt_str("model_type"))
+        .unwrap_or("unknown")
+        .to_string();
+    let with_default = |keys: &[&str]| -> Result<Option<u64>, CapacityError> {
+        Ok(f.opt_u64(keys)?
+            .or_else(|| family_default(&model_type, keys[0])))
+    };
+
+    // Mamba hybrids need their own state and parameter formulas; refusing beats a
+    // confidently wrong answer that counts their Mamba layers as attention.
+    for key in [
+        "hybrid_override_pattern",
+        "attn_layer_period",
+        "mamba_d_state",
+        "ssm_state_size",
+    ] {
+        if f.obj.contains_key(key) {
+            return Err(CapacityError::Unsupported {
+                source_name: name.to_string(),
+                what: format!(
+                    "Mamba/SSM hybrid layers ({key}, model_type {model_type}); linear attention is modelled for Gated DeltaNet (Qwen3-Next) only"
+                ),
+            });
+        }
+    }
+    let hidden = f.positive(&["hidden_size", "n_embd", "d_model"])?;
+    let num_layers = f.positive(&["num_hidden_layers", "n_layer", "num_layers"])?;
+    if num_layers > MAX_LAYERS {
+        return Err(f.invalid(
+            "num_hidden_layers",
+            format!("{num_layers} is beyond any real model (at most {MAX_LAYERS})"),
+        ));
+    }
+    let num_heads = f.positive(&["num_attention_heads", "n_head"])?;
+    let vocab_size = with_default(&["vocab_size"])?.ok_or_else(|| f.missing("vocab_size"))?;
+    let max_pos = with_default(&["max_position_embeddings", "n_positions"])?;
+    let is_gemma = model_type.starts_with("gemma");
+    let tie = f
+        .opt_bool("tie_word_embeddings")?
+        .or(top.opt_bool("tie_word_embeddings")?)
+        // Gemma ties its embeddings by class default; most other families do not.
+        .unwrap_or(is_gemma);
+
+    let mut notes = Vec::new();
+
+    // Attention geometry.
+    let attention = if f.opt_u64(&["kv_lora_rank"])?.is_some() {
+        Attention::Mla {
+            num_heads,
+            q_lora_rank: f.opt_u64(&["q_lora_rank"])?,
+            kv_lora_rank: f.positive(&["kv_lora_rank"])?,
+            qk_nope_head_dim: f.req_u64(&["qk_nope_head_dim"])?,
+            qk_rope_head_dim: f.req_u64(&["qk_rope_head_dim"])?,
+            v_head_dim: f.positive(&["v_head_dim"])?,
+        }
+    } else {
+        let num_kv_heads = f
+            .opt_u64(&["num_key_value_heads", "num_kv_heads"])?
+            .unwrap_or(num_heads);
+        if num_kv_heads == 0 {
+            return Err(f.invalid("num_key_value_heads", "must be greater than 0"));
+        }
+        // An explicit head_dim wins: Qwen3 and Gemma 3 use head_dim × heads ≠ hidden.
+        let head_dim = match f.opt_u64(&["head_dim"])? {
+            Some(0) => return Err(f.invalid("head_dim", "must be greater than 0")),
+            Some(d) => d,
+            None => {
+                if hidden % num_heads != 0 {
+                    return Err(f.invalid(
+                        "head_dim",
+                        format!(
+                            "absent, and hidden_size {hidden} is not divisible by num_attention_heads {num_heads}"
+                        ),
+                    ));
+                }
+                hidden / num_heads
+            }
+        };
+        Attention::Gqa {
+            num_heads,
+            num_kv_heads,
+            head_dim,
+        }
+    };
+
+    // Layer kinds.
+    let sliding_window = f.opt_u64(&["sliding_window"])?;
+    let layers = layer_kinds(&f, &model_type, num_layers, sliding_window, with_default)?;
+    let has_sliding = layers.contains(&LayerKind::Sliding);
+    let sliding_window = if has_sliding {
+        match sliding_window {
+            Some(0) | None => {
+                return Err(f.invalid(
+                    "sliding_window",
+                    "sliding-window layers need a positive sliding_window",
+                ));
+            }
+            w => w,
+        }
+    } else {
+        None
+    };
+    let linear_attention = if layers.contains(&LayerKind::Linear) {
+        Some(LinearAttention {
+            num_key_heads: f.positive(&["linear_num_key_heads"])?,
+            num_value_heads: f.positive(&["linear_num_value_heads"])?,
+            key_head_dim: f.positive(&["linear_key_head_dim"])?,
+            value_head_dim: f.positive(&["linear_value_head_dim"])?,
+            conv_kernel: f.opt_u64(&["linear_conv_kernel_dim"])?.unwrap_or(4),
+        })
+    } else {
+        None
+    };
+
+    // MoE shape and which layers carry it.
+    let num_experts = f.opt_u64(&["num_local_experts", "num_experts", "n_routed_experts"])?;
+    let moe_mask: Vec<bool>;
+    let moe = match num_experts {
+        Some(e) if e > 1 => {
+            let top_k = f.positive(&["num_experts_per_tok", "experts_per_token", "moe_topk"])?;
+            if top_k > e {
+                return Err(f.invalid(
+                    "num_experts_per_tok",
+                    format!("{top_k} is more than the {e} experts"),
+                ));
+            }
+            let expert_inter = f.positive(&["moe_intermediate_size", "intermediate_size"])?;
+            let first_dense = f.opt_u64(&["first_k_dense_replace"])?.unwrap_or(0);
+            let step = f.opt_u64(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
+            let mlp_only: Vec<u64> = match text.get("mlp_only_layers") {
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+                _ => Vec::new(),
+            };
+            moe_mask = (0..num_layers)
+                .map(|i| i >= first_dense && (i + 1) % step == 0 && !mlp_only.contains(&i))
+                .collect();
+            Some(Moe {
+                num_experts: e,
+                top_k,
+                expert_intermediate_size: expert_inter,
+                moe_layers: moe_mask.iter().filter(|m| **m).count() as u64,
+            })
+        }
+        _ => {
+            moe_mask = vec![false; num_layers as usize];
+            None
+        }
+    };
+    let dense_layers = num_layers - moe.as_ref().map_or(0, |m| m.moe_layers);
+    let intermediate = if dense_layers > 0 {
+        f.positive(&["intermediate_size", "n_inner", "ffn_dim"])?
+    } else {
+        0
+    };
+
+    let shared_inter = shared_expert_size(&f)?;
+    check_scale(
+        &f,
+        num_layers,
+        &[
+            hidden,
+            intermediate,
+            moe.as_ref().map_or(0, |m| m.expert_intermediate_size),
+            shared_inter,
+            attention_width(&attention),
+            linear_attention.as_ref().map_or(0, |la| {
+                let k = la.num_key_heads.saturating_mul(la.key_head_dim);
+                let v = la.num_value_heads.saturating_mul(la.value_head_dim);
+                k.saturating_add(v).saturating_mul(2).max(la.conv_kernel)
+            }),
+        ],
+        moe.as_ref().map_or(0, |m| m.num_experts),
+        vocab_size,
+    )?;
+    let weight_format = weight_format(&root, text, name, &mut notes)?;
+
+    let mut spec = ModelSpec {
+        name: name.to_string(),
+        model_type: model_type.clone(),
+        hidden_size: hidden,
+        num_layers,
+        vocab_size,
+        max_position_embeddings: max_pos,
+        tie_word_embeddings: tie,
+        attention,
+        layers,
+        sliding_window,
+        moe,
+        linear_attention,
+        weight_format,
+        params: ParamCounts::default(),
+        mtp_params: 0,
+        notes,
+    };
+    spec.params = count_params(&spec, &f, intermediate, shared_inter, &moe_mask)?;
+    spec.params.vision = vision_params(&root, hidden, &mut spec.notes)?;
+    if let Some(n) = f.opt_u64(&["num_nextn_predict_layers"])?
+        && n > 0
+    {
+        if n > 64 {
+            return Err(f.invalid(
+                "num_nextn_predict_layers",
+                format!("{n} is implausible (at most 64)"),
+            ));
+        }
+        let layer = attention_params(&spec, &f)? + moe_layer_params(&spec, &f, shared_inter)?;
+        // eh_proj (2h → h), enorm, hnorm, the layer's two norms, shared_head norm, and
+        // the checkpoint's own copies of the embedding and output head.
+        let extra = 2 * hidden * hidden + 5 * hidden + 2 * vocab_size * hidden;
+        spec.mtp_params = n * (layer + extra);
+    }
+    Ok(spec)
+}
+
+/// Decoder layers beyond which a config cannot be a real model.
+const MAX_LAYERS: u64 = 100_000;
+/// Upper bound on any product the parameter count forms; real models stay below 1e15.
+const MAX_PARAM_BOUND: f64 = 1e17;
+
+/// Widest projection of one attention layer.
+fn attention_width(attention: &Attention) -> u64 {
+    match attention {
+        Attention::Gqa {
+            num_heads,
+            num_kv_heads,
+            head_dim,
+        } => num_heads
+            .max(num_kv_heads)
+            .saturating_mul(*head_dim)
+            .saturating_mul(2),
+        Attention::Mla {
+            num_heads,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+            kv_lora_rank,
+            q_lora_rank,
+        } => num_heads
+            .saturating_mul(
+                qk_nope_head_dim
+                    .saturating_add(*qk_rope_head_dim)
+                    .saturating_add(*v_head_dim),
+            )
+            .max(kv_lora_rank.saturating_add(*qk_rope_head_dim))
+            .max(q_lora_rank.unwrap_or(0)),
+    }
+}
+
+/// Refuses sizes no real model has before any exact (u64) product could overflow:
+/// every term of the count is at most layers × (experts + 3) × 8 × width², plus the
+/// embedding and head.
+fn check_scale(
+    f: &Fields<'_>,
+    layers: u64,
+    widths: &[u64],
+    experts: u64,
+    vocab: u64,
+) -> Result<(), CapacityError> {
+    let width = widths.iter().copied().max().unwrap_or(0) as f64;
+    let bound =
+        layers as f64 * (experts as f64 + 3.0) * 8.0 * width * width + 4.0 * vocab as f64 * width;
+    if bound.is_nan() || bound >= MAX_PARAM_BOUND {
+        return Err(f.invalid(
+            "hidden_size",
+            format!("the sizes describe ~{bound:.1e} parameters, beyond any real model"),
+        ));
+    }
+    Ok(())
+}
+
+/// Per-layer kind from, in order: `layer_types`, `full_attention_interval` (Qwen3-Next),
+/// `sliding_window_pattern` (Gemma 2/3), a plain `sliding_window` (Mistral 7B v0.1).
+fn layer_kinds(
+    f: &Fields<'_>,
+    model_type: &str,
+    num_layers: u64,
+    sliding_window: Option<u64>,
+    with_default: impl Fn(&[&str]) -> Result<Option<u64>, CapacityError>,
+) -> Result<Vec<LayerKind>, CapacityError> {
+    if let Some(v) = f.obj.get("layer_types")
+        && !v.is_null()
+    {
+        let Value::Array(items) = v else {
+            return Err(f.invalid("layer_types", "expected a list of strings"));
+        };
+        if items.len() as u64 != num_layers {
+            return Err(f.invalid(
+                "layer_types",
+                format!(
+                    "has {} entries but num_hidden_layers is {num_layers}",
+                    items.len()
+                ),
+            ));
+        }
+        return items
+            .iter()
+            .map(|item| {
+                let s = item.as_str().unwrap_or_default();
+                if s.contains("sliding") || s == "local" {
+                    Ok(LayerKind::Sliding)
+                } else if s.contains("linear") || s.contains("mamba") {
+                    Ok(LayerKind::Linear)
+                } else if s.contains("full") || s.contains("global") || s == "attention" {
+                    Ok(LayerKind::Full)
+                } else {
+                    Err(f.invalid("layer_types", format!("unknown layer type {item}")))
+                }
+            })
+            .collect();
+    }
+    if let Some(k) = f.opt_u64(&["full_attention_interval"])? {
+        if k == 0 {
+            return Err(f.invalid("full_attention_interval", "must be greater than 0"));
+        }
+        // Qwen3-Next: every k-th layer is full attention, the rest Gated DeltaNet.
+        return Ok((0..num_layers)
+            .map(|i| {
+                if (i + 1) % k == 0 {
+                    LayerKind::Full
+                } else {
+                    LayerKind::Linear
+                }
+            })
+            .collect());
+    }
+    if sliding_window.is_some() {
+        if let Some(p) = with_default(&["sliding_window_pattern"])? {
+            if p == 0 {
+                return Err(f.invalid("sliding_window_pattern", "must be greater than 0"));
+            }
+            // Gemma: every p-th layer is global, the others local.
+            return Ok((0..num_layers)
+                .map(|i| {
+                    if (i + 1) % p == 0 {
+                        LayerKind::Full
+                    } else {
+                        LayerKind::Sliding
+                    }
+                })
+                .collect());
+        }
+        // Qwen2/3 carry a sliding_window value but switch it off with use_sliding_window.
+        let enabled = f.opt_bool("use_sliding_window")?.unwrap_or(true);
+        if enabled && !model_type.starts_with("qwen") {
+            return Ok(vec![LayerKind::Sliding; num_layers as usize]);
+        }
+    }
+    Ok(vec![LayerKind::Full; num_layers as usize])
+}
+
+fn shared_expert_size(f: &Fields<'_>) -> Result<u64, CapacityError> {
+    // Qwen2-MoE / Qwen3-Next: one shared expert of its own size (plus a sigmoid gate).
+    if let Some(s) = f.opt_u64(&["shared_expert_intermediate_size"])? {
+        return Ok(s);
+    }
+    // DeepSeek: n_shared_experts experts of moe_intermediate_size.
+    let n = f.opt_u64(&["n_shared_experts"])?.unwrap_or(0);
+    Ok(n * f.opt_u64(&["moe_intermediate_size"])?.unwrap_or(0))
+}
+
+fn weight_format(
+    root: &Map<String, Value>,
+    text: &Map<String, Value>,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<WeightFormat, CapacityError> {
+    let q = text
+        .get("quantization_config")
+        .or_else(|| root.get("quantization_config"));
+    let Some(q) = q else {
+        return Ok(WeightFormat::Bf16);
+    };
+    let Some(method) = q.get("quant_method").and_then(Value::as_str) else {
+        return Err(CapacityError::InvalidField {
+            source_name: name.to_string(),
+            field: "quantization_config.quant_method".to_string(),
+            reason: "missing or not a string".to_string(),
+        });
+    };
+    Ok(match method {
+        "fp8" | "fbgemm_fp8" => WeightFormat::Fp8,
+        "mxfp4" => WeightFormat::Mxfp4,
+        "compressed-tensors" => {
+            // Compressed-tensors names its scheme per group; FP8 is the common one.
+            let text = q.to_string();
+            if text.contains("\"float\"") && text.contains("\"num_bits\":8") {
+                WeightFormat::Fp8
+            } else {
+                notes.push(format!(
+                    "quantization {method} not modelled; assuming BF16 weights (use --weight-bytes)"
+                ));
+                WeightFormat::Bf16
+            }
+        }
+        other => {
+            notes.push(format!(
+                "quantization {other} not modelled; assuming BF16 weights (use --weight-bytes)"
+            ));
+            WeightFormat::Bf16
+        }
+    })
+}
+
+fn uses_qk_norm(model_type: &str) -> bool {
+    matches!(
+        model_type,
+        "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3" | "gemma3_text"
+    )
+}
+
+/// Parameters of one attention block (projections, biases, q/k norms, sinks).
+fn attention_params(spec: &ModelSpec, f: &Fields<'_>) -> Result<u64, CapacityError> {
+    let h = spec.hidden_size;
+    Ok(match &spec.attention {
+        Attention::Gqa {
+            num_heads,
+            num_kv_heads,
+            head_dim,
+        } => {
+            let q_out = num_heads * head_dim;
+            let kv_out = num_kv_heads * head_dim;
+            // Qwen3-Next gates the attention output with a second half of q_proj.
+            let q_factor = if spec.model_type == "qwen3_next" {
+                2
+            } else {
+                1
+            };
+            let mut p = h * q_out * q_factor + 2 * h * kv_out + q_out * h;
+            if f.opt_bool("attention_bias")?.unwrap_or(false) {
+                p += q_out + 2 * kv_out + h;
+            } else if spec.model_type.starts_with("qwen2") {
+                // Qwen2 has q/k/v biases without a flag.
+                p += q_out + 2 * kv_out;
+            }
+            if uses_qk_norm(&spec.model_type) {
+                p += 2 * head_dim;
+            }
+            if spec.model_type == "gpt_oss" {
+                // One learned attention-sink logit per head.
+                p += num_heads;
+            }
+            p
+        }
+        Attention::Mla {
+            num_heads,
+            q_lora_rank,
+            kv_lora_rank,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+        } => {
+            let qk_head = qk_nope_head_dim + qk_rope_head_dim;
+            // The `+ r` and `+ kv_lora_rank` terms are q_a_layernorm and kv_a_layernorm.
+            let q = match q_lora_rank {
+                Some(r) => h * r + r + r * num_heads * qk_head,
+                None => h * num_heads * qk_head,
+            };
+            let kv_a = h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;
+            let kv_b = kv_lora_rank * num_heads * (qk_nope_head_dim + v_head_dim);
+            let o = num_heads * v_head_dim * h;
+            q + kv_a + kv_b + o
+        }
+    })
+}
+
+/// Parameters of one Gated DeltaNet layer (Qwen3-Next), following the projections in
+/// vLLM's `model_executor/models/qwen3_next.py`.
+fn linear_attention_params(spec: &ModelSpec) -> u64 {
+    let Some(la) = &spec.linear_attention else {
+        return 0;
+    };
+    let h = spec.hidden_size;
+    let key_dim = la.num_key_heads * la.key_head_dim;
+    let value_dim = la.num_value_heads * la.value_head_dim;
+    let in_qkvz = h * (2 * key_dim + 2 * value_dim);
+    let in_ba = h * 2 * la.num_value_heads;
+    let conv = (2 * key_dim + value_dim) * la.conv_kernel;
+    let dt_and_a = 2 * la.num_value_heads;
+    let norm = la.value_head_dim;
+    let out = value_dim * h;
+    in_qkvz + in_ba + conv + dt_and_a + norm + out
+}
+
+fn moe_layer_params(
+    spec: &ModelSpec,
+    f: &Fields<'_>,
+    shared_inter: u64,
+) -> Result<u64, CapacityError> {
+    let Some(m) = &spec.moe else {
+        return Ok(0);
+    };
+    let (routed, shared, router) = moe_parts(spec, f, m, shared_inter)?;
+    Ok(routed + shared + router)
+}
+
+/// (routed experts, shared experts, router) parameters of one MoE layer.
+fn moe_parts(
+    spec: &ModelSpec,
+    f: &Fields<'_>,
+    m: &Moe,
+    shared_inter: u64,
+) -> Result<(u64, u64, u64), CapacityError> {
+    let h = spec.hidden_size;
+    let i = m.expert_intermediate_size;
+    let gpt_oss = spec.model_type == "gpt_oss";
+    // Gated MLP: gate, up and down projections.
+    let mut expert = 3 * h * i;
+    if gpt_oss {
+        // gpt-oss experts carry biases on gate_up (2i) and down (h).
+        expert += 2 * i + h;
+    }
+    let routed = m.num_experts * expert;
+    let mut shared = 3 * h * shared_inter;
+    if f.opt_u64(&["shared_expert_intermediate_size"])?.is_some() {
+        // Sigmoid gate of the shared expert (Qwen2-MoE, Qwen3-Next).
+        shared += h;
+    }
+    let mut router = h * m.num_experts;
+    if gpt_oss {
+        router += m.num_experts;
+    }
+    if f.opt_str("topk_method") == Some("noaux_tc") {
+        // DeepSeek-V3's e_score_correction_bias.
+        router += m.num_experts;
+    }
+    Ok((routed, shared, router))
+}
+
+fn count_params(
+    spec: &ModelSpec,
+    f: &Fields<'_>,
+    intermediate: u64,
+    shared_inter: u64,
+    moe_mask: &[bool],
+) -> Result<ParamCounts, CapacityError> {
+    let h = spec.hidden_size;
+    let mut p = ParamCounts {
+        embedding: spec.vocab_size * h,
+        lm_head: if spec.tie_word_embeddings {
+            0
+        } else {
+            spec.vocab_size * h
+        },
+        ..ParamCounts::default()
+    };
+    let attn = attention_params(spec, f)?;
+    let linear = linear_attention_params(spec);
+    // Gemma 2/3 wrap both attention and MLP in pre- and post-norms.
+    let norms_per_layer = if spec.model_type.starts_with("gemma") {
+        4 * h
+    } else {
+        2 * h
+    };
+    for (idx, kind) in spec.layers.iter().enumerate() {
+        p.attention += match kind {
+            LayerKind::Linear => linear,
+            LayerKind::Full | LayerKind::Sliding => attn,
+        };
+        p.norms += norms_per_layer;
+        if moe_mask.get(idx).copied().unwrap_or(false)
+            && let Some(m) = &spec.moe
+        {
+            let (routed, shared, router) = moe_parts(spec, f, m, shared_inter)?;
+            p.routed_experts += routed;
+            p.shared_experts += shared;
+            p.router += router;
+        } else {
+            p.dense_mlp += 3 * h * intermediate;
+        }
+    }
+    p.norms += h; // final norm
+    Ok(p)
+}
+
+/// SigLIP vision tower plus Gemma 3's projector; other towers are noted, not counted.
+fn vision_params(
+    root: &Map<String, Value>,
+    text_hidden: u64,
+    notes: &mut Vec<String>,
+) -> Result<u64, CapacityError> {
+    let Some(Value::Object(v)) = root.get("vision_config") else {
+        return Ok(0);
+    };
+    let f = Fields {
+        obj: v,
+        source: "vision_config",
+    };
+    let kind = f.opt_str("model_type").unwrap_or("unknown");
+    if kind != "siglip_vision_model" {
+        notes.push(format!("vision tower {kind} not counted in weight memory"));
+        return Ok(0);
+    }
+    let h = f.positive(&["hidden_size"])?;
+    let inter = f.positive(&["intermediate_size"])?;
+    let layers = f.positive(&["num_hidden_layers"])?;
+    let patch = f.positive(&["patch_size"])?;
+    let image = f.positive(&["image_size"])?;
+    let channels = f.opt_u64(&["num_channels"])?.unwrap_or(3);
+    // Per encoder layer: q/k/v/o with biases, fc1/fc2 with biases, two LayerNorms.
+    // Counted in f64 (exact below 2^53) so absurd sizes are caught, not overflowed.
+    let (h, inter, layers, image, patch, channels) = (
+        h as f64,
+        inter as f64,
+        layers as f64,
+        image as f64,
+        patch as f64,
+        channels as f64,
+    );
+    let layer = 4.0 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4.0 * h;
+    let patches = ((image / patch).floor()).powi(2);
+    let embed = channels * patch * patch * h + h + patches * h;
+    let post_norm = 2.0 * h;
+    // Gemma 3 projector: a soft-embedding RMSNorm and a vision→text matrix.
+    let projector = h + h * text_hidden as f64;
+    let total = layers * layer + embed + post_norm + projector;
+    if total.is_nan() || total >= 1e15 {
+        return Err(f.invalid(
+            "hidden_size",
+            format!("the vision sizes describe ~{total:.1e} parameters, beyond any real model"),
+        ));
+    }
+    Ok(total as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<ModelSpec, CapacityError> {
+        parse_hf_config("test", json)
+    }
+
+    const SMALL: &str = r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
+        "intermediate_size": 128}"#;
+
+    #[test]
+    fn dense_parameter_count_by_hand() {
+        let s = parse(SMALL).unwrap_or_else(|e| panic!("{e}"));
+        // head_dim 16; q 64×64, k/v 64×32 each, o 64×64 → 12288 per layer.
+        assert_eq!(s.params.attention, 2 * 12_288);
+        assert_eq!(s.params.dense_mlp, 2 * 3 * 64 * 128);
+        assert_eq!(s.params.norms, 2 * 2 * 64 + 64);
+        assert_eq!(s.params.embedding, 6400);
+        assert_eq!(s.params.lm_head, 6400);
+    }
+
+    #[test]
+    fn explicit_head_dim_wins_and_tied_embeddings_drop_the_head() {
+        let s = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"head_dim\": 32, \"tie_word_embeddings\": true, \"vocab_size\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            s.attention,
+            Attention::Gqa {
+                num_heads: 4,
+                num_kv_heads: 2,
+                head_dim: 32
+            }
+        );
+        assert_eq!(s.params.lm_head, 0);
+    }
+
+    #[test]
+    fn text_config_is_read_first() {
+        let wrapped = format!(r#"{{"model_type": "wrapper", "text_config": {SMALL}}}"#);
+        let s = parse(&wrapped).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.model_type, "llama");
+        assert_eq!(s.hidden_size, 64);
+    }
+
+    #[test]
+    fn missing_and_invalid_fields_are_named() {
+        let e = parse(&SMALL.replace("\"hidden_size\": 64,", ""))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("test: config.json has no field \"hidden_size\" (needed by the capacity model)")
+        );
+        let e = parse(&SMALL.replace("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\""))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("\"num_hidden_layers\" is invalid"), "{e}");
+        let e = parse("[1, 2]")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("not a valid config.json"), "{e}");
+        let e = parse(&SMALL.replace("\"num_attention_heads\": 4", "\"num_attention_heads\": 3"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("head_dim"), "{e}");
+    }
+
+    #[test]
+    fn mistral_style_sliding_window_applies_to_every_layer() {
+        let s = parse(&SMALL.replace("\"vocab_size\"", "\"sliding_window\": 4096, \"vocab_size\""))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.count_layers(LayerKind::Sliding), 2);
+        // Qwen keeps the field but switches it off.
+        let q = parse(&SMALL.replace("\"llama\"", "\"qwen3\"").replace(
+            "\"vocab_size\"",
+            "\"sliding_window\": 4096, \"use_sliding_window\": false, \"vocab_size\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(q.count_layers(LayerKind::Sliding), 0);
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_not_overflowed() {
+        for (from, to) in [
+            (
+                "\"hidden_size\": 64",
+                "\"hidden_size\": 4000000000, \"head_dim\": 16",
+            ),
+            (
+                "\"num_hidden_layers\": 2",
+                "\"num_hidden_layers\": 1000000000000",
+            ),
+            (
+                "\"intermediate_size\": 128",
+                "\"intermediate_size\": 18446744073709551615",
+            ),
+        ] {
+            let e = parse(&SMALL.replace(from, to))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains("beyond any real model"), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn mamba_hybrids_are_refused_by_name() {
+        let e = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"hybrid_override_pattern\": \"M*\", \"vocab_size\"",
+        ))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains("not modelled") && e.contains("hybrid_override_pattern"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_quantization_is_noted_not_guessed() {
+        let s = parse(&SMALL.replace(
+            "\"vocab_size\"",
+            "\"quantization_config\": {\"quant_method\": \"awq\"}, \"vocab_size\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.weight_format, WeightFormat::Bf16);
+        assert!(s.notes[0].contains("awq"));
+    }
+}

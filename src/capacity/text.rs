@@ -1,0 +1,530 @@
+//! Human renderings of a [`CapacityReport`]: the aligned summary, `--explain` (every
+//! equation with its numbers) and the preset/GPU lists. Pure: returns strings.
+
+use std::fmt::Write as _;
+
+use super::model::{Attention, LayerKind, ModelSpec, WeightFormat};
+use super::roofline::cost_per_million;
+use super::{CapacityReport, GIB, GpuSpec};
+
+/// 1234567 → "1,234,567".
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn gib(bytes: f64) -> String {
+    format!("{:.2} GiB", bytes / GIB)
+}
+
+fn gb(bytes: f64) -> String {
+    format!("{:.2} GB", bytes / 1e9)
+}
+
+fn billions(n: f64) -> String {
+    format!("{:.2} B", n / 1e9)
+}
+
+/// Bytes with an exact count when small (KV per token), GiB otherwise.
+fn bytes_exact(bytes: f64) -> String {
+    if bytes.fract() == 0.0 && bytes < 1e15 {
+        format!("{} B", group(bytes as u64))
+    } else {
+        format!("{bytes:.1} B")
+    }
+}
+
+fn row(out: &mut String, label: &str, value: impl AsRef<str>) {
+    let _ = writeln!(out, "  {label:<40} {}", value.as_ref());
+}
+
+/// The summary printed by `llmprobe capacity`.
+pub fn render(r: &CapacityReport) -> String {
+    let i = &r.inputs;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({}) on {} × {}, context {} tokens",
+        i.model,
+        i.model_type,
+        i.tp,
+        i.gpu.description,
+        group(i.context)
+    );
+    let _ = writeln!(out, "units: 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes");
+    out.push('\n');
+
+    out.push_str("Model\n");
+    row(
+        &mut out,
+        "parameters (total / active)",
+        format!(
+            "{} / {}",
+            billions(r.params_total as f64),
+            billions(r.params_active)
+        ),
+    );
+    if r.params_mtp_not_loaded > 0 {
+        row(
+            &mut out,
+            "MTP weights in checkpoint, not loaded",
+            billions(r.params_mtp_not_loaded as f64),
+        );
+    }
+    let precision = match i.weight_bytes {
+        Some(b) => format!("{b} B/param (--weight-bytes)"),
+        None => format!("{:?} from the checkpoint", i.weight_format).to_lowercase(),
+    };
+    row(
+        &mut out,
+        "weights (whole model)",
+        format!(
+            "{} = {}  [{precision}]",
+            gb(r.weight_bytes_total),
+            gib(r.weight_bytes_total)
+        ),
+    );
+    let g = &r.kv_geometry;
+    let layers = match (g.sliding_layers, g.linear_layers) {
+        (0, 0) => format!("{} full-attention layers", g.full_layers),
+        (s, 0) => format!(
+            "{} full + {s} sliding-window ({} tokens) layers",
+            g.full_layers,
+            g.sliding_window.unwrap_or(0)
+        ),
+        (0, l) => format!(
+            "{} full-attention + {l} linear-attention layers",
+            g.full_layers
+        ),
+        (s, l) => format!("{} full + {s} sliding + {l} linear layers", g.full_layers),
+    };
+    row(
+        &mut out,
+        "attention",
+        format!("{} ({layers})", g.attention.to_uppercase()),
+    );
+    out.push('\n');
+
+    let _ = writeln!(out, "Memory per GPU");
+    row(
+        &mut out,
+        "GPU memory (engine-visible)",
+        format!("{:.2} GiB", i.gpu.memory_gib),
+    );
+    row(
+        &mut out,
+        &format!("usable (util {})", i.util),
+        gib(r.usable_bytes_per_gpu),
+    );
+    row(
+        &mut out,
+        &format!("weights (÷ tp {})", i.tp),
+        gib(r.weight_bytes_per_gpu),
+    );
+    row(
+        &mut out,
+        "activation reserve",
+        gib(r.activation_reserve_bytes_per_gpu),
+    );
+    row(
+        &mut out,
+        "KV pool",
+        format!(
+            "{}  = {} tokens, {} blocks of {}",
+            gib(r.kv_pool_bytes_per_gpu),
+            group(r.kv_pool_tokens),
+            group(r.kv_pool_blocks),
+            i.block_size
+        ),
+    );
+    out.push('\n');
+
+    let _ = writeln!(out, "KV cache");
+    row(
+        &mut out,
+        &format!("KV bytes per token per GPU ({} B/elem)", i.kv_bytes),
+        bytes_exact(r.kv_bytes_per_token_per_gpu),
+    );
+    if r.state_bytes_per_sequence_per_gpu > 0.0 {
+        row(
+            &mut out,
+            "recurrent state per sequence per GPU",
+            gib(r.state_bytes_per_sequence_per_gpu),
+        );
+    }
+    row(
+        &mut out,
+        &format!("one sequence at {} tokens", group(i.context)),
+        gib(r.kv_bytes_per_sequence_per_gpu),
+    );
+    row(
+        &mut out,
+        "max concurrent sequences",
+        format!(
+            "{:.2} x  (vLLM \"Maximum concurrency\")",
+            r.max_concurrent_sequences
+        ),
+    );
+    row(
+        &mut out,
+        "max running sequences",
+        format!(
+            "{}  (whole sequences, capped by --max-num-seqs {})",
+            group(r.max_running_sequences),
+            i.max_num_seqs
+        ),
+    );
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "Decode roofline per replica ({} TB/s × MBU {}, {} TFLOP/s {} × MFU {})",
+        i.gpu.bandwidth_tbs, i.mbu, r.peak_tflops, r.compute_precision, i.mfu
+    );
+    let _ = writeln!(
+        out,
+        "  {:>7}  {:>9}  {:>7}  {:>10}  {:>12}  {:>9}",
+        "batch", "step ms", "bound", "tok/s/seq", "tok/s total", "$/1M tok"
+    );
+    for p in &r.roofline {
+        let _ = writeln!(
+            out,
+            "  {:>7}  {:>9.2}  {:>7}  {:>10.1}  {:>12.1}  {:>9.3}",
+            group(p.batch),
+            p.step_ms,
+            p.bound,
+            p.tokens_per_second_per_sequence,
+            p.tokens_per_second_aggregate,
+            p.cost_per_million_output_tokens
+        );
+    }
+    match r.crossover_batch {
+        Some(b) if b <= r.max_running_sequences => {
+            let _ = writeln!(
+                out,
+                "  compute/memory crossover at batch {} (compute-bound from there)",
+                group(b)
+            );
+        }
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "  compute/memory crossover at batch {} (beyond the {} that fit: memory-bound throughout)",
+                group(b),
+                group(r.max_running_sequences)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  no compute/memory crossover: reading one sequence's KV takes longer than its FLOPs, so every batch is memory-bound"
+            );
+        }
+    }
+    out.push('\n');
+
+    let _ = writeln!(out, "Headline");
+    row(
+        &mut out,
+        "decode tok/s per sequence (batch 1)",
+        format!("{:.1}", r.decode_tokens_per_second_per_sequence),
+    );
+    row(
+        &mut out,
+        &format!(
+            "decode tok/s aggregate (batch {})",
+            group(r.max_running_sequences)
+        ),
+        format!("{:.1}", r.decode_tokens_per_second_aggregate),
+    );
+    let price = match i.gpu_hourly_source {
+        "flag" => format!("${:.2}/GPU-h", i.gpu_hourly),
+        _ => format!("${:.2}/GPU-h assumed; set --gpu-hourly", i.gpu_hourly),
+    };
+    row(
+        &mut out,
+        "$ per 1M output tokens",
+        format!(
+            "${:.3}  ({price}, {} GPU{})",
+            r.cost_per_million_output_tokens,
+            i.tp,
+            if i.tp == 1 { "" } else { "s" }
+        ),
+    );
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// Every equation with the numbers substituted (`--explain`).
+pub fn explain(r: &CapacityReport) -> String {
+    let i = &r.inputs;
+    let g = &r.kv_geometry;
+    let d = &r.decode_terms;
+    let mut out = String::from("Equations (B = bytes, GiB = 2^30 B)\n");
+    let mut line = |s: String| {
+        out.push_str("  ");
+        out.push_str(&s);
+        out.push('\n');
+    };
+
+    let parts: Vec<String> = r
+        .weights
+        .iter()
+        .map(|w| format!("{} {} × {}", w.part, group(w.params), w.bytes_per_param))
+        .collect();
+    line(format!(
+        "params         = {} = {}",
+        r.weights
+            .iter()
+            .map(|w| group(w.params))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        group(r.params_total)
+    ));
+    line(format!(
+        "weights        = Σ params × B/param = {} = {} B = {}",
+        parts.join(" + "),
+        group(r.weight_bytes_total.round() as u64),
+        gib(r.weight_bytes_total)
+    ));
+    line(format!(
+        "weights/GPU    = {} / tp {} = {}",
+        gib(r.weight_bytes_total),
+        i.tp,
+        gib(r.weight_bytes_per_gpu)
+    ));
+    let attn_layers = g.full_layers + g.sliding_layers;
+    match (g.kv_heads, g.kv_heads_per_gpu, g.head_dim, g.mla_latent_dim) {
+        (Some(h), Some(hg), Some(dim), _) => line(format!(
+            "kv/token/GPU   = attention layers {attn_layers} × 2 (K,V) × max(1, kv_heads {h} / tp {}) = {hg} × head_dim {dim} × {} B = {}",
+            i.tp,
+            i.kv_bytes,
+            bytes_exact(r.kv_bytes_per_token_per_gpu)
+        )),
+        (_, _, _, Some(latent)) => line(format!(
+            "kv/token/GPU   = MLA layers {attn_layers} × (kv_lora_rank + qk_rope_head_dim) {latent} × {} B = {} (no K/V pair, not divided by tp)",
+            i.kv_bytes,
+            bytes_exact(r.kv_bytes_per_token_per_gpu)
+        )),
+        _ => {}
+    }
+    line(format!(
+        "usable         = util {} × {:.2} GiB = {}",
+        i.util,
+        i.gpu.memory_gib,
+        gib(r.usable_bytes_per_gpu)
+    ));
+    line(format!(
+        "pool           = usable {} − weights {} − reserve {} = {} ({} B)",
+        gib(r.usable_bytes_per_gpu),
+        gib(r.weight_bytes_per_gpu),
+        gib(r.activation_reserve_bytes_per_gpu),
+        gib(r.kv_pool_bytes_per_gpu),
+        group(r.kv_pool_bytes_per_gpu.max(0.0) as u64)
+    ));
+    if r.kv_bytes_per_token_per_gpu > 0.0 {
+        line(format!(
+            "pool tokens    = floor({} B / {}) = {}",
+            group(r.kv_pool_bytes_per_gpu as u64),
+            bytes_exact(r.kv_bytes_per_token_per_gpu),
+            group(r.kv_pool_tokens)
+        ));
+        line(format!(
+            "pool blocks    = floor(pool / (block {} × {})) = {}",
+            i.block_size,
+            bytes_exact(r.kv_bytes_per_token_per_gpu),
+            group(r.kv_pool_blocks)
+        ));
+    }
+    let blocks = i.context.div_ceil(u64::from(i.block_size));
+    let mut seq = format!(
+        "ceil({} / {}) = {} blocks × {} × full-layer bytes/token",
+        group(i.context),
+        i.block_size,
+        group(blocks),
+        i.block_size
+    );
+    if g.sliding_layers > 0 {
+        seq.push_str(&format!(
+            " + sliding layers × min(context, window {} + 1 block)",
+            g.sliding_window.unwrap_or(0)
+        ));
+    }
+    if g.linear_layers > 0 {
+        seq.push_str(&format!(
+            " + linear layers {} × state {} elem × {} B",
+            g.linear_layers, g.state_elements_per_layer_per_gpu, g.state_bytes_per_element
+        ));
+    }
+    line(format!(
+        "seq bytes      = {seq} = {}",
+        gib(r.kv_bytes_per_sequence_per_gpu)
+    ));
+    line(format!(
+        "max concurrent = whole blocks × block bytes / seq bytes = {:.3}",
+        r.max_concurrent_sequences
+    ));
+    line(format!(
+        "max running    = min(floor({:.3}), max_num_seqs {}) = {}",
+        r.max_concurrent_sequences, i.max_num_seqs, r.max_running_sequences
+    ));
+    if d.num_experts > 0 {
+        line(format!(
+            "touched(B)     = E × (1 − (1 − k/E)^B), E = {}, k = {}",
+            d.num_experts, d.top_k
+        ));
+        line(format!(
+            "bytes(B)       = streamed {} + experts {} × touched(B)/{} + B × kv read {}",
+            gib(d.weight_bytes_streamed_per_gpu),
+            gib(d.expert_bytes_per_gpu),
+            d.num_experts,
+            bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
+        ));
+    } else {
+        line(format!(
+            "bytes(B)       = streamed weights {} + B × kv read/seq {}",
+            gib(d.weight_bytes_streamed_per_gpu),
+            bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
+        ));
+    }
+    line(format!(
+        "flops/token    = (2 × matmul params {} + attention {:.4e}) / tp {} = {:.4e}",
+        group(d.matmul_params_per_token.round() as u64),
+        d.attention_flops_per_token,
+        i.tp,
+        r.flops_per_token_per_gpu
+    ));
+    line(format!(
+        "step(B)        = max(bytes(B) / ({} TB/s × MBU {}), B × flops/token / ({} TFLOP/s × MFU {}))",
+        i.gpu.bandwidth_tbs, i.mbu, r.peak_tflops, i.mfu
+    ));
+    for p in [r.roofline.first(), r.roofline.last()]
+        .into_iter()
+        .flatten()
+    {
+        line(format!(
+            "{:<14} = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
+            format!("step({})", p.batch),
+            group(p.bytes_read_per_gpu.round() as u64),
+            d.effective_bandwidth_bytes_per_second,
+            p.batch,
+            r.flops_per_token_per_gpu,
+            d.effective_flops_per_second,
+            p.memory_ms,
+            p.compute_ms,
+            p.step_ms,
+            p.tokens_per_second_per_sequence,
+            p.tokens_per_second_aggregate
+        ));
+        if r.roofline.len() == 1 {
+            break;
+        }
+    }
+    line(format!(
+        "$/1M tokens    = ${:.2} × {} GPU / (3600 × {:.1} tok/s) × 1e6 = ${:.3}",
+        i.gpu_hourly,
+        i.tp,
+        r.decode_tokens_per_second_aggregate,
+        cost_per_million(
+            i.gpu_hourly,
+            u64::from(i.tp),
+            r.decode_tokens_per_second_aggregate
+        )
+    ));
+    out
+}
+
+/// One `--list-presets` row: name, Hugging Face repository, parsed model.
+pub struct PresetRow<'a> {
+    pub name: &'a str,
+    pub repo: &'a str,
+    pub spec: &'a ModelSpec,
+}
+
+/// `--list-presets`: name, repository, size and the architecture traits that matter
+/// for capacity.
+pub fn presets_list(rows: &[PresetRow<'_>]) -> String {
+    let mut out = format!(
+        "{:<20} {:<37} {:>9} {:>9}  {}\n",
+        "preset", "hugging face repo", "params", "active", "architecture"
+    );
+    for r in rows {
+        let s = r.spec;
+        let mut traits = vec![
+            match s.attention {
+                Attention::Gqa { .. } => "GQA",
+                Attention::Mla { .. } => "MLA",
+            }
+            .to_string(),
+        ];
+        if let Some(m) = &s.moe {
+            traits.push(format!("MoE {}x top-{}", m.num_experts, m.top_k));
+        }
+        if s.count_layers(LayerKind::Sliding) > 0 {
+            traits.push(format!("sliding window {}", s.sliding_window.unwrap_or(0)));
+        }
+        if s.count_layers(LayerKind::Linear) > 0 {
+            traits.push("linear attention".to_string());
+        }
+        if s.weight_format != WeightFormat::Bf16 {
+            traits.push(format!("{:?}", s.weight_format).to_lowercase());
+        }
+        let _ = writeln!(
+            out,
+            "{:<20} {:<37} {:>9} {:>9}  {}",
+            r.name,
+            r.repo,
+            billions(s.params.total() as f64),
+            billions(s.active_params()),
+            traits.join(", ")
+        );
+    }
+    out
+}
+
+/// `--list-gpus`.
+pub fn gpus_list(gpus: &[GpuSpec]) -> String {
+    let mut out = format!(
+        "{:<11} {:>10} {:>8} {:>11} {:>10} {:>8}  {}\n",
+        "name", "mem GiB", "TB/s", "BF16 TF/s", "FP8 TF/s", "$/h", "description"
+    );
+    for g in gpus {
+        let fp8 = g
+            .fp8_tflops
+            .map_or_else(|| "-".to_string(), |t| format!("{t:.0}"));
+        let _ = writeln!(
+            out,
+            "{:<11} {:>10.2} {:>8.3} {:>11.0} {:>10} {:>8.2}  {}",
+            g.name,
+            g.memory_gib,
+            g.bandwidth_tbs,
+            g.bf16_tflops,
+            fp8,
+            g.default_hourly_usd,
+            g.description
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(8_030_261_248), "8,030,261,248");
+    }
+}
