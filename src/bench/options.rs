@@ -317,7 +317,6 @@ pub struct BenchOptions {
     /// The seed the user gave.
     pub base_seed: u64,
     pub shard: Option<Shard>,
-    pub respect_retry_after: bool,
 
     pub input_len: u32,
     pub output_len: u32,
@@ -646,7 +645,6 @@ impl BenchOptions {
             seed,
             base_seed: a.seed,
             shard,
-            respect_retry_after: a.respect_retry_after,
             input_len: a.input_len,
             output_len: a.output_len,
             len_dist,

@@ -3,7 +3,8 @@
 //! Doubling from the starting rate until a rate fails (or the limit is reached), then
 //! bisection between the highest passing and the lowest failing rate until the bracket
 //! is within the precision. When the starting rate already fails, the search halves
-//! downwards first. Pure over a probe closure (one bench run per call), so the search
+//! downwards first, down to the precision (a relative precision is taken of the
+//! starting rate there, so the floor is a rate a probe can finish at). Pure over a probe closure (one bench run per call), so the search
 //! logic is tested without a server.
 //!
 //! The answer assumes pass/fail is monotone in the rate; with a noisy server near the
@@ -68,10 +69,11 @@ where
         }
     } else {
         hi = Some(rate);
-        // Halve until a rate passes or the rate itself is below the precision.
+        // Halve until a rate passes or the rate is below the floor.
+        let floor = precision.at(start);
         while probes.len() < MAX_PROBES {
             rate /= 2.0;
-            if rate < precision.at(rate) || rate < 1e-3 {
+            if rate < floor {
                 break;
             }
             if run(rate, &mut probes).await? {
@@ -149,8 +151,13 @@ mod tests {
     async fn nothing_passes() {
         let r = search(8.0, Precision::PerSecond(0.5), 1024.0, 0.0).await;
         assert_eq!(r.max_rate, None);
+        let rates: Vec<f64> = r.probes.iter().map(|p| p.rate).collect();
+        assert_eq!(rates, vec![8.0, 4.0, 2.0, 1.0, 0.5]);
         assert!(r.probes.iter().all(|p| !p.passed));
-        assert!(r.probes.len() < MAX_PROBES);
+        // A relative precision floors at a fraction of the start, not at zero.
+        let r = search(8.0, Precision::Relative(0.05), 1024.0, 0.0).await;
+        let rates: Vec<f64> = r.probes.iter().map(|p| p.rate).collect();
+        assert_eq!(rates, vec![8.0, 4.0, 2.0, 1.0, 0.5]);
     }
 
     #[tokio::test]

@@ -87,10 +87,6 @@ pub struct BenchArgs {
     /// from I. Merge the shards' --records with `llmprobe report merge`.
     #[arg(long, value_name = "I/N", help_heading = "Load")]
     pub shard: Option<String>,
-    /// After an HTTP 429 carrying Retry-After, hold new sends until it expires (the hold
-    /// shows as dispatch lag). Off by default: an open-loop test keeps its schedule.
-    #[arg(long, help_heading = "Load")]
-    pub respect_retry_after: bool,
 
     // ---- workload ----
     /// Prompt length in tokens (mean for uniform/lognormal).

@@ -75,7 +75,7 @@ pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> an
         let specs: [(&str, &str, &Vec<Series>); 3] = [
             ("Time to first token", "ms", &ttft),
             ("Time per output token / ITL", "ms", &decode),
-            ("Throughput and goodput", "req/s", &rates),
+            ("Offered, achieved and good req/s", "req/s", &rates),
         ];
         for (area, (title, unit, series)) in panels.iter().zip(specs) {
             let y_max = series
@@ -92,7 +92,8 @@ pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> an
                 .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
             chart
                 .configure_mesh()
-                .x_desc("offered rate (req/s)")
+                .light_line_style(WHITE)
+                .x_desc("request rate (req/s)")
                 .y_desc(unit)
                 .draw()?;
             for (i, (name, pts)) in series.iter().enumerate() {
@@ -113,7 +114,7 @@ pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> an
             }
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
+                .position(SeriesLabelPosition::LowerRight)
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK.mix(0.3))
                 .draw()?;
