@@ -386,6 +386,20 @@ pub mod test_support {
 mod tests {
     use super::*;
 
+    /// The `--json-out` line layout: a change here is a change of the contract (bump
+    /// SCHEMA_VERSION when it is incompatible).
+    #[test]
+    fn json_out_schema() {
+        let mut r = test_support::sample_report(8.0);
+        r.gates = vec![
+            "ttft-p99<=110ms"
+                .parse::<crate::bench::gate::Gate>()
+                .unwrap()
+                .check(&r),
+        ];
+        insta::assert_json_snapshot!(serde_json::to_value(&r).unwrap());
+    }
+
     #[test]
     fn percentile_keys_follow_vllm() {
         assert_eq!(percentile_key(99.0), "p99");
