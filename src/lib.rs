@@ -5,14 +5,18 @@
 //! aggregate/export → report. A module imports only from modules before it in that
 //! chain; `capacity` is pure math and never touches the network.
 
+pub mod aggregate;
 pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod engine;
 pub mod exit;
 pub mod logging;
+pub mod mock;
 pub mod record;
 pub mod report;
+pub mod runner;
+pub mod schedule;
 pub mod workload;
 
 use std::process::ExitCode;
@@ -32,5 +36,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     install_crypto_provider();
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
+        Command::Mock(args) => mock::command::run(&args).await,
     }
 }

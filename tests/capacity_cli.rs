@@ -49,6 +49,8 @@ fn json_has_the_contract_keys_as_numbers() {
     assert_eq!(v["inputs"]["util"], 0.9);
     assert_eq!(v["inputs"]["block_size"], 16);
     assert_eq!(v["inputs"]["max_num_seqs"], 256);
+    // A dense model has no expert bytes: 0, never -0.0.
+    assert_eq!(v["decode_terms"]["expert_bytes_per_gpu"].to_string(), "0.0");
 }
 
 #[test]
@@ -117,6 +119,8 @@ fn list_presets_and_gpus() {
         "gpt-oss-120b",
         "gemma-3-27b",
         "qwen3-next-80b-a3b",
+        "jamba-mini-1.5",
+        "nemotron-h-8b",
     ] {
         assert!(out.contains(name), "{name} missing from\n{out}");
     }
@@ -172,6 +176,10 @@ fn bad_input_exits_2_with_a_clear_message() {
         &["--preset", "llama-3.1-8b", "--context", "1000000"],
         "the KV pool cannot hold one sequence of 1000000 tokens: pool 51.432 GiB per GPU, one sequence needs 122.070 GiB",
     );
+    fails_with(
+        &["--preset", "nemotron-h-8b", "--tp", "3"],
+        "invalid --tp 3 for this model: Mamba-2 conv width",
+    );
     fails_with(&[], "no model given");
     fails_with(
         &["--hf-config", "/nonexistent/config.json"],
@@ -198,4 +206,93 @@ fn context_beyond_max_position_embeddings_warns_but_succeeds() {
         .stderr(predicate::str::contains(
             "warning: --context 65536 is larger than the model's max_position_embeddings 40960",
         ));
+}
+
+#[test]
+fn mamba_hybrids_through_hf_config_match_their_presets() {
+    for (preset, tp) in [("jamba-mini-1.5", "2"), ("nemotron-h-8b", "1")] {
+        let path = format!(
+            "{}/tests/fixtures/models/{preset}/config.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let a = json(&["--hf-config", &path, "--tp", tp]);
+        let b = json(&["--preset", preset, "--tp", tp]);
+        assert_eq!(a["params_total"], b["params_total"], "{preset}");
+        assert_eq!(
+            a["state_bytes_per_sequence_per_gpu"], b["state_bytes_per_sequence_per_gpu"],
+            "{preset}"
+        );
+        assert!(
+            b["state_bytes_per_sequence_per_gpu"]
+                .as_f64()
+                .unwrap_or_default()
+                > 0.0
+        );
+    }
+    capacity()
+        .args(["--preset", "nemotron-h-8b", "--explain"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "recurrent state per sequence per GPU     49.41 MiB",
+        ))
+        .stdout(predicate::str::contains(
+            "state/seq/GPU  = 24 Mamba-2 layers × 2,158,592 B = 51,806,208 B",
+        ));
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = capacity()
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const DEEPSEEK_CASE: &[&str] = &[
+    "--preset",
+    "deepseek-v3",
+    "--gpu",
+    "h200",
+    "--tp",
+    "8",
+    "--weight-bytes",
+    "1",
+    "--kv-bytes",
+    "1",
+    "--context",
+    "32768",
+];
+
+/// Snapshots of what users and scripts read: any formatting or number change shows up
+/// as a diff to review (`INSTA_UPDATE=always cargo test --test capacity_cli`, then
+/// read the .snap diff before committing).
+#[test]
+fn snapshot_llama_3_1_8b_human_and_json() {
+    insta::assert_snapshot!(
+        "llama_3_1_8b_human",
+        stdout(&["--preset", "llama-3.1-8b", "--explain"])
+    );
+    insta::assert_json_snapshot!("llama_3_1_8b_json", json(&["--preset", "llama-3.1-8b"]));
+}
+
+#[test]
+fn snapshot_deepseek_v3_human_and_json() {
+    let mut explain = DEEPSEEK_CASE.to_vec();
+    explain.push("--explain");
+    insta::assert_snapshot!("deepseek_v3_h200_tp8_fp8_human", stdout(&explain));
+    insta::assert_json_snapshot!("deepseek_v3_h200_tp8_fp8_json", json(DEEPSEEK_CASE));
+}
+
+#[test]
+fn snapshot_nemotron_h_human() {
+    insta::assert_snapshot!(
+        "nemotron_h_8b_human",
+        stdout(&["--preset", "nemotron-h-8b", "--explain"])
+    );
 }

@@ -1,10 +1,12 @@
 //! KV cache arithmetic: bytes per token per GPU, bytes one sequence holds, the pool
 //! left after weights and the activation reserve, and vLLM's concurrency figure.
 
-use super::model::{Attention, LayerKind, ModelSpec};
+use super::model::{Attention, LayerKind, ModelSpec, StateShape};
 
 /// Bytes per element of linear-attention / SSM state. vLLM keeps that state in the
-/// model dtype (`mamba_ssm_cache_dtype=auto`) even when the KV cache is FP8.
+/// model dtype (`--mamba-cache-dtype auto`, `--mamba-ssm-cache-dtype auto`) even when
+/// the KV cache is FP8 (`MambaStateDtypeCalculator`, mamba_utils.py); every preset's
+/// model dtype is BF16.
 pub const STATE_BYTES: f64 = 2.0;
 
 /// KV heads each GPU stores: heads are split across TP ranks, and replicated (not
@@ -45,11 +47,11 @@ pub struct KvLayout {
 }
 
 impl KvLayout {
-    pub fn new(spec: &ModelSpec, tp: u64, kv_bytes: f64) -> Self {
+    /// `state` is the per-layer, per-GPU state of the model's linear/SSM layers
+    /// ([`ModelSpec::state_shape`]).
+    pub fn new(spec: &ModelSpec, tp: u64, kv_bytes: f64, state: Option<&StateShape>) -> Self {
         let per_layer = elements_per_token_per_layer(&spec.attention, tp) as f64 * kv_bytes;
-        let state = spec.linear_attention.as_ref().map_or(0.0, |la| {
-            (la.state_elements() / tp.max(1)) as f64 * STATE_BYTES
-        });
+        let state = state.map_or(0.0, StateShape::bytes_per_layer);
         Self {
             full_bytes_per_token: spec.count_layers(LayerKind::Full) as f64 * per_layer,
             sliding_bytes_per_token: spec.count_layers(LayerKind::Sliding) as f64 * per_layer,

@@ -159,6 +159,10 @@ pub enum CapacityError {
     },
     #[error("{source_name}: {what} not modelled yet")]
     Unsupported { source_name: String, what: String },
+    #[error(
+        "invalid --tp {tp} for this model: {what}; vLLM shards Mamba/linear-attention state evenly, pick a tp that divides it"
+    )]
+    TpDoesNotShard { tp: u32, what: String },
     #[error("invalid --{flag} {value}: {reason}")]
     InvalidInput {
         flag: &'static str,
@@ -221,10 +225,16 @@ pub struct KvGeometry {
     pub mla_latent_dim: Option<u64>,
     /// Elements one attention layer caches per token on one GPU.
     pub elements_per_token_per_layer: u64,
+    /// Blocks with only an MLP (Nemotron-H `-`): no per-sequence memory.
+    pub mlp_only_layers: u64,
     /// Recurrent state elements per linear layer per sequence per GPU.
     pub state_elements_per_layer_per_gpu: u64,
-    /// Bytes per recurrent-state element.
+    /// Bytes per recurrent-state element (model dtype; `state_shape` says when the SSM
+    /// part uses another).
     pub state_bytes_per_element: f64,
+    /// Conv and SSM state of one linear/Mamba layer on one GPU (vLLM
+    /// `MambaStateShapeCalculator`); null without such layers.
+    pub state_shape: Option<model::StateShape>,
 }
 
 /// Per-GPU quantities behind the roofline, so the arithmetic can be checked.
@@ -547,9 +557,13 @@ fn attention_flops_per_token(spec: &ModelSpec, context: u64) -> f64 {
             ..
         } => 2.0 * *num_heads as f64 * (2 * kv_lora_rank + qk_rope_head_dim) as f64,
     };
-    let linear = spec.linear_attention.as_ref().map_or(0.0, |la| {
-        4.0 * (la.num_value_heads * la.key_head_dim * la.value_head_dim) as f64
-    });
+    // A recurrent layer reads and rewrites its state matrix once per token: about 4
+    // FLOPs per SSM-state element (decay/update, then the output contraction).
+    let linear = spec
+        .state_shape(1, kv::STATE_BYTES)
+        .ok()
+        .flatten()
+        .map_or(0.0, |s| 4.0 * s.ssm_elements as f64);
     spec.count_layers(LayerKind::Full) as f64 * per_ctx_token * ctx_full
         + spec.count_layers(LayerKind::Sliding) as f64 * per_ctx_token * ctx_sliding
         + spec.count_layers(LayerKind::Linear) as f64 * linear
@@ -613,7 +627,13 @@ pub fn evaluate_spec(
     }
 
     // KV.
-    let layout = KvLayout::new(spec, tp, kv_bytes);
+    let state =
+        spec.state_shape(tp, kv::STATE_BYTES)
+            .map_err(|what| CapacityError::TpDoesNotShard {
+                tp: inputs.tp,
+                what,
+            })?;
+    let layout = KvLayout::new(spec, tp, kv_bytes, state.as_ref());
     let block = u64::from(inputs.block_size);
     let per_token = layout.bytes_per_token();
     let per_seq = layout.sequence_bytes_allocated(inputs.context, block);
@@ -648,14 +668,15 @@ pub fn evaluate_spec(
         .iter()
         .filter(|w| w.part == "routed_experts")
         .map(|w| w.bytes)
-        .sum();
+        // fold from +0.0: an empty f64 `sum()` is −0.0, which would print as -0.0 in JSON.
+        .fold(0.0, |a, b| a + b);
     // The embedding is a lookup (one row per token) and the vision tower does not run
     // during text decode, so neither is streamed per step.
     let not_streamed: f64 = weights
         .iter()
         .filter(|w| w.part == "vision" || (w.part == "embedding" && !spec.tie_word_embeddings))
         .map(|w| w.bytes)
-        .sum();
+        .fold(0.0, |a, b| a + b);
     let attention_flops = attention_flops_per_token(spec, inputs.context);
     let flops_per_token_per_gpu = (2.0 * spec.active_matmul_params() + attention_flops) / tp as f64;
     let step = StepModel {
@@ -737,11 +758,12 @@ pub fn evaluate_spec(
             head_dim,
             mla_latent_dim,
             elements_per_token_per_layer: kv::elements_per_token_per_layer(&spec.attention, tp),
-            state_elements_per_layer_per_gpu: spec
-                .linear_attention
+            mlp_only_layers: spec.count_layers(LayerKind::Mlp),
+            state_elements_per_layer_per_gpu: state
                 .as_ref()
-                .map_or(0, |la| la.state_elements() / tp),
+                .map_or(0, |s| s.conv_elements + s.ssm_elements),
             state_bytes_per_element: kv::STATE_BYTES,
+            state_shape: state.clone(),
         },
         kv_bytes_per_token_per_gpu: per_token,
         kv_bytes_per_sequence_per_gpu: per_seq,
@@ -851,7 +873,8 @@ mod tests {
     /// safetensors counts / model cards (Llama 3.1, Qwen3, Mixtral, Gemma 3), the
     /// DeepSeek-V3 report (671B main model; 685B on the card includes the MTP module),
     /// OpenAI's gpt-oss model card (116.83B / 20.91B total; 5.13B / 3.61B active,
-    /// embedding excluded), the Qwen3-Next card (80B total, rounded).
+    /// embedding excluded), the Qwen3-Next card (80B total, rounded), the AI21 Jamba 1.5
+    /// card (52B total, 51.6B on the Hub) and the Nemotron-H-8B-Base-8K checkpoint.
     #[test]
     fn preset_parameter_counts_match_published_totals() {
         // (preset, published total, relative tolerance)
@@ -868,6 +891,10 @@ mod tests {
             ("gpt-oss-20b", 20.91e9, 0.001),
             ("gpt-oss-120b", 116.83e9, 0.001),
             ("gemma-3-27b", 27.43e9, 0.001),
+            // AI21: "12B active and 52B total" (Jamba 1.5 card; 51.6B on the Hub).
+            ("jamba-mini-1.5", 51.6e9, 0.001),
+            // Nemotron-H-8B-Base-8K safetensors: 8,100,852,736 ("8B").
+            ("nemotron-h-8b", 8_100_852_736.0, 0.0),
         ];
         assert_eq!(
             cases.len(),
@@ -897,6 +924,7 @@ mod tests {
             ("deepseek-v3", 36.6e9, 0.005), // 37B incl. embedding
             ("mixtral-8x7b", 12.9e9 - 0.131e9, 0.01),
             ("qwen3-235b-a22b", 22e9, 0.03), // "A22B" is rounded
+            ("jamba-mini-1.5", 12e9 - 0.268e9, 0.02), // "12B active", rounded
         ];
         for (name, published, tol) in cases {
             let a = active_no_embedding(name);
@@ -991,6 +1019,70 @@ mod tests {
         // Only the 12 full-attention layers grow with context: 12 × 2 × (2 kv heads / tp 2)
         // × 256 × 2 B.
         assert_eq!(n.kv_bytes_per_token_per_gpu, 12_288.0);
+    }
+
+    #[test]
+    fn mamba_hybrids_hold_a_fixed_state_per_sequence() {
+        let j = presets::load("jamba-mini-1.5").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(j.count_layers(LayerKind::Full), 4); // layers 4, 12, 20, 28
+        assert_eq!(j.count_layers(LayerKind::Linear), 28);
+        assert_eq!(j.moe.as_ref().map(|m| m.moe_layers), Some(16));
+        let n = presets::load("nemotron-h-8b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(n.count_layers(LayerKind::Full), 4);
+        assert_eq!(n.count_layers(LayerKind::Linear), 24);
+        assert_eq!(n.count_layers(LayerKind::Mlp), 24);
+
+        // Jamba, Mamba-1 (vLLM mamba1_state_shape): 28 layers × (conv 3 × 8192/tp +
+        // ssm 8192/tp × 16) × 2 B. KV: 4 attention layers × 2 × (8 heads / tp) × 128 × 2 B.
+        for tp in [2u32, 4] {
+            let r = run(CapacityInputs {
+                tp,
+                ..preset("jamba-mini-1.5")
+            });
+            let t = f64::from(tp);
+            assert_eq!(
+                r.state_bytes_per_sequence_per_gpu,
+                28.0 * (3.0 * 8192.0 / t + 8192.0 / t * 16.0) * 2.0
+            );
+            assert_eq!(
+                r.kv_bytes_per_token_per_gpu,
+                4.0 * 2.0 * (8.0 / t) * 128.0 * 2.0
+            );
+        }
+        // Nemotron-H-8B, Mamba-2 (mamba2_state_shape): 24 × (conv 3 × (8192 + 2×8×128)
+        // + ssm 128 × 64 × 128) × 2 B = 51,806,208 B per sequence, at any context.
+        let short = run(CapacityInputs {
+            context: 1024,
+            ..preset("nemotron-h-8b")
+        });
+        let long = run(preset("nemotron-h-8b"));
+        for r in [&short, &long] {
+            assert_eq!(r.state_bytes_per_sequence_per_gpu, 51_806_208.0);
+            assert_eq!(r.kv_bytes_per_token_per_gpu, 16_384.0);
+        }
+        // Concurrency = pool (whole blocks) / (KV blocks at context + state).
+        let per_seq = 512.0 * 16.0 * 16_384.0 + 51_806_208.0;
+        assert_eq!(long.kv_bytes_per_sequence_per_gpu, per_seq);
+        let usable = long.kv_pool_blocks as f64 * 16.0 * 16_384.0;
+        assert!(rel(long.max_concurrent_sequences, usable / per_seq) < 1e-12);
+        assert!(short.max_concurrent_sequences > 2.5 * long.max_concurrent_sequences);
+        let g = &long.kv_geometry;
+        assert_eq!(g.mlp_only_layers, 24);
+        assert_eq!(
+            g.state_shape
+                .as_ref()
+                .map(|s| (s.conv_elements, s.ssm_elements)),
+            Some((30_720, 1_048_576))
+        );
+        // tp that does not divide the Mamba heads is refused, as vLLM does.
+        let e = evaluate(&CapacityInputs {
+            tp: 3,
+            ..preset("nemotron-h-8b")
+        });
+        assert!(
+            matches!(&e, Err(CapacityError::TpDoesNotShard { tp: 3, .. })),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub enum LayerKind {
     Sliding,
     /// Linear attention / SSM (Gated DeltaNet, Mamba): a fixed-size state per sequence.
     Linear,
+    /// A block with only an MLP and no sequence mixer (Nemotron-H `-`): no per-sequence
+    /// state at all.
+    Mlp,
 }
 
 /// Attention geometry that determines the KV-cache layout.
@@ -64,17 +67,199 @@ pub struct LinearAttention {
     pub conv_kernel: u64,
 }
 
-impl LinearAttention {
-    /// Elements of recurrent state one sequence keeps in one layer (whole model, before
-    /// TP): the recurrent matrix per value head plus the short-conv history. Mirrors
-    /// vLLM's `MambaStateShapeCalculator.gated_delta_net_state_shape`.
-    pub fn state_elements(&self) -> u64 {
-        let key_dim = self.num_key_heads * self.key_head_dim;
-        let value_dim = self.num_value_heads * self.value_head_dim;
-        let conv = (2 * key_dim + value_dim) * self.conv_kernel.saturating_sub(1);
-        let recurrent = self.num_value_heads * self.key_head_dim * self.value_head_dim;
-        conv + recurrent
+/// Mamba mixer geometry. Jamba uses Mamba-1 (selective scan, one state row per inner
+/// channel); Nemotron-H uses Mamba-2 (SSD: a head_dim × d_state matrix per head, B/C
+/// shared within `n_groups` groups).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Mamba {
+    Mamba1 {
+        /// mamba_expand × hidden_size.
+        d_inner: u64,
+        d_state: u64,
+        d_conv: u64,
+        dt_rank: u64,
+        conv_bias: bool,
+        proj_bias: bool,
+    },
+    Mamba2 {
+        num_heads: u64,
+        head_dim: u64,
+        n_groups: u64,
+        d_state: u64,
+        conv_kernel: u64,
+        conv_bias: bool,
+        proj_bias: bool,
+        /// Bytes per SSM-state element when the config pins `mamba_ssm_cache_dtype`
+        /// (vLLM applies it for Nemotron-H); `None` = the model dtype.
+        ssm_cache_bytes: Option<f64>,
+    },
+}
+
+impl Mamba {
+    /// Inner (expanded) width: what in_proj's x branch and out_proj's input are.
+    pub fn d_inner(&self) -> u64 {
+        match self {
+            Mamba::Mamba1 { d_inner, .. } => *d_inner,
+            // vLLM and transformers size Mamba-2 as heads × head_dim; the config's
+            // `expand` is not read.
+            Mamba::Mamba2 {
+                num_heads,
+                head_dim,
+                ..
+            } => num_heads * head_dim,
+        }
     }
+
+    /// Parameters of one Mamba mixer (without the block's norm), following the modules
+    /// of `transformers` `JambaMambaMixer` / `NemotronHMamba2Mixer` (= vLLM `MambaMixer`
+    /// / `MambaMixer2`).
+    pub fn params(&self, hidden: u64) -> u64 {
+        let di = self.d_inner();
+        match *self {
+            Mamba::Mamba1 {
+                d_state,
+                d_conv,
+                dt_rank,
+                conv_bias,
+                proj_bias,
+                ..
+            } => {
+                let in_proj = hidden * 2 * di + if proj_bias { 2 * di } else { 0 };
+                let conv = di * d_conv + if conv_bias { di } else { 0 };
+                let x_proj = di * (dt_rank + 2 * d_state);
+                let dt_proj = dt_rank * di + di;
+                let a_log_and_d = di * d_state + di;
+                let out_proj = di * hidden + if proj_bias { hidden } else { 0 };
+                // Jamba's dt/B/C RMSNorms inside the mixer.
+                let inner_norms = dt_rank + 2 * d_state;
+                in_proj + conv + x_proj + dt_proj + a_log_and_d + out_proj + inner_norms
+            }
+            Mamba::Mamba2 {
+                num_heads,
+                n_groups,
+                d_state,
+                conv_kernel,
+                conv_bias,
+                proj_bias,
+                ..
+            } => {
+                let conv_dim = di + 2 * n_groups * d_state;
+                // in_proj emits z (gate), x·B·C (through the conv) and dt per head.
+                let proj = di + conv_dim + num_heads;
+                let in_proj = hidden * proj + if proj_bias { proj } else { 0 };
+                let conv = conv_dim * conv_kernel + if conv_bias { conv_dim } else { 0 };
+                let dt_bias_a_log_d = 3 * num_heads;
+                let gated_norm = di;
+                let out_proj = di * hidden + if proj_bias { hidden } else { 0 };
+                in_proj + conv + dt_bias_a_log_d + gated_norm + out_proj
+            }
+        }
+    }
+}
+
+impl Mamba {
+    /// vLLM `MambaStateShapeCalculator.mamba1_state_shape` / `mamba2_state_shape`.
+    pub fn state_shape(&self, tp: u64, state_bytes: f64) -> Result<StateShape, String> {
+        let di = self.d_inner();
+        match *self {
+            Mamba::Mamba1 {
+                d_state, d_conv, ..
+            } => {
+                // conv (d_conv − 1, d_inner / tp), ssm (d_inner / tp, d_state).
+                let di_gpu = shard(di, tp, "Mamba d_inner (mamba_expand × hidden_size)")?;
+                let k1 = d_conv.saturating_sub(1);
+                Ok(StateShape {
+                    kind: "mamba1",
+                    conv_elements: k1 * di_gpu,
+                    ssm_elements: di_gpu * d_state,
+                    conv_bytes_per_element: state_bytes,
+                    ssm_bytes_per_element: state_bytes,
+                    formula: format!(
+                        "conv (d_conv − 1) {k1} × d_inner {di} / tp {tp} + ssm d_inner {di} / tp {tp} × d_state {d_state}"
+                    ),
+                })
+            }
+            Mamba::Mamba2 {
+                num_heads,
+                head_dim,
+                n_groups,
+                d_state,
+                conv_kernel,
+                ssm_cache_bytes,
+                ..
+            } => {
+                // Groups that tp does not divide are replicated so every head shard has
+                // its group: n_groups + (tp − n_groups) = tp (`extra_groups_for_head_shards`).
+                let groups = if n_groups.is_multiple_of(tp) {
+                    n_groups
+                } else {
+                    tp
+                };
+                let conv_dim = di + 2 * groups * d_state;
+                let conv_gpu = shard(
+                    conv_dim,
+                    tp,
+                    "Mamba-2 conv width (d_inner + 2 × n_groups × d_state)",
+                )?;
+                let heads_gpu = shard(num_heads, tp, "mamba_num_heads")?;
+                let k1 = conv_kernel.saturating_sub(1);
+                Ok(StateShape {
+                    kind: "mamba2",
+                    conv_elements: k1 * conv_gpu,
+                    ssm_elements: heads_gpu * head_dim * d_state,
+                    conv_bytes_per_element: state_bytes,
+                    ssm_bytes_per_element: ssm_cache_bytes.unwrap_or(state_bytes),
+                    formula: format!(
+                        "conv (kernel − 1) {k1} × (d_inner {di} + 2 × n_groups {groups} × d_state {d_state}) / tp {tp} + ssm heads {num_heads} / tp {tp} × head_dim {head_dim} × d_state {d_state}"
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Recurrent state one linear/SSM layer keeps per sequence on one GPU, as vLLM's
+/// `MambaStateShapeCalculator` (`model_executor/layers/mamba/mamba_utils.py`) sizes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateShape {
+    /// "gated_delta_net", "mamba1" or "mamba2".
+    pub kind: &'static str,
+    /// Short-convolution history, elements per layer per GPU (model dtype).
+    pub conv_elements: u64,
+    /// Recurrent SSM / delta-rule matrix, elements per layer per GPU.
+    pub ssm_elements: u64,
+    /// Bytes per conv-state element.
+    pub conv_bytes_per_element: f64,
+    /// Bytes per SSM-state element.
+    pub ssm_bytes_per_element: f64,
+    /// The shapes with the numbers in, for `--explain`.
+    pub formula: String,
+}
+
+impl StateShape {
+    /// Bytes one layer holds per sequence on one GPU.
+    pub fn bytes_per_layer(&self) -> f64 {
+        self.conv_elements as f64 * self.conv_bytes_per_element
+            + self.ssm_elements as f64 * self.ssm_bytes_per_element
+    }
+
+    /// Human name of the layer kind.
+    pub fn label(&self) -> &'static str {
+        match self.kind {
+            "mamba1" => "Mamba-1",
+            "mamba2" => "Mamba-2",
+            _ => "Gated DeltaNet",
+        }
+    }
+}
+
+/// `divide(n, tp)` as vLLM does it: the shard must be exact.
+fn shard(n: u64, tp: u64, what: &str) -> Result<u64, String> {
+    if tp == 0 || !n.is_multiple_of(tp) {
+        return Err(format!("{what} {n} is not divisible by --tp {tp}"));
+    }
+    Ok(n / tp)
 }
 
 /// How the checkpoint stores its weights (sets the default bytes per parameter).
@@ -97,7 +282,8 @@ pub struct ParamCounts {
     pub embedding: u64,
     /// Output projection (0 when tied to the embedding).
     pub lm_head: u64,
-    /// Attention projections (incl. linear-attention layers), biases, q/k norms, sinks.
+    /// Sequence mixers: attention projections, linear-attention and Mamba mixers, their
+    /// biases, q/k norms, sinks.
     pub attention: u64,
     /// Dense MLPs.
     pub dense_mlp: u64,
@@ -146,6 +332,8 @@ pub struct ModelSpec {
     pub sliding_window: Option<u64>,
     pub moe: Option<Moe>,
     pub linear_attention: Option<LinearAttention>,
+    /// Mamba mixer of the `Linear` layers of Mamba hybrids (Jamba, Nemotron-H).
+    pub mamba: Option<Mamba>,
     pub weight_format: WeightFormat,
     pub params: ParamCounts,
     /// Multi-token-prediction weights stored in the checkpoint but not loaded for plain
@@ -158,6 +346,37 @@ pub struct ModelSpec {
 impl ModelSpec {
     pub fn count_layers(&self, kind: LayerKind) -> u64 {
         self.layers.iter().filter(|k| **k == kind).count() as u64
+    }
+
+    /// Per-sequence state of one `Linear` layer on one GPU at `tensor parallel = tp`, or
+    /// `None` when the model has no such layers. `state_bytes` is the model dtype's
+    /// size (conv state, and the SSM state unless the config pins another dtype).
+    /// Errors name the dimension that tp does not divide (vLLM refuses such a split).
+    pub fn state_shape(&self, tp: u64, state_bytes: f64) -> Result<Option<StateShape>, String> {
+        if let Some(m) = &self.mamba {
+            return m.state_shape(tp, state_bytes).map(Some);
+        }
+        let Some(la) = &self.linear_attention else {
+            return Ok(None);
+        };
+        // gated_delta_net_state_shape: conv (conv_dim / tp, kernel − 1) and the delta-rule
+        // matrix (v_heads / tp, k_head_dim, v_head_dim).
+        let conv_dim =
+            2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim;
+        let conv_dim_gpu = shard(conv_dim, tp, "linear-attention conv width")?;
+        let v_heads_gpu = shard(la.num_value_heads, tp, "linear_num_value_heads")?;
+        let k1 = la.conv_kernel.saturating_sub(1);
+        Ok(Some(StateShape {
+            kind: "gated_delta_net",
+            conv_elements: conv_dim_gpu * k1,
+            ssm_elements: v_heads_gpu * la.key_head_dim * la.value_head_dim,
+            conv_bytes_per_element: state_bytes,
+            ssm_bytes_per_element: state_bytes,
+            formula: format!(
+                "conv (2·k_dim + v_dim) {conv_dim} / tp {tp} × (kernel − 1) {k1} + v_heads {} / tp {tp} × k_head_dim {} × v_head_dim {}",
+                la.num_value_heads, la.key_head_dim, la.value_head_dim
+            ),
+        }))
     }
 
     /// Parameters whose matmuls run for every token: everything except the embedding
@@ -329,19 +548,16 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             .or_else(|| family_default(&model_type, keys[0])))
     };
 
-    // Mamba hybrids need their own state and parameter formulas; refusing beats a
-    // confidently wrong answer that counts their Mamba layers as attention.
-    for key in [
-        "hybrid_override_pattern",
-        "attn_layer_period",
-        "mamba_d_state",
-        "ssm_state_size",
-    ] {
-        if f.obj.contains_key(key) {
+    // SSM fields without a layout we know (pure Mamba, Zamba, Falcon-H1 …) would have
+    // their Mamba layers counted as attention: refuse rather than guess.
+    let known_hybrid =
+        f.obj.contains_key("hybrid_override_pattern") || f.obj.contains_key("attn_layer_period");
+    for key in ["mamba_d_state", "ssm_state_size", "state_size"] {
+        if !known_hybrid && f.obj.contains_key(key) {
             return Err(CapacityError::Unsupported {
                 source_name: name.to_string(),
                 what: format!(
-                    "Mamba/SSM hybrid layers ({key}, model_type {model_type}); linear attention is modelled for Gated DeltaNet (Qwen3-Next) only"
+                    "SSM layers ({key}, model_type {model_type}) without attn_layer_period (Jamba) or hybrid_override_pattern (Nemotron-H)"
                 ),
             });
         }
@@ -384,7 +600,7 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             return Err(f.invalid("num_key_value_heads", "must be greater than 0"));
         }
         // An explicit head_dim wins: Qwen3 and Gemma 3 use head_dim × heads ≠ hidden.
-        let head_dim = match f.opt_u64(&["head_dim"])? {
+        let head_dim = match f.opt_u64(&["head_dim", "attention_head_dim"])? {
             Some(0) => return Err(f.invalid("head_dim", "must be greater than 0")),
             Some(d) => d,
             None => {
@@ -423,7 +639,12 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
     } else {
         None
     };
-    let linear_attention = if layers.contains(&LayerKind::Linear) {
+    let mamba = if layers.contains(&LayerKind::Linear) {
+        mamba_mixer(&f, name, hidden)?
+    } else {
+        None
+    };
+    let linear_attention = if mamba.is_none() && layers.contains(&LayerKind::Linear) {
         Some(LinearAttention {
             num_key_heads: f.positive(&["linear_num_key_heads"])?,
             num_value_heads: f.positive(&["linear_num_value_heads"])?,
@@ -454,9 +675,17 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
                 Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
                 _ => Vec::new(),
             };
-            moe_mask = (0..num_layers)
-                .map(|i| i >= first_dense && (i + 1) % step == 0 && !mlp_only.contains(&i))
-                .collect();
+            moe_mask = match f.opt_u64(&["expert_layer_period"])? {
+                // Jamba: layer i is MoE when i % period == offset.
+                Some(0) => return Err(f.invalid("expert_layer_period", "must be greater than 0")),
+                Some(period) => {
+                    let offset = f.opt_u64(&["expert_layer_offset"])?.unwrap_or(0);
+                    (0..num_layers).map(|i| i % period == offset).collect()
+                }
+                None => (0..num_layers)
+                    .map(|i| i >= first_dense && (i + 1) % step == 0 && !mlp_only.contains(&i))
+                    .collect(),
+            };
             Some(Moe {
                 num_experts: e,
                 top_k,
@@ -486,6 +715,37 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             moe.as_ref().map_or(0, |m| m.expert_intermediate_size),
             shared_inter,
             attention_width(&attention),
+            mamba.as_ref().map_or(0, |m| {
+                let (di, extra) = match m {
+                    Mamba::Mamba1 {
+                        d_inner,
+                        d_state,
+                        dt_rank,
+                        d_conv,
+                        ..
+                    } => (
+                        *d_inner,
+                        dt_rank
+                            .saturating_add(d_state.saturating_mul(2))
+                            .max(*d_conv),
+                    ),
+                    Mamba::Mamba2 {
+                        num_heads,
+                        head_dim,
+                        n_groups,
+                        d_state,
+                        conv_kernel,
+                        ..
+                    } => (
+                        num_heads.saturating_mul(*head_dim),
+                        n_groups
+                            .saturating_mul(*d_state)
+                            .saturating_mul(2)
+                            .max(*conv_kernel),
+                    ),
+                };
+                di.saturating_mul(2).saturating_add(extra)
+            }),
             linear_attention.as_ref().map_or(0, |la| {
                 let k = la.num_key_heads.saturating_mul(la.key_head_dim);
                 let v = la.num_value_heads.saturating_mul(la.value_head_dim);
@@ -510,6 +770,7 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         sliding_window,
         moe,
         linear_attention,
+        mamba,
         weight_format,
         params: ParamCounts::default(),
         mtp_params: 0,
@@ -591,7 +852,65 @@ fn check_scale(
     Ok(())
 }
 
-/// Per-layer kind from, in order: `layer_types`, `full_attention_interval` (Qwen3-Next),
+/// Bytes per element of a dtype name in a config (`mamba_ssm_cache_dtype`).
+fn dtype_bytes(f: &Fields<'_>, key: &str) -> Result<Option<f64>, CapacityError> {
+    match f.opt_str(key) {
+        None | Some("auto") => Ok(None),
+        Some("float32" | "fp32") => Ok(Some(4.0)),
+        Some("bfloat16" | "float16" | "bf16" | "fp16") => Ok(Some(2.0)),
+        Some(other) => Err(f.invalid(key, format!("unknown dtype {other:?}"))),
+    }
+}
+
+/// The Mamba mixer of a hybrid's `Linear` layers: Mamba-1 from Jamba's `mamba_*` fields,
+/// Mamba-2 from Nemotron-H's `mamba_num_heads`/`mamba_head_dim`/`ssm_state_size`.
+/// `None` when the linear layers are something else (Gated DeltaNet).
+fn mamba_mixer(f: &Fields<'_>, name: &str, hidden: u64) -> Result<Option<Mamba>, CapacityError> {
+    if f.obj.contains_key("mamba_d_state") {
+        let expand = f.positive(&["mamba_expand"])?;
+        let d_inner = expand
+            .checked_mul(hidden)
+            .ok_or_else(|| f.invalid("mamba_expand", "mamba_expand × hidden_size overflows"))?;
+        // "auto" (the Jamba config default) is ceil(hidden / 16), as in Mamba-1.
+        let dt_rank = match f.obj.get("mamba_dt_rank") {
+            None | Some(Value::Null) => hidden.div_ceil(16),
+            Some(Value::String(s)) if s == "auto" => hidden.div_ceil(16),
+            Some(_) => f.positive(&["mamba_dt_rank"])?,
+        };
+        return Ok(Some(Mamba::Mamba1 {
+            d_inner,
+            d_state: f.positive(&["mamba_d_state"])?,
+            d_conv: f.opt_u64(&["mamba_d_conv"])?.unwrap_or(4).max(1),
+            dt_rank,
+            conv_bias: f.opt_bool("mamba_conv_bias")?.unwrap_or(true),
+            proj_bias: f.opt_bool("mamba_proj_bias")?.unwrap_or(false),
+        }));
+    }
+    if f.obj.contains_key("mamba_num_heads") || f.obj.contains_key("ssm_state_size") {
+        return Ok(Some(Mamba::Mamba2 {
+            num_heads: f.positive(&["mamba_num_heads"])?,
+            head_dim: f.positive(&["mamba_head_dim"])?,
+            n_groups: f.positive(&["n_groups"])?,
+            d_state: f.positive(&["ssm_state_size"])?,
+            conv_kernel: f.opt_u64(&["conv_kernel"])?.unwrap_or(4).max(1),
+            conv_bias: f.opt_bool("use_conv_bias")?.unwrap_or(true),
+            proj_bias: f.opt_bool("use_bias")?.unwrap_or(false),
+            // vLLM's NemotronHForCausalLMConfig copies this config field into
+            // --mamba-ssm-cache-dtype (Nemotron Nano v2 pins float32).
+            ssm_cache_bytes: dtype_bytes(f, "mamba_ssm_cache_dtype")?,
+        }));
+    }
+    if f.obj.contains_key("hybrid_override_pattern") || f.obj.contains_key("attn_layer_period") {
+        return Err(CapacityError::MissingField {
+            source_name: name.to_string(),
+            field: "mamba_d_state".to_string(),
+        });
+    }
+    Ok(None)
+}
+
+/// Per-layer kind from, in order: `hybrid_override_pattern` (Nemotron-H),
+/// `attn_layer_period`/`attn_layer_offset` (Jamba), `layer_types`, `full_attention_interval` (Qwen3-Next),
 /// `sliding_window_pattern` (Gemma 2/3), a plain `sliding_window` (Mistral 7B v0.1).
 fn layer_kinds(
     f: &Fields<'_>,
@@ -600,6 +919,65 @@ fn layer_kinds(
     sliding_window: Option<u64>,
     with_default: impl Fn(&[&str]) -> Result<Option<u64>, CapacityError>,
 ) -> Result<Vec<LayerKind>, CapacityError> {
+    if let Some(v) = f.obj.get("hybrid_override_pattern")
+        && !v.is_null()
+    {
+        // Nemotron-H: one character per block, M = Mamba-2, * = attention, - = MLP.
+        let Some(pattern) = v.as_str() else {
+            return Err(f.invalid(
+                "hybrid_override_pattern",
+                "expected a string such as \"M-M*-\"",
+            ));
+        };
+        if pattern.chars().count() as u64 != num_layers {
+            return Err(f.invalid(
+                "hybrid_override_pattern",
+                format!(
+                    "has {} blocks but num_hidden_layers is {num_layers}",
+                    pattern.chars().count()
+                ),
+            ));
+        }
+        return pattern
+            .chars()
+            .map(|c| match c {
+                'M' => Ok(LayerKind::Linear),
+                '*' => Ok(LayerKind::Full),
+                '-' => Ok(LayerKind::Mlp),
+                'E' => Err(CapacityError::Unsupported {
+                    source_name: f.source.to_string(),
+                    what: "MoE blocks ('E' in hybrid_override_pattern, Nemotron-3/Nano MoE)"
+                        .to_string(),
+                }),
+                other => Err(f.invalid(
+                    "hybrid_override_pattern",
+                    format!("unknown block {other:?} (expected M, * or -)"),
+                )),
+            })
+            .collect();
+    }
+    if let Some(period) = f.opt_u64(&["attn_layer_period"])? {
+        // Jamba: layer i is attention when i % period == offset, Mamba otherwise.
+        if period == 0 {
+            return Err(f.invalid("attn_layer_period", "must be greater than 0"));
+        }
+        let offset = f.opt_u64(&["attn_layer_offset"])?.unwrap_or(0);
+        if offset >= period {
+            return Err(f.invalid(
+                "attn_layer_offset",
+                format!("{offset} is not below attn_layer_period {period}"),
+            ));
+        }
+        return Ok((0..num_layers)
+            .map(|i| {
+                if i % period == offset {
+                    LayerKind::Full
+                } else {
+                    LayerKind::Linear
+                }
+            })
+            .collect());
+    }
     if let Some(v) = f.obj.get("layer_types")
         && !v.is_null()
     {
@@ -867,20 +1245,38 @@ fn count_params(
         ..ParamCounts::default()
     };
     let attn = attention_params(spec, f)?;
-    let linear = linear_attention_params(spec);
+    let linear = match &spec.mamba {
+        Some(m) => m.params(h),
+        None => linear_attention_params(spec),
+    };
+    // Nemotron-H blocks hold one mixer or one MLP each, behind a single norm; every
+    // other family pairs a mixer with an MLP in each layer.
+    let single_op_blocks = spec.layers.contains(&LayerKind::Mlp);
     // Gemma 2/3 wrap both attention and MLP in pre- and post-norms.
     let norms_per_layer = if spec.model_type.starts_with("gemma") {
         4 * h
+    } else if single_op_blocks {
+        h
     } else {
         2 * h
+    };
+    // Squared-ReLU MLPs (Nemotron-H `relu2`) have no gate: up and down only.
+    let mlp_matrices = match f.opt_str("mlp_hidden_act") {
+        Some("relu2") => 2,
+        _ => 3,
     };
     for (idx, kind) in spec.layers.iter().enumerate() {
         p.attention += match kind {
             LayerKind::Linear => linear,
             LayerKind::Full | LayerKind::Sliding => attn,
+            LayerKind::Mlp => 0,
         };
         p.norms += norms_per_layer;
-        if moe_mask.get(idx).copied().unwrap_or(false)
+        if single_op_blocks {
+            if *kind == LayerKind::Mlp {
+                p.dense_mlp += mlp_matrices * h * intermediate;
+            }
+        } else if moe_mask.get(idx).copied().unwrap_or(false)
             && let Some(m) = &spec.moe
         {
             let (routed, shared, router) = moe_parts(spec, f, m, shared_inter)?;
@@ -888,7 +1284,7 @@ fn count_params(
             p.shared_experts += shared;
             p.router += router;
         } else {
-            p.dense_mlp += 3 * h * intermediate;
+            p.dense_mlp += mlp_matrices * h * intermediate;
         }
     }
     p.norms += h; // final norm
@@ -1058,17 +1454,106 @@ mod tests {
         }
     }
 
+    /// A two-block Jamba: layer 0 Mamba-1 + dense MLP, layer 1 attention + MoE.
+    const TINY_JAMBA: &str = r#"{"model_type": "jamba", "hidden_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 100, "intermediate_size": 128, "attn_layer_period": 2,
+        "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1,
+        "num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 16,
+        "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": "auto"}"#;
+
     #[test]
-    fn mamba_hybrids_are_refused_by_name() {
-        let e = parse(&SMALL.replace(
-            "\"vocab_size\"",
-            "\"hybrid_override_pattern\": \"M*\", \"vocab_size\"",
+    fn jamba_mamba1_layers_and_parameters_by_hand() {
+        let s = parse(TINY_JAMBA).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.layers, vec![LayerKind::Linear, LayerKind::Full]);
+        // d_inner 128, dt_rank ceil(64/16) = 4: in_proj 64×256, conv 128×4 + 128,
+        // x_proj 128×(4+32), dt_proj 4×128 + 128, A_log 128×16, D 128, out_proj 128×64,
+        // dt/B/C norms 4 + 16 + 16.
+        let mamba = 16_384 + 640 + 4_608 + 640 + 2_048 + 128 + 8_192 + 36;
+        assert_eq!(s.params.attention, mamba + 12_288);
+        // Layer 0 dense, layer 1 MoE with 4 experts and a router.
+        assert_eq!(s.params.dense_mlp, 3 * 64 * 128);
+        assert_eq!(s.params.routed_experts, 4 * 3 * 64 * 128);
+        assert_eq!(s.params.router, 64 * 4);
+        let st = s
+            .state_shape(2, 2.0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no state"));
+        // conv (4 − 1) × 128/2, ssm 128/2 × 16.
+        assert_eq!((st.conv_elements, st.ssm_elements), (192, 1024));
+        assert_eq!(st.bytes_per_layer(), (192.0 + 1024.0) * 2.0);
+        let e = s.state_shape(3, 2.0).err().unwrap_or_default();
+        assert!(e.contains("128 is not divisible by --tp 3"), "{e}");
+    }
+
+    const TINY_NEMOTRON_H: &str = r#"{"model_type": "nemotron_h", "hidden_size": 64,
+        "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 100, "intermediate_size": 128, "mlp_hidden_act": "relu2",
+        "hybrid_override_pattern": "M-*", "mamba_num_heads": 8, "mamba_head_dim": 16,
+        "n_groups": 2, "ssm_state_size": 32, "conv_kernel": 4}"#;
+
+    #[test]
+    fn nemotron_h_pattern_mamba2_and_relu2_mlp_by_hand() {
+        let s = parse(TINY_NEMOTRON_H).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            s.layers,
+            vec![LayerKind::Linear, LayerKind::Mlp, LayerKind::Full]
+        );
+        // d_inner 128, conv_dim 128 + 2×2×32 = 256; in_proj 64 × (128 + 256 + 8),
+        // conv 256×4 + 256, dt_bias/A_log/D 3×8, gated norm 128, out_proj 128×64.
+        let mamba = 64 * 392 + 1_280 + 24 + 128 + 8_192;
+        assert_eq!(s.params.attention, mamba + 12_288);
+        // One relu2 MLP block: up and down only.
+        assert_eq!(s.params.dense_mlp, 2 * 64 * 128);
+        // One norm per block plus the final norm.
+        assert_eq!(s.params.norms, 3 * 64 + 64);
+        let st = s
+            .state_shape(1, 2.0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no state"));
+        assert_eq!((st.conv_elements, st.ssm_elements), (3 * 256, 8 * 16 * 32));
+        // tp 4 > n_groups 2: groups are replicated to 4 (vLLM extra_groups_for_head_shards).
+        let st = s
+            .state_shape(4, 2.0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no state"));
+        assert_eq!(st.conv_elements, 3 * (128 + 2 * 4 * 32) / 4);
+        assert_eq!(st.ssm_elements, 2 * 16 * 32);
+        // A pinned SSM cache dtype changes only the SSM part.
+        let f32_ssm = parse(&TINY_NEMOTRON_H.replace(
+            "\"conv_kernel\": 4",
+            "\"conv_kernel\": 4, \"mamba_ssm_cache_dtype\": \"float32\"",
         ))
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("{e}"));
+        let st = f32_ssm
+            .state_shape(1, 2.0)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no state"));
+        assert_eq!(st.bytes_per_layer(), 768.0 * 2.0 + 4096.0 * 4.0);
+    }
+
+    #[test]
+    fn bad_hybrid_layouts_are_named_errors() {
+        let err = |json: &str| parse(json).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = err(&TINY_NEMOTRON_H.replace("\"M-*\"", "\"M-*M\""));
+        assert!(e.contains("has 4 blocks but num_hidden_layers is 3"), "{e}");
+        let e = err(&TINY_NEMOTRON_H.replace("\"M-*\"", "\"ME*\""));
+        assert!(e.contains("not modelled") && e.contains("'E'"), "{e}");
+        let e = err(&TINY_NEMOTRON_H.replace("\"M-*\"", "\"M?*\""));
+        assert!(e.contains("unknown block '?'"), "{e}");
+        let e = err(&TINY_NEMOTRON_H.replace("\"n_groups\": 2,", ""));
+        assert!(e.contains("no field \"n_groups\""), "{e}");
+        let e = err(&TINY_NEMOTRON_H.replace(
+            "\"mamba_num_heads\": 8",
+            "\"mamba_num_heads\": 800000000000",
+        ));
+        assert!(e.contains("beyond any real model"), "{e}");
+        let e = err(&TINY_JAMBA.replace("\"attn_layer_offset\": 1", "\"attn_layer_offset\": 2"));
+        assert!(e.contains("attn_layer_offset"), "{e}");
+        // SSM fields without a hybrid layout we know are refused, not miscounted.
+        let e = err(&SMALL.replace("\"vocab_size\"", "\"ssm_state_size\": 16, \"vocab_size\""));
         assert!(
-            e.contains("not modelled") && e.contains("hybrid_override_pattern"),
+            e.contains("not modelled") && e.contains("ssm_state_size"),
             "{e}"
         );
     }

@@ -66,6 +66,16 @@ const PRESETS: &[(&str, &str, &str)] = &[
         "google/gemma-3-27b-it",
         include_str!("../../tests/fixtures/models/gemma-3-27b/config.json"),
     ),
+    (
+        "jamba-mini-1.5",
+        "ai21labs/AI21-Jamba-Mini-1.5",
+        include_str!("../../tests/fixtures/models/jamba-mini-1.5/config.json"),
+    ),
+    (
+        "nemotron-h-8b",
+        "nvidia/Nemotron-H-8B-Base-8K",
+        include_str!("../../tests/fixtures/models/nemotron-h-8b/config.json"),
+    ),
 ];
 
 /// Preset names with their Hugging Face repositories, in table order.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Attention, LayerKind, ModelSpec, WeightFormat};
+use super::model::{Attention, LayerKind, Mamba, ModelSpec, WeightFormat};
 use super::roofline::cost_per_million;
 use super::{CapacityReport, GIB, GpuSpec};
 
@@ -22,6 +22,15 @@ pub fn group(n: u64) -> String {
 
 fn gib(bytes: f64) -> String {
     format!("{:.2} GiB", bytes / GIB)
+}
+
+/// GiB, or MiB below 1 GiB (recurrent state is megabytes per sequence).
+fn gib_or_mib(bytes: f64) -> String {
+    if bytes < GIB {
+        format!("{:.2} MiB", bytes / (1024.0 * 1024.0))
+    } else {
+        gib(bytes)
+    }
 }
 
 fn gb(bytes: f64) -> String {
@@ -92,7 +101,8 @@ pub fn render(r: &CapacityReport) -> String {
         ),
     );
     let g = &r.kv_geometry;
-    let layers = match (g.sliding_layers, g.linear_layers) {
+    let state_label = g.state_shape.as_ref().map_or("linear", |s| s.label());
+    let mut layers = match (g.sliding_layers, g.linear_layers) {
         (0, 0) => format!("{} full-attention layers", g.full_layers),
         (s, 0) => format!(
             "{} full + {s} sliding-window ({} tokens) layers",
@@ -100,11 +110,17 @@ pub fn render(r: &CapacityReport) -> String {
             g.sliding_window.unwrap_or(0)
         ),
         (0, l) => format!(
-            "{} full-attention + {l} linear-attention layers",
+            "{} full-attention + {l} {state_label} layers",
             g.full_layers
         ),
-        (s, l) => format!("{} full + {s} sliding + {l} linear layers", g.full_layers),
+        (s, l) => format!(
+            "{} full + {s} sliding + {l} {state_label} layers",
+            g.full_layers
+        ),
     };
+    if g.mlp_only_layers > 0 {
+        layers.push_str(&format!(" + {} MLP-only blocks", g.mlp_only_layers));
+    }
     row(
         &mut out,
         "attention",
@@ -156,7 +172,12 @@ pub fn render(r: &CapacityReport) -> String {
         row(
             &mut out,
             "recurrent state per sequence per GPU",
-            gib(r.state_bytes_per_sequence_per_gpu),
+            format!(
+                "{}  (fixed, {} {} layers)",
+                gib_or_mib(r.state_bytes_per_sequence_per_gpu),
+                g.linear_layers,
+                state_label
+            ),
         );
     }
     row(
@@ -359,10 +380,29 @@ pub fn explain(r: &CapacityReport) -> String {
             g.sliding_window.unwrap_or(0)
         ));
     }
-    if g.linear_layers > 0 {
+    if let Some(st) = &g.state_shape {
+        line(format!(
+            "state/layer    = {} = {} + {} elem → {} × {} B + {} × {} B = {} B",
+            st.formula,
+            group(st.conv_elements),
+            group(st.ssm_elements),
+            group(st.conv_elements),
+            st.conv_bytes_per_element,
+            group(st.ssm_elements),
+            st.ssm_bytes_per_element,
+            group(st.bytes_per_layer().round() as u64)
+        ));
+        line(format!(
+            "state/seq/GPU  = {} {} layers × {} B = {} B = {} (fixed at any context)",
+            g.linear_layers,
+            st.label(),
+            group(st.bytes_per_layer().round() as u64),
+            group(r.state_bytes_per_sequence_per_gpu.round() as u64),
+            gib_or_mib(r.state_bytes_per_sequence_per_gpu)
+        ));
         seq.push_str(&format!(
-            " + linear layers {} × state {} elem × {} B",
-            g.linear_layers, g.state_elements_per_layer_per_gpu, g.state_bytes_per_element
+            " + state {}",
+            gib_or_mib(r.state_bytes_per_sequence_per_gpu)
         ));
     }
     line(format!(
@@ -473,7 +513,12 @@ pub fn presets_list(rows: &[PresetRow<'_>]) -> String {
             traits.push(format!("sliding window {}", s.sliding_window.unwrap_or(0)));
         }
         if s.count_layers(LayerKind::Linear) > 0 {
-            traits.push("linear attention".to_string());
+            let kind = match &s.mamba {
+                Some(Mamba::Mamba1 { .. }) => "Mamba-1 hybrid",
+                Some(Mamba::Mamba2 { .. }) => "Mamba-2 hybrid",
+                None => "linear attention",
+            };
+            traits.push(kind.to_string());
         }
         if s.weight_format != WeightFormat::Bf16 {
             traits.push(format!("{:?}", s.weight_format).to_lowercase());

@@ -5,8 +5,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod capacity;
+mod mock;
 pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
+pub use mock::MockArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Capacity model: weight memory, KV cache, max concurrent sequences, decode roofline, $ per 1M tokens.
     Capacity(Box<CapacityArgs>),
+    /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
+    Mock(Box<MockArgs>),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -20,3 +20,259 @@ pub struct RequestSpec {
 /// Counts the tokens of a piece of text (a Hugging Face tokenizer, in practice). Used by
 /// the client when the server sends no usage.
 pub type TokenCounter = Arc<dyn Fn(&str) -> u32 + Send + Sync>;
+
+pub mod dataset;
+pub mod lengths;
+pub mod prompt;
+pub mod tokenizer;
+
+use rand::SeedableRng;
+use rand::rngs::Xoshiro256PlusPlus;
+
+use dataset::DatasetEntry;
+use lengths::Lengths;
+use prompt::{Nonce, PromptGenerator};
+
+/// Where prompts come from.
+#[derive(Debug, Clone)]
+pub enum PromptSource {
+    /// Generated text of the given input length (prefix and nonce included).
+    Synthetic { input: Lengths },
+    /// Prompts from a dataset, visited in a seeded shuffled order, cycling.
+    Dataset(Arc<Vec<DatasetEntry>>),
+}
+
+/// Everything that defines the requests of a run. The same seed and run nonce give the
+/// same requests, index by index.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    source: PromptSource,
+    /// Output lengths; for a dataset it applies only when `override_output` is set or an
+    /// entry has no length of its own.
+    output: Lengths,
+    override_output: bool,
+    prompts: PromptGenerator,
+    seed: u64,
+    run_nonce: u32,
+    /// Dataset visiting order (a seeded permutation of entry indexes).
+    order: Arc<Vec<u32>>,
+}
+
+impl Workload {
+    /// Synthetic prompts. Fails when the smallest possible input length cannot hold the
+    /// shared prefix and the nonce.
+    pub fn synthetic(
+        input: Lengths,
+        output: Lengths,
+        prompts: PromptGenerator,
+        seed: u64,
+    ) -> Result<Self, crate::exit::UsageError> {
+        prompts.check_fits(input.bounds().0)?;
+        Ok(Workload {
+            source: PromptSource::Synthetic { input },
+            output,
+            override_output: true,
+            prompts,
+            seed,
+            run_nonce: default_run_nonce(seed),
+            order: Arc::new(Vec::new()),
+        })
+    }
+
+    /// Dataset prompts. With `override_output` every request draws its output length
+    /// from `output`; without it each entry's own length is used and `output` covers
+    /// entries that have none.
+    pub fn dataset(
+        entries: Vec<DatasetEntry>,
+        output: Lengths,
+        override_output: bool,
+        prompts: PromptGenerator,
+        seed: u64,
+    ) -> Result<Self, crate::exit::UsageError> {
+        if entries.is_empty() {
+            return Err(crate::exit::UsageError::new("the dataset has no prompts"));
+        }
+        let n = u32::try_from(entries.len())
+            .map_err(|_| crate::exit::UsageError::new("the dataset has too many prompts"))?;
+        let mut order: Vec<u32> = (0..n).collect();
+        let mut rng = rng_for(seed, u64::MAX);
+        rand::seq::SliceRandom::shuffle(order.as_mut_slice(), &mut rng);
+        Ok(Workload {
+            source: PromptSource::Dataset(Arc::new(entries)),
+            output,
+            override_output,
+            prompts,
+            seed,
+            run_nonce: default_run_nonce(seed),
+            order: Arc::new(order),
+        })
+    }
+
+    /// Sets the run part of every nonce. Two runs with the same seed send the same
+    /// prompts unless their run nonces differ: give each run a fresh one (e.g. from the
+    /// clock) when a server's prefix cache must not remember the previous run.
+    pub fn with_run_nonce(mut self, run_nonce: u32) -> Self {
+        self.run_nonce = run_nonce;
+        self
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn prompts(&self) -> &PromptGenerator {
+        &self.prompts
+    }
+
+    /// The request with sequence number `index`: a pure function of the seed, the run
+    /// nonce and `index`, so requests can be built ahead of time or on demand.
+    pub fn spec(&self, index: u64) -> anyhow::Result<RequestSpec> {
+        let mut rng = rng_for(self.seed, index);
+        let nonce = Nonce {
+            run: self.run_nonce,
+            request: index,
+        };
+        match &self.source {
+            PromptSource::Synthetic { input } => {
+                let input_len = input.sample(&mut rng);
+                let max_tokens = self.output.sample(&mut rng);
+                let (prompt, prompt_tokens) = self.prompts.synthetic(nonce, input_len, &mut rng)?;
+                Ok(RequestSpec {
+                    prompt,
+                    prompt_tokens,
+                    max_tokens,
+                })
+            }
+            PromptSource::Dataset(entries) => {
+                let pos = (index % self.order.len() as u64) as usize;
+                let entry = &entries[self.order[pos] as usize];
+                let sampled = self.output.sample(&mut rng);
+                let max_tokens = match (self.override_output, entry.output_len) {
+                    (false, Some(n)) => n,
+                    _ => sampled,
+                };
+                let (prompt, prompt_tokens) = self.prompts.wrap(nonce, &entry.prompt);
+                Ok(RequestSpec {
+                    prompt,
+                    prompt_tokens,
+                    max_tokens,
+                })
+            }
+        }
+    }
+}
+
+/// The default run nonce: derived from the seed, so a seeded run is reproducible.
+fn default_run_nonce(seed: u64) -> u32 {
+    (splitmix64(seed ^ 0x6e6f_6e63_6500_0000) >> 32) as u32
+}
+
+/// An independent RNG for (`seed`, `index`): SplitMix64 mixing (Steele, Lea & Flood,
+/// "Fast splittable pseudorandom number generators", OOPSLA 2014) of both into the seed
+/// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
+pub fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
+    Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed) ^ splitmix64(index.wrapping_add(0x9e37)))
+}
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lengths::LengthDist;
+
+    fn synthetic(seed: u64) -> Workload {
+        Workload::synthetic(
+            Lengths::new(100, LengthDist::Uniform { range_ratio: 0.5 }).unwrap(),
+            Lengths::new(50, LengthDist::LogNormal { sigma: 0.5 }).unwrap(),
+            PromptGenerator::approximate(0),
+            seed,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn specs_are_deterministic_per_seed_and_index() {
+        let a = synthetic(1);
+        let b = synthetic(1);
+        for i in [0, 1, 17, 1_000_000] {
+            assert_eq!(a.spec(i).unwrap(), b.spec(i).unwrap());
+        }
+        assert_ne!(a.spec(0).unwrap(), synthetic(2).spec(0).unwrap());
+        assert_ne!(a.spec(0).unwrap().prompt, a.spec(1).unwrap().prompt);
+        let c = synthetic(1).with_run_nonce(99);
+        assert_ne!(a.spec(0).unwrap().prompt, c.spec(0).unwrap().prompt);
+    }
+
+    #[test]
+    fn synthetic_lengths_follow_the_distributions() {
+        let w = synthetic(3);
+        for i in 0..200 {
+            let s = w.spec(i).unwrap();
+            assert!((50..=150).contains(&s.prompt_tokens), "{}", s.prompt_tokens);
+            assert_eq!(s.prompt.split(' ').count() as u32, s.prompt_tokens);
+            assert!(s.max_tokens >= 1);
+        }
+    }
+
+    #[test]
+    fn too_short_inputs_for_the_prefix_are_rejected() {
+        let e = Workload::synthetic(
+            Lengths::fixed(10).unwrap(),
+            Lengths::fixed(10).unwrap(),
+            PromptGenerator::approximate(5),
+            0,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("input length 10 is too short"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dataset_cycles_in_seeded_order_and_honours_output_lengths() {
+        let entries: Vec<DatasetEntry> = (0..5)
+            .map(|i| DatasetEntry {
+                prompt: format!("prompt number {i}"),
+                output_len: (i % 2 == 0).then_some(10 + i),
+            })
+            .collect();
+        let w = Workload::dataset(
+            entries.clone(),
+            Lengths::fixed(77).unwrap(),
+            false,
+            PromptGenerator::approximate(0),
+            4,
+        )
+        .unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..5 {
+            let s = w.spec(i).unwrap();
+            let body = s.prompt.rsplit_once(" prompt number ").unwrap().1;
+            let n: u32 = body.parse().unwrap();
+            seen.insert(n);
+            let want = if n.is_multiple_of(2) { 10 + n } else { 77 };
+            assert_eq!(s.max_tokens, want);
+            // The cycle repeats the same entry with a different nonce.
+            let again = w.spec(i + 5).unwrap();
+            assert!(again.prompt.ends_with(&format!("prompt number {n}")));
+            assert_ne!(again.prompt, s.prompt);
+        }
+        assert_eq!(seen.len(), 5);
+        let overridden = Workload::dataset(
+            entries,
+            Lengths::fixed(77).unwrap(),
+            true,
+            PromptGenerator::approximate(0),
+            4,
+        )
+        .unwrap();
+        assert!((0..5).all(|i| overridden.spec(i).unwrap().max_tokens == 77));
+    }
+}

@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+"""Writes llmprobe's Grafana dashboards (dashboards/*.json) from one description.
+
+The JSON files are what users import and what the Helm chart ships; this script is how
+they are edited, so every panel gets the same datasource reference, unit, legend and grid
+layout. `generate.py --check` exits 1 when a committed JSON file differs from what this
+script writes (run by tests/tools/dashboards.sh).
+
+Metric names come from docs/metrics.md only. Recording rules (llmprobe:...) come from
+alerts/llmprobe-recording.yaml. Python 3 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# Every panel and query uses the dashboard's `datasource` variable: no ${DS_...} import
+# placeholders, which break file and sidecar provisioning.
+DS = {"type": "prometheus", "uid": "${datasource}"}
+SEL = 'target=~"$target", model=~"$model", scenario=~"$scenario"'
+SEL_TM = 'target=~"$target", model=~"$model"'
+BY = "target, model, scenario"
+RATE = "$__rate_interval"
+
+
+def le_match(var: str) -> str:
+    """Matcher for the bucket whose boundary is the value of template variable `var`.
+
+    Prometheus 3 stores integer boundaries as le="1.0", Prometheus 2 keeps the exporter's
+    le="1"; the optional ".0" matches both. Values must be bucket boundaries (docs/metrics.md).
+    """
+    return "le=~`${%s}(\\.0)?`" % var
+
+
+# ---------------------------------------------------------------- template variables
+
+
+def datasource_var() -> dict:
+    return {
+        "name": "datasource",
+        "label": "Data source",
+        "type": "datasource",
+        "query": "prometheus",
+        "hide": 0,
+        "includeAll": False,
+        "multi": False,
+        "options": [],
+        "refresh": 1,
+        "regex": "",
+        "skipUrlSync": False,
+    }
+
+
+def query_var(name: str, label: str, query: str) -> dict:
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DS,
+        # A plain label_values() string: every Grafana version since 7 reads it.
+        "query": query,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "hide": 0,
+        "includeAll": True,
+        "allValue": ".*",
+        "multi": True,
+        "options": [],
+        "refresh": 2,
+        "regex": "",
+        "sort": 1,
+        "skipUrlSync": False,
+    }
+
+
+def custom_var(name: str, label: str, values: list[str], default: str, description: str) -> dict:
+    return {
+        "name": name,
+        "label": label,
+        "description": description,
+        "type": "custom",
+        "query": ",".join(values),
+        "current": {"selected": True, "text": default, "value": default},
+        "options": [{"selected": v == default, "text": v, "value": v} for v in values],
+        "hide": 0,
+        "includeAll": False,
+        "multi": False,
+        "skipUrlSync": False,
+    }
+
+
+def probe_vars() -> list[dict]:
+    return [
+        datasource_var(),
+        query_var("target", "Target", "label_values(llmprobe_requests_total, target)"),
+        query_var(
+            "model", "Model", 'label_values(llmprobe_requests_total{target=~"$target"}, model)'
+        ),
+        query_var(
+            "scenario",
+            "Scenario",
+            'label_values(llmprobe_requests_total{target=~"$target", model=~"$model"}, scenario)',
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- panels
+
+
+def target(expr: str, legend: str, ref: str) -> dict:
+    return {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "range": True}
+
+
+def targets(queries: list[tuple[str, str]]) -> list[dict]:
+    return [target(e, legend, chr(ord("A") + i)) for i, (e, legend) in enumerate(queries)]
+
+
+def timeseries(title: str, desc: str, unit: str, queries: list[tuple[str, str]], *,
+               w: int = 12, h: int = 8, minimum: float | None = 0,
+               thresholds: list[tuple[str, float | None]] | None = None) -> dict:
+    defaults: dict = {
+        "unit": unit,
+        "custom": {
+            "drawStyle": "line",
+            "lineWidth": 1,
+            "fillOpacity": 10,
+            "showPoints": "never",
+            "spanNulls": False,
+            "thresholdsStyle": {"mode": "line" if thresholds else "off"},
+        },
+        "color": {"mode": "palette-classic"},
+        "thresholds": threshold_steps(thresholds or [("green", None)]),
+    }
+    if minimum is not None:
+        defaults["min"] = minimum
+    return {
+        "type": "timeseries",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "_size": (w, h),
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "legend": {"displayMode": "table", "placement": "bottom", "showLegend": True,
+                       "calcs": ["mean", "max", "lastNotNull"]},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+        "targets": targets(queries),
+    }
+
+
+def stat(title: str, desc: str, unit: str, queries: list[tuple[str, str]], *,
+         w: int = 6, h: int = 5, thresholds: list[tuple[str, float | None]] | None = None,
+         decimals: int | None = None) -> dict:
+    defaults: dict = {
+        "unit": unit,
+        "color": {"mode": "thresholds"},
+        "thresholds": threshold_steps(thresholds or [("blue", None)]),
+    }
+    if decimals is not None:
+        defaults["decimals"] = decimals
+    return {
+        "type": "stat",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "_size": (w, h),
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {
+            "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+            "colorMode": "value",
+            "graphMode": "area",
+            "justifyMode": "auto",
+            "orientation": "auto",
+            "textMode": "value_and_name",
+        },
+        "targets": [dict(t, instant=True, range=False) for t in targets(queries)],
+    }
+
+
+def threshold_steps(steps: list[tuple[str, float | None]]) -> dict:
+    return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
+
+
+def row(title: str) -> dict:
+    return {"type": "row", "title": title, "collapsed": False, "panels": [], "_size": (24, 1)}
+
+
+ATTAINMENT = [("red", None), ("orange", 0.95), ("green", 0.99)]
+
+
+def quantiles(metric: str) -> list[tuple[str, str]]:
+    return [
+        (
+            f"histogram_quantile({q}, sum by ({BY}, le) "
+            f"(rate({metric}_bucket{{{SEL}}}[{RATE}])))",
+            f"p{int(q * 100)} {{{{target}}}}/{{{{scenario}}}}",
+        )
+        for q in (0.5, 0.9, 0.99)
+    ]
+
+
+def attainment(metric: str, var: str) -> list[tuple[str, str]]:
+    return [(
+        f"sum by ({BY}) (rate({metric}_bucket{{{SEL}, {le_match(var)}}}[$__range]))\n"
+        f"/\nsum by ({BY}) (rate({metric}_count{{{SEL}}}[$__range]))",
+        "{{target}}/{{scenario}}",
+    )]
+
+
+def burn(sli: str) -> list[tuple[str, str]]:
+    return [
+        (
+            f"llmprobe:{sli}_error:ratio_rate{w}{{{SEL}}}\n"
+            f'/ scalar(1 - llmprobe:slo_objective:ratio{{sli="{sli}"}})',
+            f"{w} {{{{target}}}}/{{{{scenario}}}}",
+        )
+        for w in ("5m", "1h", "6h", "3d")
+    ]
+
+
+def slo_dashboard() -> dict:
+    panels = [
+        row("SLO attainment over the dashboard range"),
+        stat("Goodput ratio",
+             "Probes that succeeded and met every SLO of their scenario, over all probes.",
+             "percentunit",
+             [(f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[$__range]))\n/\n"
+               f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[$__range]))",
+               "{{target}}/{{scenario}}")],
+             thresholds=ATTAINMENT, decimals=2),
+        stat("TTFT <= ${ttft_slo}s",
+             "Fraction of first tokens within the TTFT threshold (a histogram bucket boundary, "
+             "chosen in the ttft_slo variable).",
+             "percentunit", attainment("llmprobe_ttft_seconds", "ttft_slo"),
+             thresholds=ATTAINMENT, decimals=2),
+        stat("TPOT <= ${tpot_slo}s",
+             "Fraction of probes whose time per output token is within the threshold "
+             "(a bucket boundary, chosen in the tpot_slo variable).",
+             "percentunit", attainment("llmprobe_tpot_seconds", "tpot_slo"),
+             thresholds=ATTAINMENT, decimals=2),
+        stat("E2E <= ${e2e_slo}s",
+             "Fraction of probes whose end-to-end latency is within the threshold "
+             "(a bucket boundary, chosen in the e2e_slo variable).",
+             "percentunit", attainment("llmprobe_request_duration_seconds", "e2e_slo"),
+             thresholds=ATTAINMENT, decimals=2),
+        stat("Time since last success",
+             "Seconds since the last successful probe (LlmprobeProbeDown fires after 10 minutes).",
+             "s",
+             [(f"time() - max by ({BY}) (llmprobe_last_success_timestamp_seconds{{{SEL}}})",
+               "{{target}}/{{scenario}}")],
+             w=12, thresholds=[("green", None), ("orange", 120), ("red", 600)]),
+        stat("Configured SLO thresholds",
+             "The scenario's SLO thresholds from the daemon config (absent when unset).",
+             "s",
+             [(f"max by ({BY}) (llmprobe_slo_ttft_seconds{{{SEL}}})", "TTFT {{target}}/{{scenario}}"),
+              (f"max by ({BY}) (llmprobe_slo_tpot_seconds{{{SEL}}})", "TPOT {{target}}/{{scenario}}"),
+              (f"max by ({BY}) (llmprobe_slo_e2e_seconds{{{SEL}}})", "E2E {{target}}/{{scenario}}")],
+             w=12),
+        row("Latency"),
+        timeseries("Time to first token", "TTFT quantiles, from the actual send to the first "
+                   "content token.", "s", quantiles("llmprobe_ttft_seconds")),
+        timeseries("Time per output token", "TPOT quantiles (vLLM's definition: (last - first) "
+                   "/ (output tokens - 1)).", "s", quantiles("llmprobe_tpot_seconds")),
+        timeseries("Inter-token latency", "Per-token ITL quantiles; a gap is shared among the "
+                   "tokens of the later chunk.", "s",
+                   quantiles("llmprobe_inter_token_latency_seconds")),
+        timeseries("End-to-end latency", "E2E quantiles, from the send to the last token.",
+                   "s", quantiles("llmprobe_request_duration_seconds")),
+        row("Goodput and failures"),
+        timeseries("Goodput ratio", "Good probes over all probes.", "percentunit",
+                   [(f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))\n/\n"
+                     f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
+                     "{{target}}/{{scenario}}")]),
+        timeseries("Probe rate", "Probes completed per second, and the good ones.", "reqps",
+                   [(f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
+                     "all {{target}}/{{scenario}}"),
+                    (f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))",
+                     "good {{target}}/{{scenario}}")]),
+        timeseries("Failures by reason", "Failed probes per second by reason (http_4xx, "
+                   "http_429, http_5xx, connect, tls, timeout, stream_error, empty_output, "
+                   "cancelled).", "reqps",
+                   [(f"sum by ({BY}, reason) "
+                     f"(rate(llmprobe_request_failures_total{{{SEL}}}[{RATE}]))",
+                     "{{reason}} {{target}}/{{scenario}}")]),
+        timeseries("Skipped probes", "Arrivals dropped because max in-flight was reached or "
+                   "the token budget was spent.", "reqps",
+                   [(f"sum by ({BY}, reason) (rate(llmprobe_probes_skipped_total{{{SEL}}}[{RATE}]))",
+                     "{{reason}} {{target}}/{{scenario}}")]),
+        row("Error budget burn rate"),
+        timeseries("Goodput error budget burn rate", "Error ratio over the error budget "
+                   "(1 - objective, from llmprobe:slo_objective:ratio). 1 spends the budget "
+                   "exactly over the SLO period; pages at 14.4 (1h and 5m) and 6 (6h and 30m).",
+                   "suffix:x", burn("goodput"), thresholds=[("green", None), ("orange", 6),
+                                                            ("red", 14.4)]),
+        timeseries("TTFT error budget burn rate", "Slow-TTFT ratio (TTFT > 0.5 s, the bucket the "
+                   "recording rules use) over the error budget.", "suffix:x", burn("ttft"),
+                   thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
+        row("Client health"),
+        timeseries("Dispatch lag p99", "Actual send minus scheduled send. When this grows the "
+                   "client, not the server, is the bottleneck (coordinated omission).", "s",
+                   [(f"histogram_quantile(0.99, sum by ({BY}, le) "
+                     f"(rate(llmprobe_dispatch_lag_seconds_bucket{{{SEL}}}[{RATE}])))",
+                     "p99 {{target}}/{{scenario}}")]),
+        timeseries("Probes in flight", "Probes sent and not yet finished.", "short",
+                   [(f"sum by ({BY}) (llmprobe_inflight_requests{{{SEL}}})",
+                     "{{target}}/{{scenario}}")]),
+    ]
+    variables = probe_vars() + [
+        custom_var("ttft_slo", "TTFT SLO (s)", ["0.1", "0.25", "0.5", "0.75", "1", "2.5", "5"],
+                   "0.5", "A bucket boundary of llmprobe_ttft_seconds."),
+        custom_var("tpot_slo", "TPOT SLO (s)", ["0.025", "0.05", "0.075", "0.1", "0.15", "0.2"],
+                   "0.1", "A bucket boundary of llmprobe_tpot_seconds."),
+        custom_var("e2e_slo", "E2E SLO (s)", ["1", "2", "2.5", "5", "10", "15", "20", "30", "60"],
+                   "10", "A bucket boundary of llmprobe_request_duration_seconds."),
+    ]
+    return dashboard("llmprobe-slo", "llmprobe / SLO overview",
+                     "Latency, goodput and error-budget burn of the endpoints llmprobe probes.",
+                     panels, variables)
+
+
+def capacity_dashboard() -> dict:
+    panels = [
+        row("Concurrency"),
+        timeseries("Max concurrent sequences: model vs live", "The capacity model's maximum "
+                   "concurrent sequences (KV pool tokens / context, vLLM's definition), the "
+                   "live number from the engine's KV capacity, and what is running now.",
+                   "short",
+                   [(f"max by (target, model) (llmprobe_capacity_max_concurrent_sequences{{{SEL_TM}}})",
+                     "model {{target}}"),
+                    (f"max by (target, model) (llmprobe_engine_max_concurrent_sequences{{{SEL_TM}}})",
+                     "live {{target}}"),
+                    (f"sum by (target, model) (llmprobe_engine_running_requests{{{SEL_TM}}})",
+                     "running {{target}}")]),
+        timeseries("Engine running and waiting", "Requests the engine is running and queueing "
+                   "(all clients, not only the probes).", "short",
+                   [(f"sum by (target, model) (llmprobe_engine_running_requests{{{SEL_TM}}})",
+                     "running {{target}}"),
+                    (f"sum by (target, model) (llmprobe_engine_waiting_requests{{{SEL_TM}}})",
+                     "waiting {{target}}")]),
+        stat("Headroom", "1 - running / max concurrent sequences (live engine numbers when "
+             "scraped, else the model). LlmprobeHeadroomLow fires under 10%.", "percentunit",
+             [(f"min by (target, model) (llmprobe_capacity_headroom_ratio{{{SEL_TM}}})",
+               "{{target}}")],
+             thresholds=[("red", None), ("orange", 0.1), ("green", 0.25)], decimals=1),
+        stat("Engine scrape", "Whether the last scrape of the engine's own /metrics worked.",
+             "bool_yes_no",
+             [(f"min by (target, model) (llmprobe_engine_scrape_success{{{SEL_TM}}})",
+               "{{target}}")],
+             thresholds=[("red", None), ("green", 1)]),
+        stat("Engine scrape duration", "How long the last engine /metrics scrape took.", "s",
+             [(f"max by (target, model) (llmprobe_engine_scrape_duration_seconds{{{SEL_TM}}})",
+               "{{target}}")], w=12),
+        row("KV cache and memory"),
+        timeseries("KV cache usage", "Fraction of the engine's KV cache in use.", "percentunit",
+                   [(f"max by (target, model) (llmprobe_engine_kv_cache_usage_ratio{{{SEL_TM}}})",
+                     "{{target}}")], thresholds=[("green", None), ("orange", 0.9)]),
+        timeseries("KV cache tokens: model vs live", "KV pool size in tokens per replica from "
+                   "the capacity model, and the engine's live KV capacity.", "short",
+                   [(f"max by (target, model) (llmprobe_capacity_kv_cache_tokens{{{SEL_TM}}})",
+                     "model {{target}}"),
+                    (f"max by (target, model) (llmprobe_engine_kv_cache_tokens{{{SEL_TM}}})",
+                     "live {{target}}")]),
+        stat("Weights per GPU", "Model weight bytes resident on each GPU (capacity model).",
+             "bytes",
+             [(f"max by (target, model) (llmprobe_capacity_weight_bytes{{{SEL_TM}}})",
+               "{{target}}")], w=12),
+        stat("KV bytes per token per GPU", "KV cache bytes one token occupies on each GPU "
+             "(capacity model).", "bytes",
+             [(f"max by (target, model) (llmprobe_capacity_kv_bytes_per_token{{{SEL_TM}}})",
+               "{{target}}")], w=12),
+        row("Throughput and cost"),
+        timeseries("Decode throughput: model vs live", "Aggregate decode tokens/s: the "
+                   "roofline model at the largest batch that fits, and the engine's observed "
+                   "generation rate.", "suffix: tok/s",
+                   [(f"max by (target, model) (llmprobe_capacity_decode_tokens_per_second{{{SEL_TM}}})",
+                     "model {{target}}"),
+                    (f"max by (target, model) (llmprobe_engine_generation_tokens_per_second{{{SEL_TM}}})",
+                     "live {{target}}")]),
+        timeseries("$ per 1M output tokens: model vs live", "price/h x GPUs / (3600 x "
+                   "aggregate tok/s) x 1e6, from the model and from the observed rate.",
+                   "currencyUSD",
+                   [(f"max by (target, model) "
+                     f"(llmprobe_capacity_cost_per_million_output_tokens_dollars{{{SEL_TM}}})",
+                     "model {{target}}"),
+                    (f"max by (target, model) "
+                     f"(llmprobe_engine_cost_per_million_output_tokens_dollars{{{SEL_TM}}})",
+                     "live {{target}}")]),
+        stat("Probe spend over the range", "What the probes themselves cost, for targets with a "
+             "price.", "currencyUSD",
+             [(f"sum by (target, model) (increase(llmprobe_probe_cost_dollars_total{{{SEL}}}[$__range]))",
+               "{{target}}")], w=8, decimals=4),
+        timeseries("Probe spend rate", "The probes' own spend in dollars per hour.",
+                   "currencyUSD",
+                   [(f"3600 * sum by (target, model) "
+                     f"(rate(llmprobe_probe_cost_dollars_total{{{SEL}}}[{RATE}]))",
+                     "$/h {{target}}")], w=16),
+        timeseries("Probe tokens", "Prompt and output tokens per second the probes send and "
+                   "receive.", "suffix: tok/s",
+                   [(f"sum by (target, model) (rate(llmprobe_prompt_tokens_total{{{SEL}}}[{RATE}]))",
+                     "prompt {{target}}"),
+                    (f"sum by (target, model) (rate(llmprobe_output_tokens_total{{{SEL}}}[{RATE}]))",
+                     "output {{target}}")], w=24),
+        row("Client vs server"),
+        timeseries("TTFT: client vs server", "Mean TTFT measured by the probes, the engine's "
+                   "own server-side mean over the last scrape interval, and their gap "
+                   "(network, TLS, proxies, queueing in front of the engine).", "s",
+                   [(f"sum by (target, model) (rate(llmprobe_ttft_seconds_sum{{{SEL}}}[{RATE}]))\n/\n"
+                     f"sum by (target, model) (rate(llmprobe_ttft_seconds_count{{{SEL}}}[{RATE}]))",
+                     "client {{target}}"),
+                    (f"max by (target, model) (llmprobe_engine_ttft_mean_seconds{{{SEL_TM}}})",
+                     "server {{target}}"),
+                    (f"max by (target, model) (llmprobe_ttft_client_server_gap_seconds{{{SEL_TM}}})",
+                     "gap {{target}}")], minimum=None, w=24),
+    ]
+    return dashboard("llmprobe-capacity", "llmprobe / Capacity & cost",
+                     "Capacity model next to live engine load, headroom and $ per token.",
+                     panels, probe_vars())
+
+
+def dashboard(uid: str, title: str, description: str, panels: list[dict],
+              variables: list[dict]) -> dict:
+    return {
+        "uid": uid,
+        "title": title,
+        "description": description,
+        "tags": ["llmprobe"],
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "timepicker": {},
+        "timezone": "",
+        "fiscalYearStartMonth": 0,
+        "liveNow": False,
+        "annotations": {"list": [{
+            "builtIn": 1,
+            "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+            "enable": True,
+            "hide": True,
+            "iconColor": "rgba(0, 211, 255, 1)",
+            "name": "Annotations & Alerts",
+            "type": "dashboard",
+        }]},
+        "links": [{
+            "title": "llmprobe dashboards",
+            "type": "dashboards",
+            "tags": ["llmprobe"],
+            "asDropdown": False,
+            "includeVars": True,
+            "keepTime": True,
+            "icon": "external link",
+            "targetBlank": False,
+            "tooltip": "",
+            "url": "",
+        }],
+        "templating": {"list": variables},
+        "panels": layout(panels),
+    }
+
+
+def layout(panels: list[dict]) -> list[dict]:
+    """Assigns ids and grid positions, left to right, wrapping at Grafana's 24 columns."""
+    x = y = row_h = 0
+    out = []
+    for i, p in enumerate(panels, start=1):
+        w, h = p.pop("_size")
+        if x + w > 24:
+            x, y, row_h = 0, y + row_h, 0
+        p = {"id": i, "gridPos": {"h": h, "w": w, "x": x, "y": y}, **p}
+        out.append(p)
+        x += w
+        row_h = max(row_h, h)
+        if p["type"] == "row":
+            x, y, row_h = 0, y + h, 0
+    return out
+
+
+DASHBOARDS = {"llmprobe-slo.json": slo_dashboard, "llmprobe-capacity.json": capacity_dashboard}
+
+
+def render(build) -> str:
+    return json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a committed dashboard differs from the generated one")
+    args = parser.parse_args()
+    stale = []
+    for name, build in DASHBOARDS.items():
+        path = HERE / name
+        text = render(build)
+        if args.check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    if stale:
+        print(f"stale dashboards (run dashboards/generate.py): {', '.join(stale)}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

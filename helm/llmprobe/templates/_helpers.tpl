@@ -1,0 +1,73 @@
+{{/* Names and labels shared by every object of the chart. */}}
+
+{{- define "llmprobe.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "llmprobe.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "llmprobe.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "llmprobe.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The daemon's pods only (the sweep Job's pods share the name and instance labels). */}}
+{{- define "llmprobe.daemonSelectorLabels" -}}
+{{ include "llmprobe.selectorLabels" . }}
+app.kubernetes.io/component: daemon
+{{- end }}
+
+{{- define "llmprobe.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "llmprobe.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: llmprobe
+{{- end }}
+
+{{- define "llmprobe.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "llmprobe.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "llmprobe.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding API keys as files: existingSecret, else the chart's own. */}}
+{{- define "llmprobe.secretName" -}}
+{{- default (printf "%s-secrets" (include "llmprobe.fullname" .)) .Values.existingSecret }}
+{{- end }}
+
+{{- define "llmprobe.hasSecret" -}}
+{{- if or .Values.existingSecret .Values.secrets }}true{{ end }}
+{{- end }}
+
+{{/* The port the daemon listens on, from config.listen ("host:port"). */}}
+{{- define "llmprobe.port" -}}
+{{- $listen := default "0.0.0.0:9464" .Values.config.listen | toString }}
+{{- $port := regexFind "[0-9]+$" $listen }}
+{{- if not $port }}
+{{- fail (printf "config.listen %q must end with :<port>" $listen) }}
+{{- end }}
+{{- $port }}
+{{- end }}

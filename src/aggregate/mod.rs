@@ -1,0 +1,565 @@
+//! Aggregation of one run's records into a [`Summary`]: counts by outcome, rates,
+//! token throughput, latency statistics, goodput and dispatch lag. Pure: records in,
+//! numbers out; printing and file formats belong to the report.
+//!
+//! Definitions (the figures of `vllm bench serve`, vllm/benchmarks/serve.py
+//! `calculate_metrics`, unless said otherwise):
+//! - Latencies (TTFT, TPOT, ITL, E2E and the from-schedule variants) come from
+//!   successful requests only. ITL is per token ([`RequestRecord::itl`]), weighted by
+//!   tokens; the per-chunk gaps (what vLLM calls ITL) are kept as `chunk_gap`.
+//! - Dispatch lag covers every dispatched request, whatever its outcome.
+//! - Token totals (input and output) count successful requests only.
+//! - Measurement window: from the origin (the run start, or with warmup the scheduled
+//!   time of the last warmup arrival) to the end of the last counted request.
+//!   `duration` is its length; achieved rate = completed / duration; goodput =
+//!   good / duration; goodput ratio = good / counted requests (DESIGN.md).
+//! - Offered rate: the rate the schedule asked for, as realised by the seeded draw:
+//!   inter-arrival gaps / their total span. Without warmup, the n counted arrivals
+//!   (sent or skipped) span n − 1 gaps from the first to the last scheduled time; with
+//!   warmup they span n gaps from the origin. `None` when the span is 0 (infinite
+//!   rate, or a single arrival).
+//! - Warmup: records and skips with `id < warmup` are left out of every figure.
+//!
+//! Merging: [`Collector::merge`] is exact (it keeps every value), for shards of one run
+//! that started together; the window becomes the union of the shards' windows.
+//! [`Summary::merge`] works without the values: counts, totals, means, standard
+//! deviations, min and max stay exact, rates are recomputed over the longer window,
+//! percentiles are dropped.
+
+pub mod samples;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use samples::{Percentile, Samples, Stats};
+
+use crate::record::{RequestRecord, Slo};
+use crate::runner::{RunEvent, SkipReason};
+
+/// Accumulates records of one run (or one shard).
+#[derive(Debug, Clone, Default)]
+pub struct Collector {
+    slo: Slo,
+    warmup: u64,
+    requests: u64,
+    completed: u64,
+    good: u64,
+    warmup_excluded: u64,
+    failures: BTreeMap<&'static str, u64>,
+    skipped: BTreeMap<&'static str, u64>,
+    token_sources: BTreeMap<&'static str, u64>,
+    input_tokens: u64,
+    output_tokens: u64,
+    /// Scheduled time of the last warmup arrival (the window origin).
+    origin: Option<Duration>,
+    first_sched: Option<Duration>,
+    last_sched: Option<Duration>,
+    end: Duration,
+    ttft: Samples,
+    tpot: Samples,
+    itl: Samples,
+    chunk_gap: Samples,
+    e2e: Samples,
+    ttft_from_sched: Samples,
+    e2e_from_sched: Samples,
+    dispatch_lag: Samples,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+impl Collector {
+    /// `slo` decides goodput; the first `warmup` arrivals (by id) are not counted.
+    pub fn new(slo: Slo, warmup: u64) -> Self {
+        Collector {
+            slo,
+            warmup,
+            ..Self::default()
+        }
+    }
+
+    /// Takes one runner event.
+    pub fn push_event(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::Record(r) => self.push(r),
+            RunEvent::Skipped {
+                id,
+                t_sched,
+                reason,
+            } => self.push_skip(*id, *t_sched, *reason),
+        }
+    }
+
+    /// An arrival that was not sent.
+    pub fn push_skip(&mut self, id: u64, t_sched: Duration, reason: SkipReason) {
+        if self.is_warmup(id, t_sched) {
+            return;
+        }
+        *self.skipped.entry(reason.as_str()).or_default() += 1;
+        self.note_sched(t_sched);
+    }
+
+    fn is_warmup(&mut self, id: u64, t_sched: Duration) -> bool {
+        if id < self.warmup {
+            self.warmup_excluded += 1;
+            self.origin = Some(self.origin.map_or(t_sched, |o| o.max(t_sched)));
+            true
+        } else {
+            false
+        }
+    }
+
+    fn note_sched(&mut self, t_sched: Duration) {
+        self.first_sched = Some(self.first_sched.map_or(t_sched, |f| f.min(t_sched)));
+        self.last_sched = Some(self.last_sched.map_or(t_sched, |l| l.max(t_sched)));
+    }
+
+    /// One finished request.
+    pub fn push(&mut self, r: &RequestRecord) {
+        if self.is_warmup(r.id, r.t_sched) {
+            return;
+        }
+        self.requests += 1;
+        self.note_sched(r.t_sched);
+        let end = [r.t_end, r.t_last(), Some(r.t_send)]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(r.t_send);
+        self.end = self.end.max(end);
+        self.dispatch_lag.push(secs(r.dispatch_lag()));
+        if !r.is_success() {
+            *self.failures.entry(r.outcome.as_str()).or_default() += 1;
+            return;
+        }
+        self.completed += 1;
+        if r.is_good(&self.slo) {
+            self.good += 1;
+        }
+        *self
+            .token_sources
+            .entry(r.token_source.as_str())
+            .or_default() += 1;
+        self.input_tokens += u64::from(r.prompt_tokens());
+        self.output_tokens += u64::from(r.output_tokens());
+        let add = |s: &mut Samples, v: Option<Duration>| {
+            if let Some(v) = v {
+                s.push(secs(v));
+            }
+        };
+        add(&mut self.ttft, r.ttft());
+        add(&mut self.tpot, r.tpot());
+        add(&mut self.e2e, r.e2e());
+        add(&mut self.ttft_from_sched, r.ttft_from_sched());
+        add(&mut self.e2e_from_sched, r.e2e_from_sched());
+        for (per_token, tokens) in r.itl() {
+            self.itl.push_weighted(secs(per_token), tokens);
+        }
+        for gap in r.chunk_gaps() {
+            self.chunk_gap.push(secs(gap));
+        }
+    }
+
+    /// Adds a shard's values (exact). Both must use the same SLO and warmup.
+    pub fn merge(&mut self, other: &Collector) {
+        self.requests += other.requests;
+        self.completed += other.completed;
+        self.good += other.good;
+        self.warmup_excluded += other.warmup_excluded;
+        for (mine, theirs) in [
+            (&mut self.failures, &other.failures),
+            (&mut self.skipped, &other.skipped),
+            (&mut self.token_sources, &other.token_sources),
+        ] {
+            for (k, v) in theirs {
+                *mine.entry(k).or_default() += v;
+            }
+        }
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.origin = match (self.origin, other.origin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.first_sched = match (self.first_sched, other.first_sched) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_sched = self.last_sched.max(other.last_sched);
+        self.end = self.end.max(other.end);
+        for (mine, theirs) in [
+            (&mut self.ttft, &other.ttft),
+            (&mut self.tpot, &other.tpot),
+            (&mut self.itl, &other.itl),
+            (&mut self.chunk_gap, &other.chunk_gap),
+            (&mut self.e2e, &other.e2e),
+            (&mut self.ttft_from_sched, &other.ttft_from_sched),
+            (&mut self.e2e_from_sched, &other.e2e_from_sched),
+            (&mut self.dispatch_lag, &other.dispatch_lag),
+        ] {
+            mine.merge(theirs);
+        }
+    }
+
+    /// The summary, with `percentiles` (0–100) for every latency.
+    pub fn summary(&self, percentiles: &[f64]) -> Summary {
+        let origin = self.origin.unwrap_or_default();
+        let duration = secs(self.end.saturating_sub(origin));
+        let arrivals = self.requests + self.skipped.values().sum::<u64>();
+        // Gaps between arrivals and the time they span (see the module docs).
+        let (gaps, from) = match self.origin {
+            Some(o) => (arrivals, o),
+            None => (
+                arrivals.saturating_sub(1),
+                self.first_sched.unwrap_or_default(),
+            ),
+        };
+        let span = self
+            .last_sched
+            .map_or(0.0, |l| secs(l.saturating_sub(from)));
+        let per_sec = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
+        let own = |m: &BTreeMap<&'static str, u64>| -> BTreeMap<String, u64> {
+            m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        Summary {
+            requests: self.requests,
+            completed: self.completed,
+            failed: self.requests - self.completed,
+            failures: own(&self.failures),
+            skipped: own(&self.skipped),
+            warmup_excluded: self.warmup_excluded,
+            duration_s: duration,
+            arrivals,
+            offered_rate: (span > 0.0 && gaps > 0).then(|| gaps as f64 / span),
+            achieved_rate: per_sec(self.completed as f64),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            output_tokens_per_s: per_sec(self.output_tokens as f64),
+            total_tokens_per_s: per_sec((self.input_tokens + self.output_tokens) as f64),
+            good: self.good,
+            goodput: per_sec(self.good as f64),
+            goodput_ratio: (self.requests > 0).then(|| self.good as f64 / self.requests as f64),
+            slo: self.slo,
+            token_sources: own(&self.token_sources),
+            ttft: self.ttft.stats(percentiles),
+            tpot: self.tpot.stats(percentiles),
+            itl: self.itl.stats(percentiles),
+            chunk_gap: self.chunk_gap.stats(percentiles),
+            e2e: self.e2e.stats(percentiles),
+            ttft_from_sched: self.ttft_from_sched.stats(percentiles),
+            e2e_from_sched: self.e2e_from_sched.stats(percentiles),
+            dispatch_lag: self.dispatch_lag.stats(percentiles),
+        }
+    }
+}
+
+/// The figures of one run. Latencies in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Counted requests that were sent (after warmup).
+    pub requests: u64,
+    /// Requests that succeeded.
+    pub completed: u64,
+    /// Requests that failed (`requests − completed`).
+    pub failed: u64,
+    /// Failures by outcome name (`http_5xx`, `timeout`, …).
+    pub failures: BTreeMap<String, u64>,
+    /// Arrivals not sent, by reason (`max_inflight`, `token_budget`).
+    pub skipped: BTreeMap<String, u64>,
+    /// Records and skips left out as warmup.
+    pub warmup_excluded: u64,
+    /// Length of the measurement window, seconds.
+    pub duration_s: f64,
+    /// Counted arrivals: sent plus skipped.
+    pub arrivals: u64,
+    /// Arrivals per second over the scheduled span (gaps / span); `None` for an infinite
+    /// rate or a single arrival.
+    pub offered_rate: Option<f64>,
+    /// Completed requests per second (vLLM's `request_throughput`).
+    pub achieved_rate: f64,
+    /// Prompt tokens of successful requests (server usage when sent).
+    pub input_tokens: u64,
+    /// Output tokens of successful requests.
+    pub output_tokens: u64,
+    pub output_tokens_per_s: f64,
+    /// Input plus output tokens per second.
+    pub total_tokens_per_s: f64,
+    /// Requests that succeeded and met every objective of `slo`.
+    pub good: u64,
+    /// Good requests per second.
+    pub goodput: f64,
+    /// good / requests; `None` with no requests.
+    pub goodput_ratio: Option<f64>,
+    /// The objectives goodput was judged against.
+    pub slo: Slo,
+    /// Successful requests by token source (`continuous_usage`, `usage`, …).
+    pub token_sources: BTreeMap<String, u64>,
+    pub ttft: Stats,
+    pub tpot: Stats,
+    /// Per-token inter-token latency (count = tokens).
+    pub itl: Stats,
+    /// Gaps between content chunks (vLLM's ITL).
+    pub chunk_gap: Stats,
+    pub e2e: Stats,
+    pub ttft_from_sched: Stats,
+    pub e2e_from_sched: Stats,
+    /// t_send − t_sched over every dispatched request.
+    pub dispatch_lag: Stats,
+}
+
+impl Summary {
+    /// Combines the summaries of shards that ran together, without their records:
+    /// counts, token totals, means, standard deviations, min and max are exact; rates
+    /// are recomputed over the longer of the two windows; offered rates add up (shards
+    /// are independent streams); percentiles are dropped. Use [`Collector::merge`] when
+    /// the records are at hand.
+    pub fn merge(&self, other: &Summary) -> Summary {
+        let add = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| {
+            let mut m = a.clone();
+            for (k, v) in b {
+                *m.entry(k.clone()).or_default() += v;
+            }
+            m
+        };
+        let duration = self.duration_s.max(other.duration_s);
+        let per_sec = |n: u64| {
+            if duration > 0.0 {
+                n as f64 / duration
+            } else {
+                0.0
+            }
+        };
+        let requests = self.requests + other.requests;
+        let completed = self.completed + other.completed;
+        let good = self.good + other.good;
+        let (input_tokens, output_tokens) = (
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+        );
+        Summary {
+            requests,
+            completed,
+            failed: self.failed + other.failed,
+            failures: add(&self.failures, &other.failures),
+            skipped: add(&self.skipped, &other.skipped),
+            warmup_excluded: self.warmup_excluded + other.warmup_excluded,
+            duration_s: duration,
+            arrivals: self.arrivals + other.arrivals,
+            offered_rate: match (self.offered_rate, other.offered_rate) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            },
+            achieved_rate: per_sec(completed),
+            input_tokens,
+            output_tokens,
+            output_tokens_per_s: per_sec(output_tokens),
+            total_tokens_per_s: per_sec(input_tokens + output_tokens),
+            good,
+            goodput: per_sec(good),
+            goodput_ratio: (requests > 0).then(|| good as f64 / requests as f64),
+            slo: self.slo,
+            token_sources: add(&self.token_sources, &other.token_sources),
+            ttft: self.ttft.merge(&other.ttft),
+            tpot: self.tpot.merge(&other.tpot),
+            itl: self.itl.merge(&other.itl),
+            chunk_gap: self.chunk_gap.merge(&other.chunk_gap),
+            e2e: self.e2e.merge(&other.e2e),
+            ttft_from_sched: self.ttft_from_sched.merge(&other.ttft_from_sched),
+            e2e_from_sched: self.e2e_from_sched.merge(&other.e2e_from_sched),
+            dispatch_lag: self.dispatch_lag.merge(&other.dispatch_lag),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Outcome, TokenSource};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// A successful request: scheduled at `sched`, sent `lag` later, first token after
+    /// `ttft`, then `chunks` chunks of `per_chunk` tokens every `gap` ms.
+    fn ok(
+        id: u64,
+        sched: u64,
+        lag: u64,
+        ttft: u64,
+        chunks: u64,
+        per_chunk: u32,
+        gap: u64,
+    ) -> RequestRecord {
+        let send = sched + lag;
+        let mut r = RequestRecord::new(id, ms(sched), ms(send));
+        r.prompt_tokens_sent = 100;
+        let mut at = send + ttft;
+        r.push_chunk(ms(at), 4, Some(1));
+        for _ in 0..chunks {
+            at += gap;
+            r.push_chunk(ms(at), 4, Some(per_chunk));
+        }
+        r.t_end = Some(ms(at));
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        r
+    }
+
+    fn failed(id: u64, sched: u64, outcome: Outcome, end: u64) -> RequestRecord {
+        let mut r = RequestRecord::new(id, ms(sched), ms(sched));
+        r.outcome = outcome;
+        r.t_end = Some(ms(end));
+        r
+    }
+
+    /// Hand-computed run:
+    /// - r0: sched 0, sent 0, TTFT 100, 2 chunks × 1 token every 20 → t_last 140, 3 tokens
+    /// - r1: sched 100, sent 110 (lag 10), TTFT 200, 1 chunk × 4 tokens after 40 → t_last
+    ///   350, 5 tokens; ITL samples 4 × 10 ms
+    /// - r2: sched 200, http_5xx, ends 260
+    /// - skip at 300 (max_inflight)
+    fn hand_run() -> Collector {
+        let slo = Slo {
+            ttft: Some(ms(150)),
+            ..Slo::default()
+        };
+        let mut c = Collector::new(slo, 0);
+        c.push(&ok(0, 0, 0, 100, 2, 1, 20));
+        c.push(&ok(1, 100, 10, 200, 1, 4, 40));
+        c.push(&failed(2, 200, Outcome::Http5xx, 260));
+        c.push_skip(3, ms(300), SkipReason::MaxInflight);
+        c
+    }
+
+    #[test]
+    fn summary_matches_hand_computed_figures() {
+        let s = hand_run().summary(&[50.0, 99.0]);
+        assert_eq!((s.requests, s.completed, s.failed), (3, 2, 1));
+        assert_eq!(s.failures.get("http_5xx"), Some(&1));
+        assert_eq!(s.skipped.get("max_inflight"), Some(&1));
+        // Window: 0 → 350 ms (end of r1).
+        assert!(close(s.duration_s, 0.35));
+        // 4 arrivals: 3 gaps over 300 ms of schedule.
+        assert_eq!(s.arrivals, 4);
+        assert!(close(s.offered_rate.unwrap(), 10.0));
+        assert!(close(s.achieved_rate, 2.0 / 0.35));
+        assert_eq!((s.input_tokens, s.output_tokens), (200, 8));
+        assert!(close(s.output_tokens_per_s, 8.0 / 0.35));
+        assert!(close(s.total_tokens_per_s, 208.0 / 0.35));
+        // TTFT 100 and 200: mean 150, p50 150, p99 = 100 + 0.99 × 100 = 199.
+        assert!(close(s.ttft.mean.unwrap(), 0.15));
+        assert!(close(s.ttft.percentile(50.0).unwrap(), 0.15));
+        assert!(close(s.ttft.percentile(99.0).unwrap(), 0.199));
+        // TPOT: r0 (140 − 100)/2 = 20 ms; r1 (350 − 310)/4 = 10 ms.
+        assert!(close(s.tpot.mean.unwrap(), 0.015));
+        // ITL per token: r0 two samples of 20 ms, r1 four of 10 ms → 6 tokens.
+        assert_eq!(s.itl.count, 6);
+        assert!(close(s.itl.mean.unwrap(), (2.0 * 0.02 + 4.0 * 0.01) / 6.0));
+        // Sorted [10,10,10,10,20,20]: p50 h = 2.5 → 10; p99 h = 4.95 → 20.
+        assert!(close(s.itl.percentile(50.0).unwrap(), 0.01));
+        assert!(close(s.itl.percentile(99.0).unwrap(), 0.02));
+        // Chunk gaps: 20, 20, 40.
+        assert_eq!(s.chunk_gap.count, 3);
+        assert!(close(s.chunk_gap.max.unwrap(), 0.04));
+        // E2E: 140 and 240; from schedule: 140 and 250.
+        assert!(close(s.e2e.mean.unwrap(), 0.19));
+        assert!(close(s.e2e_from_sched.mean.unwrap(), 0.195));
+        assert!(close(s.ttft_from_sched.max.unwrap(), 0.21));
+        // Dispatch lag over the 3 sent: 0, 10, 0 ms.
+        assert_eq!(s.dispatch_lag.count, 3);
+        assert!(close(s.dispatch_lag.max.unwrap(), 0.01));
+        assert!(close(s.dispatch_lag.percentile(99.0).unwrap(), 0.0098));
+        // Goodput: TTFT ≤ 150 holds for r0 only.
+        assert_eq!(s.good, 1);
+        assert!(close(s.goodput, 1.0 / 0.35));
+        assert!(close(s.goodput_ratio.unwrap(), 1.0 / 3.0));
+        assert_eq!(s.token_sources.get("tokenizer"), Some(&2));
+    }
+
+    #[test]
+    fn warmup_is_excluded_and_moves_the_origin() {
+        let mut c = Collector::new(Slo::default(), 2);
+        c.push(&ok(0, 0, 0, 100, 1, 1, 10));
+        c.push(&ok(1, 100, 0, 100, 1, 1, 10));
+        c.push(&ok(2, 200, 0, 100, 1, 1, 10)); // ends 310
+        c.push(&ok(3, 300, 0, 100, 1, 1, 10)); // ends 410
+        let s = c.summary(&[50.0]);
+        assert_eq!(s.warmup_excluded, 2);
+        assert_eq!(s.requests, 2);
+        // Origin = last warmup arrival (100 ms); window 100 → 410.
+        assert!(close(s.duration_s, 0.31));
+        // Two arrivals over 200 ms of schedule.
+        assert!(close(s.offered_rate.unwrap(), 10.0));
+        assert_eq!(s.goodput_ratio, Some(1.0));
+    }
+
+    #[test]
+    fn infinite_rate_has_no_offered_rate() {
+        let mut c = Collector::new(Slo::default(), 0);
+        c.push(&ok(0, 0, 0, 100, 1, 1, 10));
+        c.push(&ok(1, 0, 5, 100, 1, 1, 10));
+        let s = c.summary(&[]);
+        assert_eq!(s.offered_rate, None);
+        assert!(s.ttft.percentiles.is_empty());
+    }
+
+    #[test]
+    fn empty_run_gives_zeros_not_nans() {
+        let s = Collector::new(Slo::default(), 0).summary(&[50.0]);
+        assert_eq!(s.requests, 0);
+        assert_eq!(s.achieved_rate, 0.0);
+        assert_eq!(s.goodput_ratio, None);
+        assert_eq!(s.ttft.mean, None);
+        serde_json::to_string(&s).unwrap();
+    }
+
+    #[test]
+    fn collector_merge_equals_one_piece() {
+        let records = [
+            ok(0, 0, 0, 100, 2, 1, 20),
+            ok(1, 100, 10, 200, 1, 4, 40),
+            failed(2, 200, Outcome::Timeout, 900),
+            ok(3, 300, 1, 50, 3, 2, 5),
+        ];
+        let mut whole = Collector::new(Slo::default(), 0);
+        let mut a = Collector::new(Slo::default(), 0);
+        let mut b = Collector::new(Slo::default(), 0);
+        for (i, r) in records.iter().enumerate() {
+            whole.push(r);
+            if i % 2 == 0 { &mut a } else { &mut b }.push(r);
+        }
+        a.merge(&b);
+        let ps = [50.0, 90.0, 99.0];
+        assert_eq!(a.summary(&ps), whole.summary(&ps));
+    }
+
+    #[test]
+    fn summary_merge_keeps_exact_moments_and_drops_percentiles() {
+        let mut a = Collector::new(Slo::default(), 0);
+        let mut b = Collector::new(Slo::default(), 0);
+        let mut whole = Collector::new(Slo::default(), 0);
+        for r in [ok(0, 0, 0, 100, 2, 1, 20), ok(1, 50, 0, 300, 2, 1, 20)] {
+            a.push(&r);
+            whole.push(&r);
+        }
+        let r = ok(0, 0, 0, 200, 2, 1, 30);
+        b.push(&r);
+        whole.push(&r);
+        let m = a.summary(&[50.0]).merge(&b.summary(&[50.0]));
+        let w = whole.summary(&[50.0]);
+        assert_eq!((m.requests, m.completed, m.output_tokens), (3, 3, 9));
+        assert!(close(m.ttft.mean.unwrap(), w.ttft.mean.unwrap()));
+        assert!(close(m.ttft.std.unwrap(), w.ttft.std.unwrap()));
+        assert_eq!(m.ttft.max, w.ttft.max);
+        assert!(m.ttft.percentiles.is_empty());
+        assert!(close(m.duration_s, w.duration_s));
+        assert!(close(m.achieved_rate, w.achieved_rate));
+    }
+}

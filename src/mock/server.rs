@@ -1,0 +1,769 @@
+//! The HTTP side of the mock: a hand-rolled accept loop over hyper (so a fault can
+//! close or reset the TCP connection itself), the axum routes, and the wire behaviour
+//! of every response and fault. Timing comes from `engine.rs`; JSON from `openai.rs`.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Extension, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::{Instant, sleep, sleep_until};
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+use super::MockConfig;
+use super::engine::{Engine, Running, Schedule};
+use super::fault::{FAULT_HEADER, FaultKind};
+use super::metrics::render;
+use super::openai::{
+    ChunkWriter, Endpoint, GenRequest, Usage, done_event, error_body, parse_request, sse,
+    tokens_text,
+};
+
+/// Gap between bytes of the `trickle` fault.
+pub const TRICKLE_BYTE_GAP: Duration = Duration::from_millis(1);
+/// Request bodies larger than this are refused (413) before any timing starts.
+const MAX_BODY_BYTES: usize = 64 << 20;
+/// Piece size when streaming the `huge_line` fault, so it is never held in memory.
+const HUGE_PIECE: usize = 64 << 10;
+static FILL: [u8; HUGE_PIECE] = [b'x'; HUGE_PIECE];
+
+/// A running mock server on the caller's tokio runtime.
+pub struct MockServer {
+    addr: SocketAddr,
+    cancel: CancellationToken,
+    join: Option<JoinHandle<()>>,
+}
+
+impl MockServer {
+    /// The bound address (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`; an unspecified listen address (0.0.0.0, ::) becomes loopback
+    /// so the URL is always connectable from this host.
+    pub fn base_url(&self) -> String {
+        let ip = match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        format!("http://{}", SocketAddr::new(ip, self.addr.port()))
+    }
+
+    /// Stops accepting, lets in-flight responses finish (stalls end at once) for up
+    /// to `shutdown_grace`, then drops whatever is left.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(join) = self.join.take() {
+            let _ = join.await;
+        }
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Binds `listen` (port 0 allowed) and serves `config` on the current tokio runtime.
+/// Returns once the socket is listening.
+pub async fn start(config: MockConfig, listen: SocketAddr) -> anyhow::Result<MockServer> {
+    config.validate()?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let cancel = CancellationToken::new();
+    let grace = config.shutdown_grace;
+    let engine = Arc::new(Engine::new(config, cancel.clone()));
+    let app = routes(engine);
+    let join = tokio::spawn(accept_loop(listener, app, cancel.clone(), grace));
+    tracing::debug!(%addr, "mock listening");
+    Ok(MockServer {
+        addr,
+        cancel,
+        join: Some(join),
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    app: Router,
+    cancel: CancellationToken,
+    grace: Duration,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    // Small SSE events must leave at once (and `trickle` byte by byte).
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve_connection(stream, app.clone(), cancel.clone()));
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "mock accept failed");
+                    sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    let drained =
+        tokio::time::timeout(grace, async { while conns.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::debug!(
+            left = conns.len(),
+            "mock shutdown grace over, dropping connections"
+        );
+        conns.abort_all();
+        while conns.join_next().await.is_some() {}
+    }
+}
+
+/// Lets a handler end its own TCP connection: `close` = FIN without a response,
+/// `reset` = RST (SO_LINGER 0) after what was already written is flushed.
+#[derive(Clone)]
+struct ConnCtl {
+    kill: Arc<Notify>,
+    rst: Arc<AtomicBool>,
+}
+
+impl ConnCtl {
+    fn close(&self) {
+        self.kill.notify_one();
+    }
+
+    fn reset(&self) {
+        self.rst.store(true, Ordering::SeqCst);
+        self.kill.notify_one();
+    }
+}
+
+/// The connection's socket; on drop it turns a requested reset into a real RST.
+struct CtlIo {
+    inner: TcpStream,
+    rst: Arc<AtomicBool>,
+}
+
+impl Drop for CtlIo {
+    fn drop(&mut self) {
+        if self.rst.load(Ordering::SeqCst) {
+            // Linger 0 makes close() send RST instead of FIN; the close happens when
+            // `inner` drops right after this, without blocking.
+            let _ = self.inner.set_zero_linger();
+        }
+    }
+}
+
+impl AsyncRead for CtlIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for CtlIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+async fn serve_connection(stream: TcpStream, app: Router, cancel: CancellationToken) {
+    let ctl = ConnCtl {
+        kill: Arc::new(Notify::new()),
+        rst: Arc::new(AtomicBool::new(false)),
+    };
+    let io = CtlIo {
+        inner: stream,
+        rst: ctl.rst.clone(),
+    };
+    let kill = ctl.kill.clone();
+    let svc = hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ctl.clone());
+        let mut app = app.clone();
+        async move { app.call(req).await }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            biased;
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(error = %e, "mock connection ended with an error");
+                }
+                return;
+            }
+            // A fault asked to end the connection: dropping `conn` closes the socket
+            // (with RST when `reset` was used). hyper has flushed what it could.
+            _ = kill.notified() => return,
+            _ = cancel.cancelled(), if !draining => {
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+type Shared = Arc<Engine>;
+
+fn routes(engine: Shared) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(engine)
+}
+
+fn error_response(status: StatusCode, message: &str, kind: &str) -> Response {
+    let body = error_body(message, kind, json!(status.as_u16()));
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "no such route on the llmprobe mock",
+        "NotFoundError",
+    )
+}
+
+async fn health() -> StatusCode {
+    StatusCode::OK
+}
+
+async fn metrics(State(engine): State<Shared>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        render(&engine.snapshot()),
+    )
+        .into_response()
+}
+
+/// With `--api-key`, every `/v1` route demands `Authorization: Bearer KEY`.
+fn unauthorized(engine: &Engine, headers: &HeaderMap) -> Option<Response> {
+    let key = engine.cfg.api_key.as_deref()?;
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given == Some(key) {
+        return None;
+    }
+    let body = error_body(
+        "Incorrect API key provided.",
+        "invalid_request_error",
+        json!("invalid_api_key"),
+    );
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+    )
+}
+
+async fn models(State(engine): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(r) = unauthorized(&engine, &headers) {
+        return r;
+    }
+    let body = json!({"object": "list", "data": [{
+        "id": engine.cfg.model, "object": "model", "created": 0, "owned_by": "llmprobe-mock",
+    }]});
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn chat(
+    State(engine): State<Shared>,
+    Extension(ctl): Extension<ConnCtl>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(engine, ctl, headers, body, Endpoint::Chat).await
+}
+
+async fn completions(
+    State(engine): State<Shared>,
+    Extension(ctl): Extension<ConnCtl>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(engine, ctl, headers, body, Endpoint::Completions).await
+}
+
+/// One request's plan, shared by the streaming and the one-shot paths.
+struct Job {
+    engine: Shared,
+    req: GenRequest,
+    fault: Option<FaultKind>,
+    writer: ChunkWriter,
+    output_tokens: u32,
+    arrival: Instant,
+    seed: u64,
+}
+
+async fn generate(
+    engine: Shared,
+    ctl: ConnCtl,
+    headers: HeaderMap,
+    body: Bytes,
+    endpoint: Endpoint,
+) -> Response {
+    // Time zero: the request body has been read.
+    let mut arrival = Instant::now();
+    if let Some(r) = unauthorized(&engine, &headers) {
+        return r;
+    }
+    let req = match parse_request(endpoint, &body, &engine.cfg.model) {
+        Ok(r) => r,
+        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg, "BadRequestError"),
+    };
+    let fault = match headers.get(FAULT_HEADER) {
+        None => engine.draw_fault(),
+        Some(v) => match v.to_str().map(FaultKind::parse_with_param) {
+            Ok(Ok(k)) => Some(k),
+            Ok(Err(e)) => {
+                return error_response(StatusCode::BAD_REQUEST, &e.0, "BadRequestError");
+            }
+            Err(_) => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    "x-mock-fault header is not ASCII",
+                    "BadRequestError",
+                );
+            }
+        },
+    };
+    if let Some(f) = fault {
+        tracing::debug!(fault = %f, "mock injecting fault");
+    }
+    match fault {
+        Some(FaultKind::Http500) => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "mock fault http_500: internal server error",
+                "InternalServerError",
+            );
+        }
+        Some(FaultKind::Http503) => {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "mock fault http_503: service unavailable",
+                "ServiceUnavailableError",
+            );
+        }
+        Some(FaultKind::Http429 { retry_after_secs }) => {
+            let mut r = error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                "mock fault http_429: rate limit reached",
+                "rate_limit_error",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+            return r;
+        }
+        Some(FaultKind::CloseBeforeResponse) => {
+            ctl.close();
+            return std::future::pending().await;
+        }
+        Some(FaultKind::StallBeforeHeaders) => {
+            stall(&engine).await;
+            arrival = Instant::now();
+        }
+        _ => {}
+    }
+    let seq = engine.next_seq();
+    let job = Job {
+        output_tokens: engine.output_tokens(req.max_tokens),
+        writer: ChunkWriter::new(endpoint, seq, &req.model),
+        // Per-request jitter stream: reproducible from --seed and the arrival order.
+        seed: engine.cfg.seed ^ seq.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        engine,
+        req,
+        fault,
+        arrival,
+    };
+    if job.req.stream && fault != Some(FaultKind::JsonInsteadOfSse) {
+        stream_response(job, ctl)
+    } else {
+        full_response(job, ctl).await
+    }
+}
+
+/// Sleeps for the configured stall, cut short by shutdown.
+async fn stall(engine: &Engine) {
+    tokio::select! {
+        _ = sleep(engine.cfg.stall) => {}
+        _ = engine.shutdown.cancelled() => {}
+    }
+}
+
+/// Inserts two bytes that are never valid UTF-8 right after the first token's text.
+fn with_invalid_utf8(mut bytes: Vec<u8>) -> Vec<u8> {
+    let marker = b" tok0";
+    if let Some(pos) = bytes.windows(marker.len()).position(|w| w == marker) {
+        let at = pos + marker.len();
+        bytes.splice(at..at, [0xff, 0xfe]);
+    }
+    bytes
+}
+
+/// Non-streaming requests (and `json_instead_of_sse`): one JSON body after the whole
+/// generation time, on the same schedule as a stream.
+async fn full_response(job: Job, ctl: ConnCtl) -> Response {
+    let engine = job.engine.clone();
+    let Some(mut run) = engine
+        .admit(
+            job.req.prompt_tokens,
+            job.arrival,
+            engine.shutdown.cancelled(),
+        )
+        .await
+    else {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "mock is shutting down",
+            "ServiceUnavailableError",
+        );
+    };
+    let empty = job.fault == Some(FaultKind::EmptyCompletion);
+    let n = if empty { 0 } else { job.output_tokens };
+    let mut sched = Schedule::new(&engine.cfg, run.start, n, job.seed);
+    if empty {
+        sleep_until(sched.first_due()).await;
+    }
+    let mut text = String::new();
+    let mut stalled = false;
+    while let Some((due, k)) = sched.next_for(&run) {
+        sleep_until(due).await;
+        let to = sched.emitted();
+        text.push_str(&tokens_text(to - k, to));
+        run.record_chunk(k);
+        if let Some(FaultKind::StallAfterTokens { after_tokens }) = job.fault
+            && !stalled
+            && to >= after_tokens
+        {
+            stalled = true;
+            let t0 = Instant::now();
+            stall(&engine).await;
+            sched.delay(t0.elapsed());
+        }
+    }
+    if let Some(FaultKind::ResetMidStream { .. }) = job.fault {
+        ctl.reset();
+        return std::future::pending().await;
+    }
+    run.finish();
+    let usage = Usage {
+        prompt: job.req.prompt_tokens,
+        completion: sched.emitted(),
+    };
+    let finish = if empty { "stop" } else { "length" };
+    let mut bytes = job
+        .writer
+        .full_response(&text, finish, usage)
+        .to_string()
+        .into_bytes();
+    match job.fault {
+        Some(FaultKind::MalformedJson) => bytes.truncate(bytes.len() / 2),
+        Some(FaultKind::InvalidUtf8) => bytes = with_invalid_utf8(bytes),
+        _ => {}
+    }
+    let content_type = if job.fault == Some(FaultKind::WrongContentType) {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/json"
+    };
+    ([(header::CONTENT_TYPE, content_type)], bytes).into_response()
+}
+
+enum Frame {
+    Data(Bytes),
+    /// End the connection with a TCP RST once everything before it is flushed.
+    Reset,
+}
+
+fn stream_response(job: Job, ctl: ConnCtl) -> Response {
+    let (tx, rx) = mpsc::channel::<Frame>(8);
+    let content_type = if job.fault == Some(FaultKind::WrongContentType) {
+        "text/plain; charset=utf-8"
+    } else {
+        "text/event-stream"
+    };
+    let out = SseOut {
+        tx,
+        trickle: job.fault == Some(FaultKind::Trickle),
+    };
+    tokio::spawn(run_stream(job, out));
+    let body = futures_util::stream::unfold((rx, ctl), |(mut rx, ctl)| async move {
+        match rx.recv().await {
+            Some(Frame::Data(b)) => Some((Ok::<_, Infallible>(b), (rx, ctl))),
+            Some(Frame::Reset) => {
+                ctl.reset();
+                std::future::pending().await
+            }
+            None => None,
+        }
+    });
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The writing end of one SSE response. Every method returns false once the client
+/// is gone, so the generator stops and frees its batch slot.
+struct SseOut {
+    tx: mpsc::Sender<Frame>,
+    trickle: bool,
+}
+
+impl SseOut {
+    async fn send(&self, b: Bytes) -> bool {
+        if !self.trickle {
+            return self.tx.send(Frame::Data(b)).await.is_ok();
+        }
+        for i in 0..b.len() {
+            if i > 0 {
+                sleep(TRICKLE_BYTE_GAP).await;
+            }
+            if self.tx.send(Frame::Data(b.slice(i..i + 1))).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn wait_until(&self, t: Instant) -> bool {
+        tokio::select! {
+            _ = sleep_until(t) => true,
+            _ = self.tx.closed() => false,
+        }
+    }
+
+    async fn stall(&self, engine: &Engine) -> bool {
+        tokio::select! {
+            _ = stall(engine) => true,
+            _ = self.tx.closed() => false,
+        }
+    }
+
+    async fn reset(&self) {
+        let _ = self.tx.send(Frame::Reset).await;
+    }
+
+    /// One line of exactly `bytes` bytes before its newline (a valid chunk whose
+    /// content is all `x`), written in 64 KiB pieces from a static buffer.
+    async fn huge_line(&self, writer: &ChunkWriter, bytes: usize) -> bool {
+        let (head, tail) = writer.huge_event_parts();
+        // `tail` ends with the blank-line terminator "\n\n", which is not part of the line.
+        let mut fill = bytes.saturating_sub(head.len() + tail.len() - 2);
+        if !self.send(head).await {
+            return false;
+        }
+        while fill > 0 {
+            let n = fill.min(HUGE_PIECE);
+            if !self.send(Bytes::from_static(&FILL[..n])).await {
+                return false;
+            }
+            fill -= n;
+        }
+        self.send(tail).await
+    }
+}
+
+/// The malformed event of `malformed_json`: a chunk cut in the middle of its JSON.
+fn malformed_event(writer: &ChunkWriter) -> Bytes {
+    let full = writer.content_json(" tok", None, None);
+    sse(&full.as_bytes()[..full.len() / 2])
+}
+
+async fn run_stream(job: Job, out: SseOut) {
+    let engine = job.engine.clone();
+    let w = &job.writer;
+    let usage_on = engine.cfg.usage && job.req.include_usage;
+    let continuous = usage_on && job.req.continuous_usage;
+    let prompt = job.req.prompt_tokens;
+    let usage_at = |completion| Usage { prompt, completion };
+    // Like vLLM, chat streams open with a role-only chunk, before any token.
+    if w.endpoint == Endpoint::Chat && !out.send(w.role_event()).await {
+        return;
+    }
+    let Some(mut run) = engine.admit(prompt, job.arrival, out.tx.closed()).await else {
+        return;
+    };
+    let fault = job.fault;
+    let empty = fault == Some(FaultKind::EmptyCompletion);
+    let n = if empty { 0 } else { job.output_tokens };
+    let mut sched = Schedule::new(&engine.cfg, run.start, n, job.seed);
+    match fault {
+        Some(FaultKind::EmptyCompletion) => {
+            if !out.wait_until(sched.first_due()).await {
+                return;
+            }
+            let ev = w.content_event("", Some("stop"), continuous.then(|| usage_at(0)));
+            if !out.send(ev).await {
+                return;
+            }
+        }
+        Some(FaultKind::HugeLine { bytes })
+            if !out.wait_until(sched.first_due()).await || !out.huge_line(w, bytes).await =>
+        {
+            return;
+        }
+        _ => {}
+    }
+    if !emit_tokens(&job, &out, &mut run, &mut sched, continuous).await {
+        return;
+    }
+    if let Some(FaultKind::ResetMidStream { .. }) = fault {
+        return out.reset().await;
+    }
+    if usage_on && !out.send(w.usage_event(usage_at(sched.emitted()))).await {
+        return;
+    }
+    run.finish();
+    if fault != Some(FaultKind::NoDone) {
+        out.send(done_event()).await;
+    }
+}
+
+/// Writes the content chunks on schedule, with the faults that act between chunks.
+/// Returns false when the stream has ended (client gone, or a fault finished it).
+async fn emit_tokens(
+    job: &Job,
+    out: &SseOut,
+    run: &mut Running,
+    sched: &mut Schedule,
+    continuous: bool,
+) -> bool {
+    let w = &job.writer;
+    let n = job.output_tokens;
+    let mut stalled = false;
+    loop {
+        // Faults due once `after_tokens` tokens are out: before the first chunk when 0,
+        // after the last one when the response is no longer than that.
+        let so_far = sched.emitted();
+        match job.fault {
+            Some(FaultKind::ResetMidStream { after_tokens }) if so_far >= after_tokens => {
+                out.reset().await;
+                return false;
+            }
+            Some(FaultKind::StallAfterTokens { after_tokens })
+                if !stalled && (so_far >= after_tokens || so_far == n) =>
+            {
+                stalled = true;
+                let t0 = Instant::now();
+                if !out.stall(&job.engine).await {
+                    return false;
+                }
+                sched.delay(t0.elapsed());
+            }
+            _ => {}
+        }
+        let Some((due, k)) = sched.next_for(run) else {
+            return true;
+        };
+        if !out.wait_until(due).await {
+            return false;
+        }
+        let to = sched.emitted();
+        let from = to - k;
+        let finish = (to == n).then_some("length");
+        let usage = continuous.then_some(Usage {
+            prompt: job.req.prompt_tokens,
+            completion: to,
+        });
+        let text = tokens_text(from, to);
+        run.record_chunk(k);
+        let event = if job.fault == Some(FaultKind::InvalidUtf8) && from == 0 {
+            Bytes::from(with_invalid_utf8(
+                w.content_event(&text, finish, usage).to_vec(),
+            ))
+        } else {
+            w.content_event(&text, finish, usage)
+        };
+        if !out.send(event).await {
+            return false;
+        }
+        match job.fault {
+            Some(FaultKind::MalformedJson) if from == 0 && !out.send(malformed_event(w)).await => {
+                return false;
+            }
+            Some(FaultKind::ErrorEvent) if from == 0 => {
+                let err: Value = error_body(
+                    "mock fault error_event: the engine failed mid-stream",
+                    "InternalServerError",
+                    json!(500),
+                );
+                if out.send(sse(err.to_string().as_bytes())).await {
+                    out.send(done_event()).await;
+                }
+                return false;
+            }
+            _ => {}
+        }
+    }
+}

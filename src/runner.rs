@@ -1,0 +1,554 @@
+//! The open-loop runner: sends each request at its scheduled time whether or not earlier
+//! ones finished, and streams what happened as [`RunEvent`]s. One loop serves the daemon
+//! and `bench`: the concurrency cap and its policy, the admission hook and the stop
+//! condition are parameters, not variants of the loop.
+//!
+//! It owns dispatch timing only. What a request does is the probe closure's business
+//! (the HTTP client, or a fake in tests); what the records mean is `aggregate`'s and
+//! `export`'s. It never touches Prometheus.
+//!
+//! Timing: tokio's timer wheel has 1 ms resolution and wakes a sleeper up to a tick
+//! late, so `sleep_until` alone gives dispatch lags up to ~1–2 ms. [`Timer::Precise`]
+//! sleeps with tokio until [`COARSE_MARGIN`] before the deadline, then hands the last
+//! stretch to a dedicated OS thread that sleeps with `std::thread::sleep` (timer slack
+//! set to 1 µs on Linux), spins only for the final [`SPIN`] and wakes the dispatcher
+//! [`IN_TASK_SPIN`] early, which spins the rest in place (the wake-up itself takes
+//! most of it). [`Timer::Tokio`] is the
+//! pure tokio path; under a paused test clock it dispatches at the deadline rounded up
+//! to the next millisecond, deterministically.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::record::{Outcome, RequestRecord};
+
+/// How long before a deadline the precise timer stops sleeping on tokio's timer: tokio
+/// wakes up to one 1 ms tick late, so 2 ms leaves room for that and for a busy runtime.
+pub const COARSE_MARGIN: Duration = Duration::from_millis(2);
+
+/// How long before a deadline the timer thread stops sleeping and spins. With a 1 µs
+/// timer slack, `std::thread::sleep` on the development VM overshot by 23 µs at the
+/// median and 56 µs at p99 (72 µs / 142 µs with the default 50 µs slack); 80 µs covers
+/// that while keeping the spinning share of a core small (docs/measurement.md).
+pub const SPIN: Duration = Duration::from_micros(80);
+
+/// The last stretch the precise timer busy-waits in the dispatcher task: its thread
+/// wakes the dispatcher this long before the deadline, because a cross-thread wake-up
+/// of a parked tokio worker takes about as long (30–50 µs measured on a VM); shorter
+/// waits are spun in place without the thread. Blocking a worker this briefly is within
+/// tokio's guidance for time between awaits (~100 µs).
+pub const IN_TASK_SPIN: Duration = Duration::from_micros(50);
+
+/// What the probe gets: which request, when it was meant to go, and the run's clock
+/// origin (every timestamp in a record is an offset from `run_start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Arrival sequence number (skipped arrivals use up their number too).
+    pub id: u64,
+    /// Intended send time, offset from `run_start`.
+    pub t_sched: Duration,
+    pub run_start: Instant,
+}
+
+impl Dispatch {
+    /// Now, as an offset from the run start (what a probe puts in `t_send`).
+    pub fn elapsed(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.run_start)
+    }
+}
+
+/// Why an arrival was not sent. Stable snake_case names (the `reason` label of
+/// `llmprobe_probes_skipped_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The concurrency cap was reached and the policy is [`CapPolicy::Skip`].
+    MaxInflight,
+    /// The admission hook refused it (the daemon's token budget).
+    TokenBudget,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MaxInflight => "max_inflight",
+            SkipReason::TokenBudget => "token_budget",
+        }
+    }
+}
+
+/// What the runner reports, in completion order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    /// A request finished (or was cancelled at the end of the run).
+    Record(RequestRecord),
+    /// An arrival was dropped at its scheduled time.
+    Skipped {
+        id: u64,
+        t_sched: Duration,
+        reason: SkipReason,
+    },
+}
+
+/// What to do with an arrival when `max_inflight` requests are already in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapPolicy {
+    /// Wait for a slot (bench, like `vllm bench serve --max-concurrency`). Later
+    /// arrivals queue behind it in order; `t_sched` keeps the scheduled time, so the
+    /// wait shows up as dispatch lag.
+    Wait,
+    /// Drop the arrival and report it (daemon: a probe must not pile onto a server that
+    /// is already slow).
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConcurrencyCap {
+    /// Requests in flight at most; 0 is taken as 1.
+    pub max_inflight: usize,
+    pub policy: CapPolicy,
+}
+
+/// When to stop dispatching. Any combination; with none set the run lasts until the
+/// arrivals run out or `cancel` fires.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    /// Stop after this many arrivals (sent or skipped).
+    pub max_requests: Option<u64>,
+    /// Stop at this offset from the run start: arrivals scheduled at or after it are
+    /// not sent.
+    pub duration: Option<Duration>,
+    /// Stop now (Ctrl-C, daemon reload or shutdown).
+    pub cancel: CancellationToken,
+}
+
+/// The precise-wait strategy. See the module docs.
+#[derive(Debug, Clone, Default)]
+pub enum Timer {
+    /// `tokio::time::sleep_until` only: ~1 ms granularity in real time, exact under a
+    /// paused clock (tests).
+    #[default]
+    Tokio,
+    /// tokio sleep to [`COARSE_MARGIN`] before, then a dedicated thread finishes.
+    /// Real time only: it reads the OS clock, so it must not be used with a paused
+    /// tokio clock.
+    Precise(PreciseTimer),
+}
+
+impl Timer {
+    /// A precise timer with its own thread.
+    pub fn precise() -> std::io::Result<Self> {
+        Ok(Timer::Precise(PreciseTimer::spawn()?))
+    }
+
+    async fn wait_until(&self, deadline: Instant) {
+        match self {
+            Timer::Tokio => tokio::time::sleep_until(deadline).await,
+            Timer::Precise(t) => {
+                if deadline > Instant::now() + COARSE_MARGIN {
+                    tokio::time::sleep_until(deadline - COARSE_MARGIN).await;
+                }
+                let deadline = deadline.into_std();
+                let now = std::time::Instant::now();
+                if deadline > now + t.spins.task {
+                    // Woken `task` early: the cross-thread wake-up eats most of that,
+                    // the spin below the rest, so the dispatch lands on time.
+                    t.wait_until(deadline - t.spins.task).await;
+                }
+                while std::time::Instant::now() < deadline {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+/// Handle to the timer thread. Clones share the thread; it exits when the last handle
+/// is dropped. Deadlines from several runners are served earliest first.
+#[derive(Debug, Clone)]
+pub struct PreciseTimer {
+    tx: std::sync::mpsc::Sender<(std::time::Instant, oneshot::Sender<()>)>,
+    spins: Spins,
+}
+
+/// How long the precise timer busy-waits: `thread` before a deadline in its thread,
+/// `task` in the dispatcher task. Zero for both never spins: the precision is then the
+/// OS's sleep overshoot plus one cross-thread wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spins {
+    pub thread: Duration,
+    pub task: Duration,
+}
+
+impl Spins {
+    /// No busy-waiting at all: about 30–50 µs median lag instead of 5–15 µs, for a
+    /// fraction of the CPU. For clients that share their cores or run under a CPU quota
+    /// (a Kubernetes limit throttles a process that spins), e.g. the daemon.
+    pub const NONE: Spins = Spins {
+        thread: Duration::ZERO,
+        task: Duration::ZERO,
+    };
+}
+
+impl Default for Spins {
+    fn default() -> Self {
+        Spins {
+            thread: SPIN,
+            task: IN_TASK_SPIN,
+        }
+    }
+}
+
+impl PreciseTimer {
+    /// A timer with the default [`Spins`].
+    pub fn spawn() -> std::io::Result<Self> {
+        Self::with_spins(Spins::default())
+    }
+
+    pub fn with_spins(spins: Spins) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spin = spins.thread;
+        std::thread::Builder::new()
+            .name("llmprobe-timer".into())
+            .spawn(move || timer_thread(rx, spin))?;
+        Ok(PreciseTimer { tx, spins })
+    }
+
+    /// Resolves at `deadline`, never before.
+    pub async fn wait_until(&self, deadline: std::time::Instant) {
+        let (done_tx, done_rx) = oneshot::channel();
+        if self.tx.send((deadline, done_tx)).is_err() {
+            // The thread is gone (it only exits when every handle is dropped, so this
+            // is unreachable while `self` lives); fall back to tokio's timer.
+            tokio::time::sleep_until(Instant::from_std(deadline)).await;
+            return;
+        }
+        if done_rx.await.is_err() {
+            tokio::time::sleep_until(Instant::from_std(deadline)).await;
+        }
+    }
+}
+
+type Waiter = (Reverse<std::time::Instant>, u64, WaiterTx);
+
+/// A oneshot sender ordered by nothing (the heap orders by deadline and sequence).
+struct WaiterTx(oneshot::Sender<()>);
+
+impl PartialEq for WaiterTx {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for WaiterTx {}
+impl PartialOrd for WaiterTx {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for WaiterTx {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+fn timer_thread(
+    rx: std::sync::mpsc::Receiver<(std::time::Instant, oneshot::Sender<()>)>,
+    spin: Duration,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    set_timer_slack();
+    let mut heap: BinaryHeap<Waiter> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |heap: &mut BinaryHeap<Waiter>, (deadline, tx)| {
+        seq += 1;
+        heap.push((Reverse(deadline), seq, WaiterTx(tx)));
+    };
+    loop {
+        let Some(&(Reverse(next), _, _)) = heap.peek() else {
+            match rx.recv() {
+                Ok(w) => push(&mut heap, w),
+                Err(_) => return,
+            }
+            continue;
+        };
+        let now = std::time::Instant::now();
+        if next > now + spin {
+            match rx.recv_timeout(next - now - spin) {
+                Ok(w) => push(&mut heap, w),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    if heap.is_empty() {
+                        return;
+                    }
+                }
+            }
+            continue;
+        }
+        while std::time::Instant::now() < next {
+            std::hint::spin_loop();
+        }
+        let now = std::time::Instant::now();
+        while heap.peek().is_some_and(|(Reverse(d), _, _)| *d <= now) {
+            if let Some((_, _, WaiterTx(tx))) = heap.pop() {
+                // The waiter may have given up (its run was cancelled): nothing to do.
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
+/// Linux rounds timed sleeps up by the thread's timer slack (50 µs by default) to batch
+/// wake-ups; the timer thread wants its wake-ups on time (prctl(2), PR_SET_TIMERSLACK).
+#[cfg(target_os = "linux")]
+fn set_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long argument and affects only the
+    // calling thread; a failure leaves the default slack, which is merely less precise.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_timer_slack() {}
+
+/// Everything that shapes a run besides the arrivals and the probe.
+#[derive(Debug, Clone, Default)]
+pub struct RunConfig {
+    pub cap: Option<ConcurrencyCap>,
+    pub stop: Stop,
+    /// After a count or duration stop, how long in-flight requests may still run
+    /// (`None`: as long as they take; the client's own timeouts bound them).
+    pub drain: Option<Duration>,
+    /// After `stop.cancel` fires (before or during the drain), how long in-flight
+    /// requests may still run before they are cancelled.
+    pub cancel_grace: Duration,
+    pub timer: Timer,
+}
+
+/// Why dispatching ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    Count,
+    Duration,
+    Cancelled,
+    /// The arrival iterator ended.
+    Exhausted,
+}
+
+/// What the run did, returned when every request has ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    pub run_start: Instant,
+    pub stopped_by: StopReason,
+    /// Arrivals whose time came: dispatched + skipped, plus the one abandoned when a
+    /// cancellation arrives while it waits for a slot under [`CapPolicy::Wait`].
+    pub arrivals: u64,
+    pub dispatched: u64,
+    pub skipped: u64,
+    /// Requests cancelled at the end of the drain.
+    pub cancelled: u64,
+    /// Offset at which dispatching stopped (the duration for a duration stop).
+    pub dispatch_end: Duration,
+    /// Offset at which the last request ended.
+    pub end: Duration,
+}
+
+/// Decides whether an arrival may go: `Err(reason)` skips it. Called at the arrival's
+/// scheduled time, before any wait for a concurrency slot.
+pub type Admission = Box<dyn FnMut(&Dispatch) -> Result<(), SkipReason> + Send>;
+
+/// Runs until the stop condition, then drains. `probe` is called once per dispatched
+/// arrival at its scheduled time (or when a slot frees, under [`CapPolicy::Wait`]) and
+/// must return the request's record; it runs as its own task, so a slow request never
+/// delays the next. Events go to `events` as they happen; a closed receiver is ignored
+/// (the run still completes).
+pub async fn run<P, F>(
+    arrivals: impl IntoIterator<Item = Duration>,
+    config: RunConfig,
+    mut admission: Option<Admission>,
+    probe: P,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> RunReport
+where
+    P: Fn(Dispatch) -> F,
+    F: Future<Output = RequestRecord> + Send + 'static,
+{
+    let run_start = Instant::now();
+    let RunConfig {
+        cap,
+        stop,
+        drain,
+        cancel_grace,
+        timer,
+    } = config;
+    // 0 would deadlock `Wait` and drop everything under `Skip`: treat it as 1. Huge
+    // values are clamped to what a semaphore holds (it panics above that).
+    let slots = cap.map(|c| {
+        let permits = c.max_inflight.clamp(1, Semaphore::MAX_PERMITS);
+        (Arc::new(Semaphore::new(permits)), c.policy)
+    });
+    let kill = CancellationToken::new();
+    let cancelled = Arc::new(AtomicU64::new(0));
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut report = RunReport {
+        run_start,
+        stopped_by: StopReason::Exhausted,
+        arrivals: 0,
+        dispatched: 0,
+        skipped: 0,
+        cancelled: 0,
+        dispatch_end: Duration::ZERO,
+        end: Duration::ZERO,
+    };
+    let mut arrivals = arrivals.into_iter();
+
+    'dispatch: loop {
+        // Reap finished tasks so the set does not grow over a long daemon run.
+        while tasks.try_join_next().is_some() {}
+        if stop.max_requests.is_some_and(|max| report.arrivals >= max) {
+            report.stopped_by = StopReason::Count;
+            break;
+        }
+        let Some(t_sched) = arrivals.next() else {
+            report.stopped_by = StopReason::Exhausted;
+            break;
+        };
+        if stop.duration.is_some_and(|d| t_sched >= d) {
+            report.stopped_by = StopReason::Duration;
+            break;
+        }
+        let due = run_start + t_sched;
+        tokio::select! {
+            biased;
+            () = stop.cancel.cancelled() => {
+                report.stopped_by = StopReason::Cancelled;
+                break;
+            }
+            () = timer.wait_until(due) => {}
+        }
+        let dispatch = Dispatch {
+            id: report.arrivals,
+            t_sched,
+            run_start,
+        };
+        report.arrivals += 1;
+        let skip = |reason| RunEvent::Skipped {
+            id: dispatch.id,
+            t_sched,
+            reason,
+        };
+        let mut permit = None;
+        if let Some((sem, CapPolicy::Skip)) = &slots {
+            match sem.clone().try_acquire_owned() {
+                Ok(p) => permit = Some(p),
+                Err(_) => {
+                    report.skipped += 1;
+                    let _ = events.send(skip(SkipReason::MaxInflight));
+                    continue;
+                }
+            }
+        }
+        if let Some(admit) = admission.as_mut()
+            && let Err(reason) = admit(&dispatch)
+        {
+            report.skipped += 1;
+            let _ = events.send(skip(reason));
+            continue;
+        }
+        if let Some((sem, CapPolicy::Wait)) = &slots {
+            tokio::select! {
+                biased;
+                () = stop.cancel.cancelled() => {
+                    report.stopped_by = StopReason::Cancelled;
+                    break 'dispatch;
+                }
+                p = sem.clone().acquire_owned() => match p {
+                    Ok(p) => permit = Some(p),
+                    // The semaphore is never closed; treat it as a stop to be safe.
+                    Err(_) => break 'dispatch,
+                },
+            }
+        }
+        report.dispatched += 1;
+        let fut = probe(dispatch);
+        let kill = kill.clone();
+        let cancelled = cancelled.clone();
+        let events = events.clone();
+        tasks.spawn(async move {
+            let t_dispatch = dispatch.elapsed();
+            let record = tokio::select! {
+                biased;
+                record = fut => record,
+                () = kill.cancelled() => {
+                    cancelled.fetch_add(1, Ordering::Relaxed);
+                    cancelled_record(&dispatch, t_dispatch)
+                }
+            };
+            drop(permit);
+            let _ = events.send(RunEvent::Record(record));
+        });
+    }
+    report.dispatch_end = match report.stopped_by {
+        StopReason::Duration => stop.duration.unwrap_or_default(),
+        _ => Instant::now().saturating_duration_since(run_start),
+    };
+
+    // Drain: let in-flight requests finish within the allowed time, then cancel them.
+    let now = Instant::now();
+    let mut deadline = match report.stopped_by {
+        StopReason::Cancelled => Some(now + cancel_grace),
+        _ => drain.map(|d| now + d),
+    };
+    let mut cancel_seen = report.stopped_by == StopReason::Cancelled;
+    while !tasks.is_empty() {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            joined = tasks.join_next() => {
+                if let Some(Err(e)) = joined
+                    && e.is_panic()
+                {
+                    tracing::error!(error = %e, "a probe task panicked; its record is lost");
+                }
+            }
+            () = stop.cancel.cancelled(), if !cancel_seen => {
+                cancel_seen = true;
+                let by = Instant::now() + cancel_grace;
+                deadline = Some(deadline.map_or(by, |d| d.min(by)));
+            }
+            () = sleep => {
+                kill.cancel();
+                deadline = None;
+            }
+        }
+    }
+    report.cancelled = cancelled.load(Ordering::Relaxed);
+    report.end = Instant::now().saturating_duration_since(run_start);
+    report
+}
+
+/// The record of a request cut off at the end of a run. Its `t_send` is when its task
+/// started (the probe's own timestamps died with it).
+fn cancelled_record(dispatch: &Dispatch, t_dispatch: Duration) -> RequestRecord {
+    let mut r = RequestRecord::new(dispatch.id, dispatch.t_sched, t_dispatch);
+    r.outcome = Outcome::Cancelled;
+    r.t_end = Some(dispatch.elapsed());
+    r.error = Some("the run stopped with the request in flight".into());
+    r
+}

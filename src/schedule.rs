@@ -1,0 +1,303 @@
+//! Arrival times: when each request of a run is meant to be sent, as absolute offsets
+//! from the run start. Pure and seeded; no clock, no IO.
+//!
+//! Offsets are a running sum of inter-arrival gaps kept in `f64` seconds and converted
+//! once per arrival, so the schedule does not drift however long the run is (the runner
+//! waits for `run_start + offset`, never for "previous send + gap").
+
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand_distr::{Distribution, Exp, Gamma};
+
+use crate::exit::UsageError;
+
+/// The shape of the arrival process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArrivalProcess {
+    /// Exponential gaps: a Poisson process.
+    Poisson,
+    /// Gamma gaps with shape `burstiness` and mean 1/λ, so the coefficient of variation
+    /// is 1/√burstiness: 1 is Poisson, below 1 burstier, above 1 more regular. The
+    /// same as `vllm bench serve --burstiness` (vllm/benchmarks/serve.py,
+    /// `get_request`: `np.random.gamma(shape=burstiness, scale=1/(rate*burstiness))`).
+    Gamma { burstiness: f64 },
+    /// Evenly spaced: arrival i at i/λ.
+    Constant,
+}
+
+/// A validated arrival schedule: a rate and a process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    rate: f64,
+    process: ArrivalProcess,
+}
+
+impl Schedule {
+    /// `rate` in requests per second, > 0; `f64::INFINITY` sends everything at once.
+    /// A gamma shape must be finite and > 0.
+    pub fn new(rate: f64, process: ArrivalProcess) -> Result<Self, UsageError> {
+        if rate.is_nan() || rate <= 0.0 {
+            return Err(UsageError::new(format!(
+                "request rate {rate} is out of range: expected a positive number or inf"
+            )));
+        }
+        if let ArrivalProcess::Gamma { burstiness } = process
+            && !(burstiness.is_finite() && burstiness > 0.0)
+        {
+            return Err(UsageError::new(format!(
+                "burstiness {burstiness} is out of range: expected a positive number"
+            )));
+        }
+        // A gamma of shape 1 is exactly exponential: use the cheaper sampler.
+        let process = match process {
+            ArrivalProcess::Gamma { burstiness: 1.0 } => ArrivalProcess::Poisson,
+            p => p,
+        };
+        Ok(Schedule { rate, process })
+    }
+
+    /// Poisson arrivals at `rate` per second.
+    pub fn poisson(rate: f64) -> Result<Self, UsageError> {
+        Self::new(rate, ArrivalProcess::Poisson)
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    pub fn process(&self) -> ArrivalProcess {
+        self.process
+    }
+
+    /// The schedule of shard `index` (0-based) of `count` processes that together make
+    /// this one: the rate divided by `count`. Run each shard with
+    /// [`shard_seed`]`(seed, index)`. Independent Poisson streams superpose into a Poisson
+    /// stream at the summed rate, so N Poisson shards are exactly one Poisson run; gamma
+    /// and constant shards superpose into a stream with the right rate but a smoother
+    /// shape (the superposition of many renewal processes tends to Poisson), which the
+    /// caller should say when `count > 1`.
+    pub fn shard(&self, index: u32, count: u32) -> Result<Schedule, UsageError> {
+        if count == 0 || index >= count {
+            return Err(UsageError::new(format!(
+                "shard {index}/{count} is out of range: expected I/N with 0 <= I < N"
+            )));
+        }
+        Schedule::new(self.rate / f64::from(count), self.process)
+    }
+
+    /// The arrival offsets for `seed`: an endless iterator (the runner decides when to
+    /// stop). The first arrival is at 0 and each later one a drawn gap after the
+    /// previous, as in `vllm bench serve` (`get_request` yields a request, then sleeps
+    /// one gap). Recent vLLM versions also rescale all gaps so the last arrival lands
+    /// at exactly N/λ; llmprobe does not, since that makes the arrivals no longer a
+    /// Poisson process. At infinite rate every offset is 0.
+    pub fn arrivals(&self, seed: u64) -> Arrivals {
+        let sampler = if self.rate.is_infinite() {
+            Sampler::Burst
+        } else {
+            match self.process {
+                ArrivalProcess::Constant => Sampler::Constant,
+                ArrivalProcess::Poisson => match Exp::new(self.rate) {
+                    Ok(d) => Sampler::Exp(d),
+                    Err(_) => Sampler::Burst,
+                },
+                ArrivalProcess::Gamma { burstiness } => {
+                    match Gamma::new(burstiness, 1.0 / (self.rate * burstiness)) {
+                        Ok(d) => Sampler::Gamma(d),
+                        Err(_) => Sampler::Burst,
+                    }
+                }
+            }
+        };
+        Arrivals {
+            rate: self.rate,
+            sampler,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            elapsed: 0.0,
+            index: 0,
+        }
+    }
+}
+
+/// The seed of shard `index`: a SplitMix64 mix of both, so shards draw independent
+/// streams (and, used as the workload seed or run nonce, distinct prompts).
+pub fn shard_seed(seed: u64, index: u32) -> u64 {
+    let mut z = seed ^ (u64::from(index) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[derive(Debug, Clone)]
+enum Sampler {
+    Burst,
+    Constant,
+    Exp(Exp<f64>),
+    Gamma(Gamma<f64>),
+}
+
+/// An endless, seeded sequence of arrival offsets from the run start.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    rate: f64,
+    sampler: Sampler,
+    rng: Xoshiro256PlusPlus,
+    /// Running sum of gaps, seconds.
+    elapsed: f64,
+    index: u64,
+}
+
+impl Iterator for Arrivals {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let at = match &self.sampler {
+            Sampler::Burst => 0.0,
+            // i/λ computed directly, not summed, so it is exact to f64 precision.
+            Sampler::Constant => self.index as f64 / self.rate,
+            Sampler::Exp(d) => {
+                let at = self.elapsed;
+                self.elapsed += d.sample(&mut self.rng);
+                at
+            }
+            Sampler::Gamma(d) => {
+                let at = self.elapsed;
+                self.elapsed += d.sample(&mut self.rng);
+                at
+            }
+        };
+        self.index += 1;
+        // Saturates past ~584 years; NaN cannot occur (gaps are finite and ≥ 0).
+        Some(Duration::try_from_secs_f64(at).unwrap_or(Duration::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` inter-arrival gaps, in seconds.
+    fn gaps(s: &Schedule, seed: u64, n: usize) -> Vec<f64> {
+        let t: Vec<f64> = s
+            .arrivals(seed)
+            .take(n + 1)
+            .map(|d| d.as_secs_f64())
+            .collect();
+        assert_eq!(t[0], 0.0, "the first arrival is at the start");
+        t.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    fn mean_var(x: &[f64]) -> (f64, f64) {
+        let n = x.len() as f64;
+        let m = x.iter().sum::<f64>() / n;
+        let v = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0);
+        (m, v)
+    }
+
+    const N: usize = 400_000;
+
+    #[test]
+    fn poisson_gaps_have_mean_and_variance_of_an_exponential() {
+        let s = Schedule::poisson(10.0).unwrap();
+        let (m, v) = mean_var(&gaps(&s, 1, N));
+        // Mean 0.1 s, sd of the sample mean 0.1/√N = 1.6e-4: ±5σ bounds.
+        assert!((m - 0.1).abs() < 8e-4, "mean {m}");
+        // Variance 1/λ² = 0.01; the sample variance of an exponential has a relative sd
+        // of √(8/N) ≈ 0.0045.
+        assert!((v / 0.01 - 1.0).abs() < 0.025, "variance {v}");
+    }
+
+    #[test]
+    fn poisson_counts_per_window_are_poisson() {
+        // Counts in 1 s windows at 50/s: mean = variance = 50 (index of dispersion 1).
+        let s = Schedule::poisson(50.0).unwrap();
+        let mut counts = vec![0f64; 4000];
+        for t in s.arrivals(5).take_while(|t| t.as_secs() < 4000) {
+            counts[t.as_secs() as usize] += 1.0;
+        }
+        let (m, v) = mean_var(&counts);
+        assert!((m - 50.0).abs() < 0.6, "mean {m}");
+        assert!((v / m - 1.0).abs() < 0.12, "dispersion {}", v / m);
+    }
+
+    #[test]
+    fn gamma_cv_is_one_over_sqrt_shape() {
+        for k in [0.25, 0.5, 2.0, 4.0] {
+            let s = Schedule::new(20.0, ArrivalProcess::Gamma { burstiness: k }).unwrap();
+            let (m, v) = mean_var(&gaps(&s, 2, N));
+            let cv = v.sqrt() / m;
+            let want = 1.0 / f64::sqrt(k);
+            assert!((m - 0.05).abs() / 0.05 < 0.012, "k={k} mean {m}");
+            assert!((cv / want - 1.0).abs() < 0.02, "k={k} cv {cv} want {want}");
+        }
+    }
+
+    #[test]
+    fn gamma_shape_one_is_poisson() {
+        let g = Schedule::new(3.0, ArrivalProcess::Gamma { burstiness: 1.0 }).unwrap();
+        assert_eq!(g.process(), ArrivalProcess::Poisson);
+    }
+
+    #[test]
+    fn constant_is_exact_and_does_not_drift() {
+        let s = Schedule::new(1000.0, ArrivalProcess::Constant).unwrap();
+        let t: Vec<Duration> = s.arrivals(0).take(1_000_001).collect();
+        assert_eq!(t[0], Duration::ZERO);
+        assert_eq!(t[1], Duration::from_millis(1));
+        assert_eq!(t[1_000_000], Duration::from_secs(1000));
+    }
+
+    #[test]
+    fn infinite_rate_sends_everything_at_once() {
+        let s = Schedule::poisson(f64::INFINITY).unwrap();
+        assert!(s.arrivals(0).take(100).all(|t| t == Duration::ZERO));
+    }
+
+    #[test]
+    fn same_seed_same_schedule() {
+        let s = Schedule::new(7.0, ArrivalProcess::Gamma { burstiness: 0.5 }).unwrap();
+        let a: Vec<_> = s.arrivals(9).take(100).collect();
+        let b: Vec<_> = s.arrivals(9).take(100).collect();
+        let c: Vec<_> = s.arrivals(10).take(100).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn poisson_shards_superpose_into_the_full_rate() {
+        let full = Schedule::poisson(100.0).unwrap();
+        let mut all: Vec<f64> = Vec::new();
+        for i in 0..4 {
+            let shard = full.shard(i, 4).unwrap();
+            assert_eq!(shard.rate(), 25.0);
+            all.extend(
+                shard
+                    .arrivals(shard_seed(1, i))
+                    .take_while(|t| t.as_secs() < 2000)
+                    .map(|t| t.as_secs_f64()),
+            );
+        }
+        all.sort_by(f64::total_cmp);
+        let g: Vec<f64> = all.windows(2).map(|w| w[1] - w[0]).collect();
+        let (m, v) = mean_var(&g);
+        // 200k gaps: mean 10 ms, CV 1 (Poisson), both within a few standard errors.
+        assert!((m - 0.01).abs() < 1e-4, "mean {m}");
+        assert!((v.sqrt() / m - 1.0).abs() < 0.01, "cv {}", v.sqrt() / m);
+        assert_ne!(shard_seed(1, 0), shard_seed(1, 1));
+        assert!(full.shard(4, 4).is_err());
+        assert!(full.shard(0, 0).is_err());
+    }
+
+    #[test]
+    fn bad_rates_and_shapes_are_usage_errors() {
+        assert!(Schedule::poisson(0.0).is_err());
+        assert!(Schedule::poisson(-1.0).is_err());
+        assert!(Schedule::poisson(f64::NAN).is_err());
+        for k in [0.0, -1.0, f64::INFINITY, f64::NAN] {
+            assert!(Schedule::new(1.0, ArrivalProcess::Gamma { burstiness: k }).is_err());
+        }
+    }
+}

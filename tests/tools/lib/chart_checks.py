@@ -1,0 +1,281 @@
+"""Checks on `helm template` output that schema validation cannot make (tests/tools/helm.sh).
+
+    chart_checks.py split RENDERED CORE_OUT CRD_OUT
+        Writes the core objects and the CRD objects (ServiceMonitor, PrometheusRule) of a
+        rendered chart to two files: kubernetes-validate knows only the core schemas.
+    chart_checks.py config RENDERED SECRETS_DIR CONFIG_OUT
+        Writes the daemon config from the ConfigMap with /etc/llmprobe/secrets/ replaced by
+        SECRETS_DIR (each referenced file created there), for `llmprobe daemon --config.check`.
+        Exit 3 when the config has no target (nothing the daemon would accept).
+    chart_checks.py check RENDERED VALUES_FILE REPO_ROOT RULES_OUT
+        Checks the objects against the values they were rendered from and writes the
+        PrometheusRule's groups (if any) as a rule file for promtool.
+
+Needs PyYAML (present in the kubernetes-validate virtualenv this runs in). Exit 1 with one
+line per problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+CRD_GROUP = "monitoring.coreos.com/"
+PROBLEMS: list[str] = []
+
+
+def problem(msg: str) -> None:
+    PROBLEMS.append(msg)
+
+
+def load(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def split(rendered: str, core_out: str, crd_out: str) -> int:
+    docs = load(rendered)
+    with open(core_out, "w", encoding="utf-8") as f:
+        yaml.safe_dump_all([d for d in docs if not d["apiVersion"].startswith(CRD_GROUP)], f)
+    with open(crd_out, "w", encoding="utf-8") as f:
+        yaml.safe_dump_all([d for d in docs if d["apiVersion"].startswith(CRD_GROUP)], f)
+    return 0
+
+
+def daemon_config(rendered: str, secrets_dir: str, out: str) -> int:
+    cms = [d for d in load(rendered) if d["kind"] == "ConfigMap" and "config.yaml" in d.get("data", {})]
+    text = cms[0]["data"]["config.yaml"]
+    config = yaml.safe_load(text) or {}
+    if not config.get("targets"):
+        return 3
+    prefix = "/etc/llmprobe/secrets/"
+    for name in set(re.findall(re.escape(prefix) + r"([-._a-zA-Z0-9]+)", text)):
+        Path(secrets_dir, name).write_text("not-a-real-key\n", encoding="utf-8")
+    Path(out).write_text(text.replace(prefix, secrets_dir.rstrip("/") + "/"), encoding="utf-8")
+    return 0
+
+
+def deep_get(d, *keys, default=None):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return default
+        d = d[k]
+    return d
+
+
+def merged(base: dict, over: dict) -> dict:
+    """Helm's value merge: maps merge recursively, anything else replaces (null deletes)."""
+    out = dict(base)
+    for k, v in over.items():
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merged(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def check_pod(name: str, pod: dict) -> None:
+    """Pod Security Standard "restricted", and no service account token."""
+    psc = pod.get("securityContext", {})
+    if psc.get("runAsNonRoot") is not True:
+        problem(f"{name}: pod securityContext.runAsNonRoot is not true")
+    if deep_get(psc, "seccompProfile", "type") != "RuntimeDefault":
+        problem(f"{name}: seccompProfile is not RuntimeDefault")
+    if pod.get("automountServiceAccountToken") is not False:
+        problem(f"{name}: automountServiceAccountToken is not false")
+    for c in pod.get("containers", []):
+        sc = c.get("securityContext", {})
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problem(f"{name}/{c['name']}: allowPrivilegeEscalation is not false")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            problem(f"{name}/{c['name']}: readOnlyRootFilesystem is not true")
+        if deep_get(sc, "capabilities", "drop") != ["ALL"]:
+            problem(f"{name}/{c['name']}: capabilities.drop is not [ALL]")
+        if not c.get("resources"):
+            problem(f"{name}/{c['name']}: no resources")
+
+
+def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
+    docs = load(rendered)
+    values = yaml.safe_load(Path(values_file).read_text(encoding="utf-8")) or {}
+    defaults = yaml.safe_load((Path(repo) / "helm/llmprobe/values.yaml").read_text(encoding="utf-8"))
+    by_kind: dict[str, list[dict]] = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    secrets = values.get("secrets") or {}
+
+    # API keys never appear outside a Secret.
+    for d in docs:
+        if d["kind"] == "Secret":
+            continue
+        text = yaml.safe_dump(d)
+        for key, value in secrets.items():
+            if str(value) in text:
+                problem(f"{d['kind']}/{d['metadata']['name']}: contains the value of secret {key}")
+
+    deployments = by_kind.get("Deployment", [])
+    if len(deployments) != 1:
+        problem(f"expected 1 Deployment, found {len(deployments)}")
+    for dep in deployments:
+        pod = dep["spec"]["template"]["spec"]
+        check_pod(f"Deployment/{dep['metadata']['name']}", pod)
+        c = pod["containers"][0]
+        if c.get("args", [])[:3] != ["daemon", "--config", "/etc/llmprobe/config.yaml"]:
+            problem(f"Deployment: args {c.get('args')} do not start with daemon --config ...")
+        if deep_get(c, "livenessProbe", "httpGet", "path") != "/-/healthy":
+            problem("Deployment: livenessProbe is not GET /-/healthy")
+        if deep_get(c, "readinessProbe", "httpGet", "path") != "/-/ready":
+            problem("Deployment: readinessProbe is not GET /-/ready")
+        mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+        if "/etc/llmprobe/config.yaml" not in mounts:
+            problem("Deployment: config not mounted at /etc/llmprobe/config.yaml")
+        wants_secret = bool(secrets or values.get("existingSecret"))
+        if wants_secret != ("/etc/llmprobe/secrets" in mounts):
+            problem(f"Deployment: secrets mounted={not wants_secret}, expected {wants_secret}")
+        if values.get("existingSecret"):
+            vols = {v["name"]: v for v in pod.get("volumes", [])}
+            if deep_get(vols, "secrets", "secret", "secretName") != values["existingSecret"]:
+                problem("Deployment: the secrets volume does not use existingSecret")
+            if by_kind.get("Secret"):
+                problem("a Secret was rendered although existingSecret is set")
+
+    # The config is the values' `config`, rendered as-is (plus the default listen).
+    config_maps = {d["metadata"]["name"]: d for d in by_kind.get("ConfigMap", [])}
+    daemon_cm = [d for d in config_maps.values() if "config.yaml" in d.get("data", {})]
+    if len(daemon_cm) != 1:
+        problem(f"expected 1 ConfigMap with config.yaml, found {len(daemon_cm)}")
+    else:
+        got = yaml.safe_load(daemon_cm[0]["data"]["config.yaml"])
+        want = merged(defaults["config"], values.get("config") or {})
+        if got != want:
+            problem(f"config.yaml {got} differs from the values' config {want}")
+
+    # Service selects the daemon's pods only, and the ServiceMonitor selects the Service.
+    services = by_kind.get("Service", [])
+    pod_labels = deep_get(deployments[0], "spec", "template", "metadata", "labels", default={}) \
+        if deployments else {}
+    for svc in services:
+        sel = svc["spec"]["selector"]
+        if not sel.items() <= pod_labels.items():
+            problem(f"Service selector {sel} does not match the daemon pod labels")
+        if "app.kubernetes.io/component" not in sel:
+            problem("Service selector would also select the sweep Job's pods")
+    for sm in by_kind.get("ServiceMonitor", []):
+        if sm["apiVersion"] != "monitoring.coreos.com/v1":
+            problem(f"ServiceMonitor apiVersion {sm['apiVersion']}")
+        sel = deep_get(sm, "spec", "selector", "matchLabels", default={})
+        if not services or not sel.items() <= services[0]["metadata"]["labels"].items():
+            problem(f"ServiceMonitor selector {sel} does not match the Service's labels")
+        eps = deep_get(sm, "spec", "endpoints", default=[])
+        port_names = {p["name"] for s in services for p in s["spec"]["ports"]}
+        if not eps or eps[0].get("port") not in port_names or eps[0].get("path") != "/metrics":
+            problem(f"ServiceMonitor endpoints {eps} do not scrape a Service port's /metrics")
+        extra = deep_get(values, "serviceMonitor", "additionalLabels", default={})
+        if not extra.items() <= sm["metadata"]["labels"].items():
+            problem("ServiceMonitor lacks serviceMonitor.additionalLabels")
+
+    # PrometheusRule: the alerts/ rules, with the objectives and guard from the values.
+    rules = by_kind.get("PrometheusRule", [])
+    want_rules = deep_get(values, "prometheusRule", "enabled", default=False)
+    if bool(rules) != bool(want_rules):
+        problem(f"PrometheusRule rendered={bool(rules)}, expected {bool(want_rules)}")
+    file_groups = []
+    for path in sorted((Path(repo) / "alerts").glob("*.yaml")):
+        file_groups += yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]
+    for pr in rules:
+        if pr["apiVersion"] != "monitoring.coreos.com/v1":
+            problem(f"PrometheusRule apiVersion {pr['apiVersion']}")
+        extra = deep_get(values, "prometheusRule", "additionalLabels", default={})
+        if not extra.items() <= pr["metadata"]["labels"].items():
+            problem("PrometheusRule lacks prometheusRule.additionalLabels")
+        groups = pr["spec"]["groups"]
+        names = lambda gs: sorted((g["name"], r.get("record") or r.get("alert"))  # noqa: E731
+                                  for g in gs for r in g["rules"])
+        if names(groups) != names(file_groups):
+            problem("PrometheusRule rules differ from alerts/*.yaml")
+        prv = {**defaults["prometheusRule"], **(values.get("prometheusRule") or {})}
+        objectives = {**defaults["prometheusRule"]["objectives"], **prv.get("objectives", {})}
+        for g in groups:
+            for r in g["rules"]:
+                if r.get("record") == "llmprobe:slo_objective:ratio":
+                    want = f"vector({objectives[r['labels']['sli']]})"
+                    if r["expr"] != want:
+                        problem(f"objective {r['labels']['sli']}: {r['expr']} != {want}")
+                if r.get("record") == "llmprobe:slo_min_requests:count":
+                    if r["expr"] != f"vector({prv['minRequests']})":
+                        problem(f"min requests: {r['expr']} != vector({prv['minRequests']})")
+                if r.get("alert") and prv.get("runbookBaseURL"):
+                    if not r["annotations"]["runbook_url"].startswith(prv["runbookBaseURL"]):
+                        problem(f"{r['alert']}: runbook_url not prefixed")
+        # Unchanged values render the rule files exactly.
+        if not values.get("prometheusRule", {}).get("objectives") and \
+                "minRequests" not in values.get("prometheusRule", {}) and \
+                not prv.get("runbookBaseURL") and groups != file_groups:
+            problem("PrometheusRule groups differ from alerts/*.yaml with default values")
+        Path(rules_out).write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+
+    # Dashboards: one ConfigMap per dashboards/*.json, labelled for the sidecar, same JSON.
+    want_dash = deep_get(values, "dashboards", "enabled", default=False)
+    dash_cms = [d for d in config_maps.values()
+                if deep_get(d, "metadata", "labels", "grafana_dashboard") == "1"]
+    files = sorted((Path(repo) / "dashboards").glob("*.json"))
+    if want_dash and len(dash_cms) != len(files):
+        problem(f"{len(dash_cms)} dashboard ConfigMaps for {len(files)} dashboards")
+    if not want_dash and dash_cms:
+        problem("dashboard ConfigMaps rendered although dashboards.enabled is false")
+    for cm in dash_cms:
+        for fname, text in cm["data"].items():
+            src = Path(repo) / "dashboards" / fname
+            if not src.exists() or json.loads(text) != json.loads(src.read_text(encoding="utf-8")):
+                problem(f"ConfigMap {cm['metadata']['name']}: {fname} differs from dashboards/")
+
+    # Sweep: an Indexed Job, one bench shard per completion index.
+    jobs = by_kind.get("Job", [])
+    sweep = {**defaults["sweep"], **(values.get("sweep") or {})}
+    if bool(jobs) != bool(sweep["enabled"]):
+        problem(f"sweep Job rendered={bool(jobs)}, expected {sweep['enabled']}")
+    for job in jobs:
+        spec = job["spec"]
+        n = sweep["shards"]
+        if spec.get("completionMode") != "Indexed" or spec.get("completions") != n \
+                or spec.get("parallelism") != n:
+            problem(f"Job: not Indexed with completions = parallelism = {n}")
+        pod = spec["template"]["spec"]
+        check_pod(f"Job/{job['metadata']['name']}", pod)
+        c = pod["containers"][0]
+        args = c["args"]
+        if args[0] != "bench" or "--shard" not in args or \
+                args[args.index("--shard") + 1] != f"$(SHARD_INDEX)/{n}":
+            problem(f"Job: args {args} lack --shard $(SHARD_INDEX)/{n}")
+        env = {e["name"]: e for e in c.get("env", [])}
+        if deep_get(env, "SHARD_INDEX", "valueFrom", "fieldRef", "fieldPath") != \
+                "metadata.annotations['batch.kubernetes.io/job-completion-index']":
+            problem("Job: SHARD_INDEX is not the completion index")
+
+    if deep_get(values, "networkPolicy", "enabled", default=False) != bool(by_kind.get("NetworkPolicy")):
+        problem("NetworkPolicy rendered does not follow networkPolicy.enabled")
+
+    for p in PROBLEMS:
+        print(f"FAIL  {values_file}: {p}", file=sys.stderr)
+    return 1 if PROBLEMS else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["split"] and len(argv) == 4:
+        return split(*argv[1:])
+    if argv[:1] == ["config"] and len(argv) == 4:
+        return daemon_config(*argv[1:])
+    if argv[:1] == ["check"] and len(argv) == 5:
+        return check(*argv[1:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# Shared by tests/tools/*.sh (sourced, never run): locating the real tools and the
+# SKIP-or-fail policy. A tool comes from $LLMPROBE_<NAME> (written by scripts/install-tools
+# to $LLMPROBE_CACHE/tools.env), else from PATH. When it is missing the check fails if
+# LLMPROBE_REQUIRE_TOOLS=1 (scripts/test sets it after installing), else it prints SKIP
+# and exits 0 so a laptop without the tools can still run the rest.
+
+set -euo pipefail
+
+# The Python checks leave no __pycache__ in the work tree.
+export PYTHONDONTWRITEBYTECODE=1
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+check_name=$(basename "$0" .sh)
+_tools_env="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/tools.env"
+# shellcheck disable=SC1090
+[ -f "$_tools_env" ] && source "$_tools_env"
+
+say() { printf '[%s] %s\n' "$check_name" "$*" >&2; }
+fail() { printf '[%s] FAIL: %s\n' "$check_name" "$*" >&2; exit 1; }
+
+skip_or_fail() {
+  if [ "${LLMPROBE_REQUIRE_TOOLS:-}" = 1 ]; then
+    fail "$1 (LLMPROBE_REQUIRE_TOOLS=1)"
+  fi
+  printf '[%s] SKIP: %s\n' "$check_name" "$1" >&2
+  exit 0
+}
+
+# need_tool VAR name: sets $VAR to the tool's path ($VAR if executable, else from PATH),
+# or skips/fails. Not for use in $(...): a skip must exit this shell, not a subshell.
+need_tool() {
+  local var=$1 name=$2 path
+  path=${!var:-}
+  if [ -z "$path" ] || [ ! -x "$path" ]; then
+    path=$(command -v "$name" || true)
+  fi
+  [ -n "$path" ] || skip_or_fail "$name not found (\$$var unset and not on PATH; run scripts/install-tools)"
+  printf -v "$var" '%s' "$path"
+}
+
+# A scratch directory removed on exit.
+make_scratch() {
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/llmprobe-$check_name.XXXXXX")
+  trap 'rm -rf "$scratch"' EXIT
+}

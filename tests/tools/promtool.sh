@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# alerts/: `promtool check rules` clean, `promtool test rules` pass, and the tests can fail:
+# the same tests run against rule files with the minimum-probe guard disabled and with the
+# SLO objective loosened must fail (the guard and the thresholds are what the tests check).
+source "$(dirname "$0")/lib/common.bash"
+need_tool LLMPROBE_PROMTOOL promtool
+promtool=$LLMPROBE_PROMTOOL
+cd "$repo_root"
+shopt -s nullglob
+rules=(alerts/*.yaml)
+tests=(alerts/tests/*.test.yaml)
+[ ${#rules[@]} -gt 0 ] || fail "no rule files in alerts/"
+[ ${#tests[@]} -gt 0 ] || fail "no promtool tests in alerts/tests/"
+
+say "promtool check rules ${rules[*]}"
+"$promtool" check rules "${rules[@]}" || fail "promtool check rules"
+
+say "promtool test rules ${tests[*]}"
+"$promtool" test rules "${tests[@]}" || fail "promtool test rules"
+
+# Every alert has a firing and a silent case in the tests.
+for alert in $(sed -n 's/^ *- alert: *//p' alerts/*.yaml | sort -u); do
+  grep -q "alertname: $alert\$" "${tests[@]}" || fail "alert $alert has no promtool test"
+  grep -A2 "alertname: $alert\$" "${tests[@]}" | grep -q 'exp_alerts: \[\]' \
+    || fail "alert $alert has no not-firing test"
+  grep -A3 "alertname: $alert\$" "${tests[@]}" | grep -q 'exp_alerts:$' \
+    || fail "alert $alert has no firing test"
+done
+
+# Every runbook_url points at a runbook section of docs/deploy.md.
+for anchor in $(sed -n 's/^ *runbook_url: *"docs\/deploy.md#\([a-z0-9-]*\)"$/\1/p' alerts/*.yaml | sort -u); do
+  grep -qi "^### $anchor\$" docs/deploy.md || fail "runbook anchor #$anchor has no '### ' section in docs/deploy.md"
+done
+[ "$(grep -c 'runbook_url: "docs/deploy.md#' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')" -gt 0 ] \
+  || fail "no runbook_url points at docs/deploy.md"
+
+# Every alert carries the three annotations.
+for key in summary description runbook_url; do
+  n_alerts=$(grep -c '^ *- alert:' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
+  n_key=$(grep -c "^ *$key:" alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
+  [ "$n_alerts" = "$n_key" ] || fail "$n_alerts alerts but $n_key '$key' annotations"
+done
+
+# Mutants: the tests must catch a broken guard and a wrong objective.
+make_scratch
+mutate() { # name sed-expression
+  local dir="$scratch/$1"
+  mkdir -p "$dir/tests"
+  for f in "${rules[@]}"; do sed "$2" "$f" > "$dir/$(basename "$f")"; done
+  cp "${tests[@]}" "$dir/tests/"
+  if "$promtool" test rules "$dir"/tests/*.test.yaml >"$dir/out" 2>&1; then
+    fail "mutant '$1' passed the rule tests: they cannot catch it"
+  fi
+  grep -q FAILED "$dir/out" || { cat "$dir/out" >&2; fail "mutant '$1' broke the rules instead of failing a test"; }
+  say "mutant '$1' caught"
+}
+mutate guard-off 's/vector(20)/vector(0)/'
+mutate objective-90 's/vector(0.99)/vector(0.9)/'
+mutate ttft-threshold 's/le="0.5"/le="0.25"/'
+say "ok"
