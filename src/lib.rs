@@ -37,5 +37,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
         Command::Mock(args) => mock::command::run(&args).await,
+        Command::Report(args) => report::merge::run(&args),
     }
 }

@@ -30,6 +30,8 @@ pub enum Command {
     Capacity(Box<CapacityArgs>),
     /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
     Mock(Box<MockArgs>),
+    /// Work on saved bench results (merge the --records of shards).
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Clone, Args)]

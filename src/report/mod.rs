@@ -14,7 +14,9 @@ use serde::{Serialize, Serializer};
 use crate::bench::gate::GateResult;
 use crate::bench::options::{LatencyMetric, Shard};
 
+pub mod build;
 pub mod jsonl;
+pub mod merge;
 pub mod plot;
 pub mod table;
 pub mod vllm;
