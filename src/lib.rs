@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod bench;
 pub mod capacity;
 pub mod cli;
+pub mod client;
 pub mod engine;
 pub mod exit;
 pub mod logging;
@@ -17,6 +18,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod schedule;
+pub mod secret;
 pub mod workload;
 
 use std::process::ExitCode;

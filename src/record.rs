@@ -234,7 +234,7 @@ impl RequestRecord {
     /// came from. `per_chunk_known` says how the counts passed to [`push_chunk`] were
     /// obtained (`ContinuousUsage` or `Tokenizer`), or `None` when they were not known.
     ///
-    /// - Continuous usage that covers every chunk and agrees with the final usage is kept.
+    /// - Continuous usage whose per-chunk counts sum to the final usage is kept.
     /// - Otherwise a final `usage.completion_tokens` is spread over the chunks in
     ///   proportion to their text bytes (largest-remainder rounding, so the sum is exact).
     /// - Otherwise tokenizer counts are kept; with nothing at all, one token per chunk.
@@ -244,9 +244,9 @@ impl RequestRecord {
         let counted: u64 = self.chunks.iter().map(|c| u64::from(c.tokens)).sum();
         let all_counted = self.chunks.iter().all(|c| c.tokens > 0);
         match (per_chunk_known, self.usage_completion_tokens) {
-            (Some(TokenSource::ContinuousUsage), Some(total))
-                if all_counted && counted == u64::from(total) =>
-            {
+            // A chunk may legitimately carry zero new tokens under continuous usage (text
+            // the server held back and released later), so only the sum is checked here.
+            (Some(TokenSource::ContinuousUsage), Some(total)) if counted == u64::from(total) => {
                 self.token_source = TokenSource::ContinuousUsage;
             }
             (_, Some(total)) => {
@@ -578,6 +578,19 @@ mod tests {
         assert_eq!(r.token_source, TokenSource::Chunks);
         assert_eq!(r.output_tokens(), 2);
         assert_eq!(r.tpot(), Some(ms(10)));
+    }
+
+    #[test]
+    fn continuous_usage_keeps_zero_token_text_chunks() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 4, Some(1));
+        r.push_chunk(ms(20), 2, Some(0)); // held-back text released, no new token
+        r.push_chunk(ms(30), 4, Some(2));
+        r.usage_completion_tokens = Some(3);
+        r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+        assert_eq!(r.token_source, TokenSource::ContinuousUsage);
+        let tokens: Vec<_> = r.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(tokens, vec![1, 0, 2]);
     }
 
     #[test]

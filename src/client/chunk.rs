@@ -1,0 +1,350 @@
+//! Decoding one streamed JSON chunk of an OpenAI-compatible response (chat or
+//! completions) into the few fields a measurement needs: generated text, usage,
+//! finish reason, or an error the server put in the stream.
+//!
+//! Borrowed serde structs: strings are `Cow<str>` that borrow from the SSE buffer
+//! unless they contain escapes, only `choices[0]` is kept (the rest of the array is
+//! skipped without allocating), and unknown fields are skipped. No `serde_json::Value`
+//! is built on the success path.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+
+/// What one chunk carried.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ChunkData<'a> {
+    /// `choices[0].delta.content` (chat) or `choices[0].text` (completions).
+    pub content: Option<Cow<'a, str>>,
+    /// `choices[0].delta.reasoning_content` or `.reasoning` (reasoning models; when a
+    /// server sends both they are the same text, so only the longer one is kept).
+    pub reasoning: Option<Cow<'a, str>>,
+    pub finish_reason: Option<Cow<'a, str>>,
+    pub usage: Option<Usage>,
+    /// True when the chunk had at least one choice (usage-only chunks have none).
+    pub has_choice: bool,
+}
+
+impl ChunkData<'_> {
+    /// Bytes of generated text (content plus reasoning) in this chunk.
+    pub fn text_len(&self) -> usize {
+        self.content.as_deref().map_or(0, str::len) + self.reasoning.as_deref().map_or(0, str::len)
+    }
+}
+
+/// `usage` as OpenAI-compatible servers send it. With vLLM's `continuous_usage_stats`
+/// it is on every chunk and cumulative.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: Option<u32>,
+    #[serde(default)]
+    pub completion_tokens: Option<u32>,
+}
+
+/// Why a chunk could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChunkError {
+    /// The server reported an error inside the stream; its message is kept.
+    #[error("server error in stream: {0}")]
+    Server(String),
+    #[error("malformed JSON chunk: {0}")]
+    Malformed(String),
+}
+
+/// Decodes the data of one SSE event.
+pub fn decode(data: &[u8]) -> Result<ChunkData<'_>, ChunkError> {
+    let raw: RawChunk<'_> =
+        serde_json::from_slice(data).map_err(|e| ChunkError::Malformed(e.to_string()))?;
+    if let Some(err) = raw.error {
+        return Err(ChunkError::Server(err.describe()));
+    }
+    if raw.object.as_deref() == Some("error") {
+        // vLLM's ErrorResponse shape: {"object":"error","message":..,"type":..,"code":..}
+        let msg = raw.message.map(Cow::into_owned);
+        return Err(ChunkError::Server(
+            msg.unwrap_or_else(|| "error object without a message".to_string()),
+        ));
+    }
+    let mut out = ChunkData {
+        usage: raw.usage,
+        ..ChunkData::default()
+    };
+    if let Some(choice) = raw.choices.0 {
+        out.has_choice = true;
+        out.finish_reason = choice.finish_reason;
+        if let Some(delta) = choice.delta {
+            out.content = delta.content;
+            out.reasoning = match (delta.reasoning_content, delta.reasoning) {
+                (Some(a), Some(b)) => Some(if b.len() > a.len() { b } else { a }),
+                (a, b) => a.or(b),
+            };
+        }
+        if out.content.is_none() {
+            out.content = choice.text;
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct RawChunk<'a> {
+    #[serde(default)]
+    choices: FirstChoice<'a>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<ErrorField>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    object: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<RawDelta<'a>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawDelta<'a> {
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+/// An optional string that borrows from the input when it has no escapes. (serde's
+/// own `Cow` impl always copies unless the field is a bare `Cow<str>`.)
+fn opt_cow_str<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, str>>, D::Error> {
+    struct V<'a>(std::marker::PhantomData<&'a ()>);
+    impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+        type Value = Option<Cow<'a, str>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string or null")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+        fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Borrowed(v)))
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(Cow::Owned(v.to_owned())))
+        }
+    }
+    d.deserialize_option(V(std::marker::PhantomData))
+}
+
+/// `choices`, keeping only the first element (`null` and `[]` give `None`).
+#[derive(Default)]
+struct FirstChoice<'a>(Option<RawChoice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of choices or null")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(FirstChoice(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(FirstChoice(None))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_seq(self)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<RawChoice<'a>>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        d.deserialize_option(V(std::marker::PhantomData))
+    }
+}
+
+/// `error` inside a stream: an object with a message (OpenAI, vLLM) or a bare string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorField {
+    Text(String),
+    Object {
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default, rename = "type")]
+        kind: Option<String>,
+        #[serde(default)]
+        code: Option<serde_json::Value>,
+    },
+    Other(serde_json::Value),
+}
+
+impl ErrorField {
+    fn describe(self) -> String {
+        match self {
+            ErrorField::Text(s) => s,
+            ErrorField::Object {
+                message,
+                kind,
+                code,
+            } => {
+                let mut s = message.unwrap_or_else(|| "error without a message".to_string());
+                let detail: Vec<String> = kind
+                    .into_iter()
+                    .chain(code.filter(|c| !c.is_null()).map(|c| match c {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    }))
+                    .collect();
+                if !detail.is_empty() {
+                    s.push_str(&format!(" ({})", detail.join(", ")));
+                }
+                s
+            }
+            ErrorField::Other(v) => v.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn chat_content_borrows_when_unescaped() {
+        let d = br#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
+        let c = decode(d).unwrap();
+        assert!(matches!(c.content, Some(Cow::Borrowed("Hello"))));
+        assert_eq!(c.text_len(), 5);
+        assert!(c.has_choice);
+        assert_eq!(c.finish_reason, None);
+    }
+
+    #[test]
+    fn escaped_content_is_decoded() {
+        let c = decode(br#"{"choices":[{"delta":{"content":"a\nb\u00e9"}}]}"#).unwrap();
+        assert_eq!(c.content.as_deref(), Some("a\nbé"));
+        assert_eq!(c.text_len(), 5);
+    }
+
+    #[test]
+    fn completions_text_and_finish_reason() {
+        let c = decode(br#"{"choices":[{"index":0,"text":" world","finish_reason":"length","logprobs":null}]}"#).unwrap();
+        assert_eq!(c.content.as_deref(), Some(" world"));
+        assert_eq!(c.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn role_only_and_empty_deltas_carry_no_text() {
+        let c = decode(br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#).unwrap();
+        assert_eq!(c.text_len(), 0);
+        let c = decode(br#"{"choices":[{"delta":{}}]}"#).unwrap();
+        assert_eq!(c.text_len(), 0);
+        assert!(c.has_choice);
+    }
+
+    #[test]
+    fn usage_only_chunk() {
+        let c = decode(br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#).unwrap();
+        assert!(!c.has_choice);
+        assert_eq!(
+            c.usage,
+            Some(Usage {
+                prompt_tokens: Some(12),
+                completion_tokens: Some(34)
+            })
+        );
+        let c = decode(br#"{"choices":null,"usage":null}"#).unwrap();
+        assert_eq!(c, ChunkData::default());
+    }
+
+    #[test]
+    fn reasoning_fields_count_as_text() {
+        let c = decode(br#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#).unwrap();
+        assert_eq!(c.reasoning.as_deref(), Some("think"));
+        let c = decode(br#"{"choices":[{"delta":{"reasoning":"hm","content":"ok"}}]}"#).unwrap();
+        assert_eq!(c.text_len(), 4);
+        let c =
+            decode(br#"{"choices":[{"delta":{"reasoning":"same","reasoning_content":"same"}}]}"#)
+                .unwrap();
+        assert_eq!(c.text_len(), 4);
+    }
+
+    #[test]
+    fn only_the_first_choice_is_kept() {
+        let c = decode(br#"{"choices":[{"text":"a"},{"text":"bbb"},{"weird":[1,2]}]}"#).unwrap();
+        assert_eq!(c.content.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn errors_in_the_stream_keep_the_message() {
+        let e = decode(
+            br#"{"error":{"message":"out of KV cache","type":"InternalServerError","code":500}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            ChunkError::Server("out of KV cache (InternalServerError, 500)".into())
+        );
+        let e = decode(br#"{"error":"overloaded"}"#).unwrap_err();
+        assert_eq!(e, ChunkError::Server("overloaded".into()));
+        let e =
+            decode(br#"{"object":"error","message":"bad","type":"BadRequestError","code":400}"#)
+                .unwrap_err();
+        assert_eq!(e, ChunkError::Server("bad".into()));
+    }
+
+    #[test]
+    fn malformed_json_is_an_error() {
+        assert!(matches!(
+            decode(b"{\"choices\":[{"),
+            Err(ChunkError::Malformed(_))
+        ));
+        assert!(matches!(decode(b"not json"), Err(ChunkError::Malformed(_))));
+        assert!(matches!(decode(b"[1,2]"), Err(ChunkError::Malformed(_))));
+        assert!(matches!(
+            decode(b"{\"choices\":[{\"text\":\"\xff\"}]}"),
+            Err(ChunkError::Malformed(_))
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn any_content_round_trips(text in ".{0,40}", reasoning in proptest::option::of(".{0,10}")) {
+            let mut delta = serde_json::json!({"content": text});
+            if let Some(r) = &reasoning {
+                delta["reasoning_content"] = serde_json::Value::String(r.clone());
+            }
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": delta}]});
+            let bytes = serde_json::to_vec(&chunk).unwrap();
+            let c = decode(&bytes).unwrap();
+            prop_assert_eq!(c.content.as_deref(), Some(text.as_str()));
+            prop_assert_eq!(c.text_len(), text.len() + reasoning.map_or(0, |r| r.len()));
+        }
+    }
+}

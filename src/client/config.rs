@@ -1,0 +1,352 @@
+//! The client's configuration: where to send, what to put in the body, timeouts, TLS
+//! and hard limits. Plain data with serde defaults (the daemon's YAML embeds it) and a
+//! JSON schema; [`ClientConfig::validate`] rejects what cannot work before any request.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::secret::Secret;
+
+/// Which OpenAI-compatible API to call.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Endpoint {
+    /// `POST /v1/chat/completions` with the prompt as one user message.
+    #[default]
+    Chat,
+    /// `POST /v1/completions` with a raw prompt.
+    Completions,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "/v1/chat/completions",
+            Endpoint::Completions => "/v1/completions",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "chat",
+            Endpoint::Completions => "completions",
+        }
+    }
+}
+
+/// Everything the client needs to talk to one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// Server base URL, with or without a trailing `/v1` (e.g. `http://vllm:8000`).
+    pub base_url: String,
+    pub endpoint: Endpoint,
+    /// The `model` field of the request.
+    pub model: String,
+    /// Sent as `Authorization: Bearer <key>`.
+    pub api_key: Option<Secret>,
+    /// Extra request headers; values are treated as secrets (they often carry auth).
+    #[serde(with = "header_map")]
+    #[schemars(with = "std::collections::BTreeMap<String, Secret>")]
+    pub headers: Vec<(String, Secret)>,
+    /// JSON fields merged into the body last (a top-level key here replaces ours).
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    pub temperature: f64,
+    /// Send `ignore_eos: true` (vLLM/SGLang extension) so outputs reach `max_tokens`.
+    pub ignore_eos: bool,
+    /// Send `min_tokens = max_tokens` (vLLM extension) for exact output lengths.
+    pub min_tokens: bool,
+    /// Send `stream_options.include_usage` (OpenAI): the final chunk carries usage.
+    pub include_usage: bool,
+    /// Send `stream_options.continuous_usage_stats` (vLLM): usage on every chunk, so
+    /// tokens per chunk are exact.
+    pub continuous_usage_stats: bool,
+    /// Chat only: also send `max_completion_tokens` (the newer OpenAI name).
+    pub max_completion_tokens: bool,
+    /// Keep connections open and reuse them (default). `false` opens a new connection
+    /// per request, so TTFT includes TCP/TLS setup as a brand-new client would see it.
+    pub reuse_connections: bool,
+    pub timeouts: Timeouts,
+    pub tls: TlsConfig,
+    pub limits: Limits,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            base_url: "http://127.0.0.1:8000".to_string(),
+            endpoint: Endpoint::Chat,
+            model: String::new(),
+            api_key: None,
+            headers: Vec::new(),
+            extra_body: serde_json::Map::new(),
+            temperature: 0.0,
+            ignore_eos: false,
+            min_tokens: false,
+            include_usage: true,
+            continuous_usage_stats: true,
+            max_completion_tokens: false,
+            reuse_connections: true,
+            timeouts: Timeouts::default(),
+            tls: TlsConfig::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Timeouts, each reported by name when it fires (outcome `timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timeouts {
+    /// TCP (and TLS) connection setup.
+    #[serde(with = "duration_str")]
+    #[schemars(with = "String")]
+    pub connect: Duration,
+    /// From sending the request to the first chunk with generated text.
+    #[serde(with = "duration_str")]
+    #[schemars(with = "String")]
+    pub first_token: Duration,
+    /// Longest silence between two pieces of the body once text has started.
+    #[serde(with = "duration_str")]
+    #[schemars(with = "String")]
+    pub idle: Duration,
+    /// The whole request, send to end of stream.
+    #[serde(with = "duration_str")]
+    #[schemars(with = "String")]
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_token: Duration::from_secs(60),
+            idle: Duration::from_secs(30),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+/// TLS settings for `https://` targets (rustls with the ring provider).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM file with extra CA certificates, trusted in addition to the system roots.
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate chain for mutual TLS (needs `client_key_file`).
+    pub client_cert_file: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) for `client_cert_file`.
+    pub client_key_file: Option<PathBuf>,
+    /// Accept any server certificate. Only for tests and lab endpoints.
+    pub insecure_skip_verify: bool,
+}
+
+/// Hard limits so a hostile or broken stream cannot exhaust memory or run forever.
+/// Exceeding one ends the request as `stream_error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Longest SSE line, and largest SSE event.
+    pub max_line_bytes: usize,
+    /// Largest response body.
+    pub max_response_bytes: u64,
+    /// Most output tokens accepted in one response (as far as they can be counted
+    /// while streaming).
+    pub max_output_tokens: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line_bytes: 1 << 20,
+            max_response_bytes: 64 << 20,
+            max_output_tokens: 1 << 20,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Checks what can be checked without the network. Errors are [`UsageError`]s.
+    ///
+    /// [`UsageError`]: crate::exit::UsageError
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let url = match reqwest::Url::parse(&self.base_url) {
+            Ok(u) => u,
+            Err(e) => crate::usage_bail!("base_url {:?} is not a URL: {e}", self.base_url),
+        };
+        if !matches!(url.scheme(), "http" | "https") {
+            crate::usage_bail!(
+                "base_url {:?} must start with http:// or https://",
+                self.base_url
+            );
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            crate::usage_bail!(
+                "base_url {:?} must not have a query or fragment",
+                self.base_url
+            );
+        }
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            crate::usage_bail!(
+                "temperature must be a number >= 0, got {}",
+                self.temperature
+            );
+        }
+        for (name, d) in [
+            ("connect", self.timeouts.connect),
+            ("first_token", self.timeouts.first_token),
+            ("idle", self.timeouts.idle),
+            ("total", self.timeouts.total),
+        ] {
+            if d.is_zero() {
+                crate::usage_bail!("timeouts.{name} must be greater than zero");
+            }
+        }
+        if self.limits.max_line_bytes == 0
+            || self.limits.max_response_bytes == 0
+            || self.limits.max_output_tokens == 0
+        {
+            crate::usage_bail!("limits must be greater than zero");
+        }
+        for (name, _) in &self.headers {
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                crate::usage_bail!("header name {name:?} is not a valid HTTP header name");
+            }
+        }
+        match (&self.tls.client_cert_file, &self.tls.client_key_file) {
+            (Some(_), None) => {
+                crate::usage_bail!("tls.client_cert_file is set but tls.client_key_file is not")
+            }
+            (None, Some(_)) => {
+                crate::usage_bail!("tls.client_key_file is set but tls.client_cert_file is not")
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The full request URL: `base_url` with any trailing `/` and `/v1` removed, then
+    /// the endpoint path.
+    pub fn url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        format!("{base}{}", self.endpoint.path())
+    }
+}
+
+/// Durations as human strings (`"500ms"`, `"30s"`, `"2m"`) in config files.
+pub mod duration_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
+            ))
+        })
+    }
+}
+
+/// Headers as a map in config files (`headers: {X-Team: infra}`), values redacted
+/// when serialized.
+mod header_map {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::secret::Secret;
+
+    pub fn serialize<S: Serializer>(h: &[(String, Secret)], s: S) -> Result<S::Ok, S::Error> {
+        let map: BTreeMap<&str, &Secret> = h.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        map.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Secret)>, D::Error> {
+        Ok(BTreeMap::<String, Secret>::deserialize(d)?
+            .into_iter()
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_accepts_base_with_or_without_v1() {
+        let mut c = ClientConfig::default();
+        for base in [
+            "http://h:8000",
+            "http://h:8000/",
+            "http://h:8000/v1",
+            "http://h:8000/v1/",
+        ] {
+            c.base_url = base.to_string();
+            assert_eq!(c.url(), "http://h:8000/v1/chat/completions", "{base}");
+        }
+        c.endpoint = Endpoint::Completions;
+        c.base_url = "https://gw.example/llm/v1".into();
+        assert_eq!(c.url(), "https://gw.example/llm/v1/completions");
+    }
+
+    #[test]
+    fn defaults_and_yaml_round_trip() {
+        let yaml = "base_url: http://x:1\nendpoint: completions\nmodel: m\napi_key: sk-1\n\
+                    headers: {X-Team: infra}\ntimeouts: {idle: 5s}\nlimits: {max_line_bytes: 4096}\n";
+        let c: ClientConfig = serde_yaml_ng::from_str(yaml).unwrap();
+        assert_eq!(c.endpoint, Endpoint::Completions);
+        assert_eq!(c.api_key.as_ref().map(Secret::expose), Some("sk-1"));
+        assert_eq!(c.headers[0].0, "X-Team");
+        assert_eq!(c.timeouts.idle, Duration::from_secs(5));
+        assert_eq!(c.timeouts.connect, Duration::from_secs(10));
+        assert_eq!(c.limits.max_line_bytes, 4096);
+        assert_eq!(c.limits.max_response_bytes, 64 << 20);
+        assert!(c.include_usage && c.continuous_usage_stats);
+        c.validate().unwrap();
+        let out = serde_json::to_string(&c).unwrap();
+        assert!(!out.contains("sk-1") && !out.contains("infra"), "{out}");
+        assert!(out.contains("\"5s\""));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_values_are_rejected() {
+        let err = serde_yaml_ng::from_str::<ClientConfig>("base_ur: x\n").unwrap_err();
+        assert!(err.to_string().contains("unknown field `base_ur`"), "{err}");
+        let err = serde_yaml_ng::from_str::<ClientConfig>("timeouts: {idle: soon}\n").unwrap_err();
+        assert!(
+            err.to_string().contains("invalid duration \"soon\""),
+            "{err}"
+        );
+        let bad = |f: fn(&mut ClientConfig)| {
+            let mut c = ClientConfig::default();
+            f(&mut c);
+            let e = c.validate().unwrap_err();
+            assert_eq!(crate::exit::code_for(&e), crate::exit::USAGE);
+            e.to_string()
+        };
+        assert!(bad(|c| c.base_url = "ftp://x".into()).contains("http://"));
+        assert!(bad(|c| c.base_url = "nope".into()).contains("not a URL"));
+        assert!(bad(|c| c.temperature = -1.0).contains("temperature"));
+        assert!(bad(|c| c.timeouts.idle = Duration::ZERO).contains("timeouts.idle"));
+        assert!(bad(|c| c.headers.push(("bad header".into(), "v".into()))).contains("header"));
+        assert!(bad(|c| c.tls.client_cert_file = Some("c.pem".into())).contains("client_key_file"));
+    }
+
+    #[test]
+    fn schema_is_generated() {
+        let schema = schemars::schema_for!(ClientConfig);
+        let text = serde_json::to_string(&schema).unwrap();
+        assert!(text.contains("continuous_usage_stats"));
+    }
+}

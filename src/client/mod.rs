@@ -1,0 +1,632 @@
+//! The OpenAI-compatible streaming client: turns a [`RequestSpec`] into a
+//! [`RequestRecord`] with exact timestamps. This is the measurement path.
+//!
+//! Timing rules (DESIGN.md, "Measurement contract"): every instant is a
+//! `tokio::time::Instant` offset from the run start, so paused-clock tests see exact
+//! values. `t_send` is taken right before the request is handed to reqwest. A chunk's
+//! arrival time is taken when the bytes leave the socket (when reqwest yields the body
+//! piece), before any parsing; every event parsed out of that piece gets that time.
+//!
+//! [`Client::send`] never fails: every failure becomes an [`Outcome`] with an error
+//! text, and the partial record (t_first, chunks so far) is kept.
+//!
+//! Owns: HTTP, SSE and chunk decoding, timeouts, TLS, hard limits. Does not schedule,
+//! aggregate or export.
+//!
+//! Testing note: under a paused tokio clock (`start_paused = true`) timings are exact
+//! for the first request on each connection, but body data of a *later* request on a
+//! reused pooled connection is not delivered until unrelated timers fire. This is a
+//! reqwest/hyper + tokio test-util interaction (reproduced with a bare
+//! `reqwest::Client` against an axum server; real time is unaffected). Paused-clock
+//! tests that send several requests should set `reuse_connections: false`.
+
+pub mod chunk;
+pub mod config;
+pub mod request;
+pub mod sse;
+pub mod tls;
+
+use std::time::Duration;
+
+use anyhow::Context;
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig};
+
+use crate::record::{Outcome, RequestRecord, TokenSource};
+use crate::workload::{RequestSpec, TokenCounter};
+use chunk::ChunkError;
+use sse::SseParser;
+
+/// How much of an error response body is kept in `record.error`.
+const ERROR_BODY_BYTES: usize = 4 * 1024;
+/// After `[DONE]`, how long to wait for the end of the body so the connection can go
+/// back to the pool (a dropped, half-read body forces a new connection next time).
+const DRAIN_AFTER_DONE: Duration = Duration::from_secs(1);
+
+/// One target's client: one `reqwest::Client`, so one connection pool, reused by every
+/// request.
+pub struct Client {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    cfg: ClientConfig,
+    token_counter: Option<TokenCounter>,
+    non_standard_hint: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.url.as_str())
+            .field("cfg", &self.cfg)
+            .field("token_counter", &self.token_counter.is_some())
+            .finish()
+    }
+}
+
+/// A failure: the outcome and the text for `record.error`.
+#[derive(Debug)]
+struct Failure {
+    outcome: Outcome,
+    message: String,
+}
+
+impl Failure {
+    fn new(outcome: Outcome, message: impl Into<String>) -> Self {
+        Failure {
+            outcome,
+            message: message.into(),
+        }
+    }
+
+    fn stream(message: impl Into<String>) -> Self {
+        Failure::new(Outcome::StreamError, message)
+    }
+}
+
+/// Which deadline bounds the current wait, so a timeout can say which one fired.
+#[derive(Clone, Copy)]
+enum Phase {
+    FirstToken,
+    Idle,
+}
+
+/// Per-request streaming state besides the record.
+struct StreamState {
+    /// Cumulative `usage.completion_tokens` already attributed to pushed chunks.
+    cum_assigned: u32,
+    /// Every content chunk so far carried a cumulative usage count
+    /// (`None` before the first content chunk).
+    continuous: Option<bool>,
+    /// Tokens counted while streaming, for the output-token limit.
+    tokens_seen: u64,
+    response_bytes: u64,
+    done: bool,
+}
+
+impl Client {
+    /// Builds the client (and its connection pool). Config errors are usage errors.
+    pub fn new(cfg: ClientConfig, token_counter: Option<TokenCounter>) -> anyhow::Result<Client> {
+        cfg.validate()?;
+        let url = match reqwest::Url::parse(&cfg.url()) {
+            Ok(u) => u,
+            Err(e) => crate::usage_bail!("base_url {:?}: {e}", cfg.base_url),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(key) = &cfg.api_key {
+            let mut v = match HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
+                Ok(v) => v,
+                Err(_) => crate::usage_bail!("api_key contains characters not allowed in a header"),
+            };
+            v.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, v);
+        }
+        for (name, value) in &cfg.headers {
+            let Ok(n) = HeaderName::from_bytes(name.as_bytes()) else {
+                crate::usage_bail!("header name {name:?} is not a valid HTTP header name");
+            };
+            let Ok(mut v) = HeaderValue::from_str(value.expose()) else {
+                crate::usage_bail!("the value of header {name:?} is not a valid header value");
+            };
+            v.set_sensitive(true);
+            headers.insert(n, v);
+        }
+        let mut builder = reqwest::Client::builder();
+        if !cfg.reuse_connections {
+            builder = builder.pool_max_idle_per_host(0);
+        }
+        let http = builder
+            .tls_backend_preconfigured(tls::client_config(&cfg.tls)?)
+            .default_headers(headers)
+            .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(cfg.timeouts.connect)
+            .http1_only()
+            .tcp_nodelay(true)
+            // A prober measures the endpoint itself, not a proxy picked up from the
+            // environment.
+            .no_proxy()
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+            .context("building the HTTP client")?;
+        let non_standard_hint = request::non_standard_hint(&cfg);
+        Ok(Client {
+            http,
+            url,
+            cfg,
+            token_counter,
+            non_standard_hint,
+        })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// Sends one request and streams the answer into a record. Never fails: every
+    /// failure is a record with an [`Outcome`] and an error text.
+    pub async fn send(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+    ) -> RequestRecord {
+        self.send_inner(spec, id, t_sched, run_start, None).await
+    }
+
+    /// Like [`send`](Self::send), but when `cancel` fires first the request is
+    /// abandoned and the record, with whatever arrived so far, ends as
+    /// [`Outcome::Cancelled`] (a stopped run still accounts for its in-flight requests).
+    pub async fn send_cancellable(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
+        self.send_inner(spec, id, t_sched, run_start, Some(cancel))
+            .await
+    }
+
+    async fn send_inner(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+        cancel: Option<&CancellationToken>,
+    ) -> RequestRecord {
+        let body = request::body(&self.cfg, spec);
+        let request = self.http.post(self.url.clone());
+        let start = Instant::now();
+        let mut rec = RequestRecord::new(id, t_sched, start.duration_since(run_start));
+        rec.prompt_tokens_sent = spec.prompt_tokens;
+        rec.max_tokens = spec.max_tokens;
+        let mut st = StreamState {
+            cum_assigned: 0,
+            continuous: None,
+            tokens_seen: 0,
+            response_bytes: 0,
+            done: false,
+        };
+        let result = match body {
+            Ok(body) => {
+                let exchange =
+                    self.exchange(request.body(body), start, run_start, &mut rec, &mut st);
+                match cancel {
+                    Some(cancel) => tokio::select! {
+                        biased;
+                        r = exchange => r,
+                        () = cancel.cancelled() => Err(Failure::new(
+                            Outcome::Cancelled,
+                            "the run stopped while the request was in flight",
+                        )),
+                    },
+                    None => exchange.await,
+                }
+            }
+            Err(e) => Err(Failure::stream(format!("building the request body: {e}"))),
+        };
+        if rec.t_end.is_none() {
+            rec.t_end = Some(Instant::now().duration_since(run_start));
+        }
+        let known = match st.continuous {
+            Some(true) => Some(TokenSource::ContinuousUsage),
+            _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
+            _ => None,
+        };
+        rec.resolve_tokens(known);
+        match result {
+            Err(f) => {
+                rec.outcome = f.outcome;
+                rec.error = Some(f.message);
+            }
+            Ok(()) if rec.chunks.is_empty() => {
+                rec.outcome = Outcome::EmptyOutput;
+                rec.error = Some("the stream completed without any generated text".into());
+            }
+            Ok(()) => rec.outcome = Outcome::Ok,
+        }
+        rec
+    }
+
+    async fn exchange(
+        &self,
+        request: reqwest::RequestBuilder,
+        start: Instant,
+        run_start: Instant,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Result<(), Failure> {
+        let t = &self.cfg.timeouts;
+        let total_deadline = start + t.total;
+        let first_deadline = start + t.first_token;
+        let offset = |i: Instant| i.duration_since(run_start);
+
+        let (deadline, phase) = self.deadline(total_deadline, first_deadline, Phase::FirstToken);
+        let mut resp = match timeout_at(deadline, request.send()).await {
+            Err(_) => {
+                return Err(self.timeout(phase, deadline == total_deadline, "response headers"));
+            }
+            Ok(Err(e)) => return Err(self.send_error(e)),
+            Ok(Ok(r)) => r,
+        };
+        rec.t_headers = Some(offset(Instant::now()));
+        let status = resp.status();
+        rec.http_status = Some(status.as_u16());
+        if !status.is_success() {
+            let snippet =
+                read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
+            let mut msg = format!("HTTP {status}");
+            if !snippet.is_empty() {
+                msg.push_str(": ");
+                msg.push_str(&snippet);
+            }
+            if status.is_client_error()
+                && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
+                && let Some(hint) = &self.non_standard_hint
+            {
+                msg.push_str(&format!(" ({hint})"));
+            }
+            return Err(Failure::new(
+                Outcome::from_http_status(status.as_u16()),
+                msg,
+            ));
+        }
+        if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
+            let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
+            let essence = ct_text.split(';').next().unwrap_or("").trim();
+            if !essence.eq_ignore_ascii_case("text/event-stream") {
+                let snippet =
+                    read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
+                return Err(Failure::stream(format!(
+                    "expected a text/event-stream response, got Content-Type {ct_text:?} \
+                     (is `stream: true` honoured?): {snippet}"
+                )));
+            }
+        }
+
+        let limits = self.cfg.limits;
+        let mut parser = SseParser::new(limits.max_line_bytes, limits.max_line_bytes);
+        let mut last_bytes = Instant::now();
+        loop {
+            let (deadline, phase) = if rec.t_first.is_none() {
+                self.deadline(total_deadline, first_deadline, Phase::FirstToken)
+            } else {
+                self.deadline(total_deadline, last_bytes + t.idle, Phase::Idle)
+            };
+            let piece = match timeout_at(deadline, resp.chunk()).await {
+                Err(_) => return Err(self.timeout(phase, deadline == total_deadline, "stream")),
+                Ok(Err(e)) => return Err(body_error(e)),
+                Ok(Ok(p)) => p,
+            };
+            // The arrival time of everything in this piece: taken before parsing.
+            let now = Instant::now();
+            let at = offset(now);
+            last_bytes = now;
+            let Some(bytes) = piece else {
+                parser.end();
+                self.drain_events(&mut parser, at, rec, st)?;
+                if st.done {
+                    return Ok(());
+                }
+                rec.t_end = Some(at);
+                return Err(Failure::stream(
+                    "the stream ended without `data: [DONE]` (truncated response)",
+                ));
+            };
+            st.response_bytes += bytes.len() as u64;
+            if st.response_bytes > limits.max_response_bytes {
+                return Err(Failure::stream(format!(
+                    "response larger than limits.max_response_bytes ({} bytes)",
+                    limits.max_response_bytes
+                )));
+            }
+            parser.feed(&bytes);
+            self.drain_events(&mut parser, at, rec, st)?;
+            if st.done {
+                rec.t_end = Some(at);
+                self.drain_body(
+                    &mut resp,
+                    total_deadline.min(now + t.idle.min(DRAIN_AFTER_DONE)),
+                )
+                .await;
+                return Ok(());
+            }
+        }
+    }
+
+    /// The earlier of the total deadline and the phase deadline.
+    fn deadline(&self, total: Instant, phase_deadline: Instant, phase: Phase) -> (Instant, Phase) {
+        (total.min(phase_deadline), phase)
+    }
+
+    fn timeout(&self, phase: Phase, total: bool, waiting_for: &str) -> Failure {
+        let t = &self.cfg.timeouts;
+        let msg = if total {
+            format!(
+                "total timeout ({}) exceeded waiting for the {waiting_for}",
+                fmt_dur(t.total)
+            )
+        } else {
+            match phase {
+                Phase::FirstToken => format!(
+                    "first token timeout ({}) exceeded waiting for the {waiting_for}",
+                    fmt_dur(t.first_token)
+                ),
+                Phase::Idle => format!(
+                    "idle timeout ({}) exceeded: no bytes between chunks",
+                    fmt_dur(t.idle)
+                ),
+            }
+        };
+        Failure::new(Outcome::Timeout, msg)
+    }
+
+    fn send_error(&self, e: reqwest::Error) -> Failure {
+        let is_tls = tls::is_tls_error(&e);
+        let (is_timeout, is_connect) = (e.is_timeout(), e.is_connect());
+        let text = error_chain(e);
+        if is_tls {
+            Failure::new(Outcome::Tls, format!("TLS failure: {text}"))
+        } else if is_timeout {
+            Failure::new(
+                Outcome::Timeout,
+                format!(
+                    "connect timeout ({}) exceeded: {text}",
+                    fmt_dur(self.cfg.timeouts.connect)
+                ),
+            )
+        } else if is_connect {
+            Failure::new(Outcome::Connect, format!("cannot connect: {text}"))
+        } else {
+            Failure::new(
+                Outcome::Connect,
+                format!("connection failed before a response: {text}"),
+            )
+        }
+    }
+
+    /// Handles every complete event the parser holds.
+    fn drain_events(
+        &self,
+        parser: &mut SseParser,
+        at: Duration,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Result<(), Failure> {
+        loop {
+            let ev = match parser.next_event() {
+                Ok(Some(ev)) => ev,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    return Err(Failure::stream(format!("{e} (limits.max_line_bytes)")));
+                }
+            };
+            if st.done {
+                // Anything after [DONE] is ignored.
+                continue;
+            }
+            if ev.is_done() {
+                st.done = true;
+                continue;
+            }
+            if ev.event == b"error" {
+                return Err(Failure::stream(format!(
+                    "server error event in stream: {}",
+                    truncate_text(&String::from_utf8_lossy(ev.data), ERROR_BODY_BYTES)
+                )));
+            }
+            self.handle_chunk(ev.data, at, rec, st)?;
+        }
+    }
+
+    fn handle_chunk(
+        &self,
+        data: &[u8],
+        at: Duration,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Result<(), Failure> {
+        let chunk = chunk::decode(data).map_err(|e| match e {
+            ChunkError::Server(msg) => Failure::stream(format!(
+                "server error in stream: {}",
+                truncate_text(&msg, ERROR_BODY_BYTES)
+            )),
+            ChunkError::Malformed(msg) => Failure::stream(format!(
+                "malformed JSON chunk ({msg}): {}",
+                truncate_text(&String::from_utf8_lossy(data), 256)
+            )),
+        })?;
+        let cum = chunk.usage.and_then(|u| u.completion_tokens);
+        if let Some(u) = chunk.usage {
+            if let Some(p) = u.prompt_tokens {
+                rec.usage_prompt_tokens = Some(p);
+            }
+            if let Some(c) = u.completion_tokens {
+                rec.usage_completion_tokens = Some(c);
+            }
+        }
+        if let Some(reason) = &chunk.finish_reason
+            && rec.finish_reason.as_deref() != Some(reason)
+        {
+            rec.finish_reason = Some(reason.to_string());
+        }
+        if !chunk.has_choice {
+            // Usage-only chunk (`choices: []`): no text, no per-chunk tokens.
+            return Ok(());
+        }
+        let text_len = chunk.text_len();
+        let tokens = if text_len > 0 {
+            let continuous = cum.is_some() && st.continuous != Some(false);
+            st.continuous = Some(continuous);
+            if let Some(c) = cum.filter(|_| continuous) {
+                // Tokens generated since the last content chunk, including any that
+                // arrived in chunks with no text (e.g. held-back partial characters).
+                let n = c.saturating_sub(st.cum_assigned);
+                st.cum_assigned = st.cum_assigned.max(c);
+                st.tokens_seen = u64::from(c);
+                Some(n)
+            } else if let Some(counter) = &self.token_counter {
+                let n = chunk.content.as_deref().map_or(0, |s| counter(s))
+                    + chunk.reasoning.as_deref().map_or(0, |s| counter(s));
+                st.tokens_seen += u64::from(n);
+                Some(n)
+            } else {
+                st.tokens_seen += 1;
+                None
+            }
+        } else {
+            match cum {
+                // A text-less chunk whose cumulative count moved after text started
+                // (e.g. the EOS token on the finish chunk): its tokens arrived now.
+                Some(c) if st.continuous == Some(true) && c > st.cum_assigned => {
+                    let n = c - st.cum_assigned;
+                    st.cum_assigned = c;
+                    st.tokens_seen = u64::from(c);
+                    Some(n)
+                }
+                _ => return Ok(()),
+            }
+        };
+        rec.push_chunk(at, text_len, tokens);
+        if st.tokens_seen > u64::from(self.cfg.limits.max_output_tokens) {
+            return Err(Failure::stream(format!(
+                "more than limits.max_output_tokens ({}) output tokens",
+                self.cfg.limits.max_output_tokens
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads what is left of the body after `[DONE]` (normally just the end of the
+    /// chunked encoding), so the connection is reusable. Bounded in time and size.
+    async fn drain_body(&self, resp: &mut reqwest::Response, deadline: Instant) {
+        let mut budget = self.cfg.limits.max_line_bytes as u64;
+        while let Ok(Ok(Some(piece))) = timeout_at(deadline, resp.chunk()).await {
+            budget = budget.saturating_sub(piece.len() as u64);
+            if budget == 0 {
+                return;
+            }
+        }
+    }
+}
+
+/// Up to [`ERROR_BODY_BYTES`] of a response body as text, for error messages.
+async fn read_snippet(resp: &mut reqwest::Response, deadline: Instant) -> String {
+    let mut buf = Vec::new();
+    while buf.len() < ERROR_BODY_BYTES {
+        match timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(piece))) => buf.extend_from_slice(&piece),
+            _ => break,
+        }
+    }
+    let truncated = buf.len() > ERROR_BODY_BYTES;
+    let text = String::from_utf8_lossy(&buf[..buf.len().min(ERROR_BODY_BYTES)]);
+    let mut out = text.trim().to_string();
+    if truncated {
+        out.push('…');
+    }
+    out
+}
+
+/// A body read error after the headers: a reset mid-stream is a stream error, a TLS
+/// alert is a TLS error.
+fn body_error(e: reqwest::Error) -> Failure {
+    let is_tls = tls::is_tls_error(&e);
+    let text = error_chain(e);
+    if is_tls {
+        Failure::new(Outcome::Tls, format!("TLS failure mid-stream: {text}"))
+    } else {
+        Failure::stream(format!("connection broken mid-stream: {text}"))
+    }
+}
+
+/// The error and its sources joined with `: `, without the URL (which may carry a
+/// token in its query) and without repeating a message that a source repeats.
+fn error_chain(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut parts: Vec<String> = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = err.source();
+    }
+    parts.join(": ")
+}
+
+fn truncate_text(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn fmt_dur(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate_text("abc", 5), "abc");
+        assert_eq!(truncate_text("ééé", 3), "é…");
+    }
+
+    #[test]
+    fn new_rejects_bad_config_as_usage_error() {
+        let cfg = ClientConfig {
+            base_url: "localhost:8000".into(),
+            ..ClientConfig::default()
+        };
+        let err = Client::new(cfg, None).unwrap_err();
+        assert_eq!(crate::exit::code_for(&err), crate::exit::USAGE);
+        let cfg = ClientConfig {
+            api_key: Some("bad\nkey".into()),
+            ..ClientConfig::default()
+        };
+        let err = Client::new(cfg, None).unwrap_err();
+        assert!(!format!("{err:#}").contains("bad\nkey"));
+    }
+}
