@@ -39,6 +39,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
         Command::Mock(args) => mock::command::run(&args).await,
+        Command::Bench(args) => bench::run::run(&args).await,
         Command::Report(args) => report::merge::run(&args),
     }
 }

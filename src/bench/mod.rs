@@ -5,4 +5,5 @@
 
 pub mod gate;
 pub mod options;
+pub mod run;
 pub mod search;

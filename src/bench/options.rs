@@ -292,6 +292,8 @@ pub struct MockOptions {
     pub batch_slowdown: Option<f64>,
     pub max_running: Option<u32>,
     pub tokens_per_chunk: Option<u32>,
+    /// Send no usage in streams.
+    pub no_usage: bool,
     pub faults: Vec<String>,
 }
 
@@ -619,6 +621,7 @@ impl BenchOptions {
                         }
                         other => other,
                     },
+                    no_usage: a.mock_no_usage,
                     faults: a.mock_faults.clone(),
                 })
             })

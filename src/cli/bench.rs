@@ -207,6 +207,10 @@ pub struct BenchArgs {
     /// Mock: tokens per streamed chunk.
     #[arg(long, requires = "mock", help_heading = "Mock")]
     pub mock_tokens_per_chunk: Option<u32>,
+    /// Mock: send no usage in streams (like servers that never do), so token counts
+    /// come from --tokenizer or one per chunk.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_no_usage: bool,
     /// Mock: inject a fault `KIND[:PROBABILITY]` (repeatable; see docs/mock.md).
     #[arg(long = "mock-fault", requires = "mock", help_heading = "Mock")]
     pub mock_faults: Vec<String>,

@@ -30,6 +30,8 @@ pub enum Command {
     Capacity(Box<CapacityArgs>),
     /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
     Mock(Box<MockArgs>),
+    /// One-shot open-loop load test: one rate, a --sweep, or --find-max-rate, with SLO gates.
+    Bench(Box<BenchArgs>),
     /// Work on saved bench results (merge the --records of shards).
     Report(ReportArgs),
 }
