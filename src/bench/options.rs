@@ -742,6 +742,12 @@ fn parse_list(s: &str, name: &str) -> Result<Vec<Rate>> {
     if rates.is_empty() {
         return Err(UsageError::new(format!("{name}: empty list")));
     }
+    // A rate is the key of its row, its records and its result file: once per sweep.
+    for (i, r) in rates.iter().enumerate() {
+        if rates[..i].contains(r) {
+            return Err(UsageError::new(format!("{name}: rate {r} is listed twice")));
+        }
+    }
     Ok(rates)
 }
 
@@ -915,6 +921,7 @@ mod tests {
         assert!(err("--mock --rate fast").contains("--rate"));
         assert!(err("--mock --rate 1 --sweep 1,2").contains("both set"));
         assert!(err("--mock --sweep 1,,2").contains("--sweep"));
+        assert!(err("--mock --sweep 2,8,2").contains("listed twice"));
         assert!(err("--mock --rate 1 --num-requests 5 --duration 10s").contains("stop condition"));
         assert!(err("--mock --rate inf --duration 10s").contains("infinite rate"));
         assert!(err("--mock --rate 1 --goodput ttft=5").contains("METRIC:MS"));
