@@ -95,8 +95,12 @@ impl FromStr for Api {
     fn from_str(s: &str) -> std::result::Result<Api, String> {
         // loadgen.py names, plus vLLM's --endpoint paths with the same meaning.
         match s.trim().trim_end_matches('/') {
+            // vLLM's --backend names: openai-chat posts to /v1/chat/completions; openai,
+            // vllm and sglang to /v1/completions.
             "chat" | "/v1/chat/completions" | "openai-chat" => Ok(Api::Chat),
-            "completions" | "/v1/completions" | "openai" => Ok(Api::Completions),
+            "completions" | "/v1/completions" | "openai" | "vllm" | "sglang" => {
+                Ok(Api::Completions)
+            }
             _ => Err(format!(
                 "unknown endpoint {s:?}: expected chat or completions (or /v1/chat/completions, /v1/completions)"
             )),
@@ -357,10 +361,23 @@ impl BenchOptions {
                 ));
             }
         };
-        if !a.mock && !a.base_url.starts_with("http://") && !a.base_url.starts_with("https://") {
+        let base_url = match &a.base_url {
+            Some(url) => url.clone(),
+            // vLLM's --host/--port form.
+            None => format!(
+                "http://{}:{}",
+                a.host.as_deref().unwrap_or("localhost"),
+                a.port.unwrap_or(8000)
+            ),
+        };
+        if a.mock && (a.base_url.is_some() || a.host.is_some() || a.port.is_some()) {
+            return Err(UsageError::new(
+                "--mock starts its own server: drop --base-url/--host/--port",
+            ));
+        }
+        if !a.mock && !base_url.starts_with("http://") && !base_url.starts_with("https://") {
             return Err(UsageError::new(format!(
-                "--base-url {:?} must start with http:// or https://",
-                a.base_url
+                "--base-url {base_url:?} must start with http:// or https://"
             )));
         }
         let headers = a
@@ -632,7 +649,7 @@ impl BenchOptions {
             None => a.seed,
         };
         Ok(BenchOptions {
-            base_url: a.base_url.clone(),
+            base_url,
             model,
             api,
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
@@ -947,7 +964,22 @@ mod tests {
         assert!(err("--mock --rate 1 --max-concurrency 0").contains("--max-concurrency"));
         assert!(err("--mock --rate 1 --endpoint embeddings").contains("embeddings"));
         assert!(err("--rate 1 --model m --base-url localhost:8000").contains("http://"));
+        assert!(err("--mock --rate 1 --base-url http://x:1").contains("--mock starts"));
         assert!(err("--mock --rate 1 --num-requests 2 --shard 2/3").contains("no request"));
+    }
+
+    #[test]
+    fn host_port_and_backend_like_vllm() {
+        let o = opts("--model m --rate 1 --host gpu-1 --port 30000 --backend openai-chat").unwrap();
+        assert_eq!(o.base_url, "http://gpu-1:30000");
+        assert_eq!(o.api, Api::Chat);
+        let o = opts("--model m --rate 1").unwrap();
+        assert_eq!(o.base_url, "http://localhost:8000");
+        assert_eq!(o.api, Api::Completions);
+        let o =
+            opts("--model m --rate 1 --base-url https://api.example/v1 --backend vllm").unwrap();
+        assert_eq!(o.base_url, "https://api.example/v1");
+        assert!(opts("--model m --rate 1 --base-url http://a:1 --port 2").is_err());
     }
 
     #[test]

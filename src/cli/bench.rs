@@ -14,15 +14,27 @@ use clap::{Args, Subcommand};
 )]
 pub struct BenchArgs {
     // ---- target ----
-    /// Server base URL (with or without a trailing /v1).
-    #[arg(long, default_value = "http://localhost:8000", help_heading = "Target")]
-    pub base_url: String,
+    /// Server base URL, with or without a trailing /v1 (default http://localhost:8000).
+    #[arg(long, conflicts_with_all = ["host", "port"], help_heading = "Target")]
+    pub base_url: Option<String>,
+    /// Server host, when --base-url is not given (vLLM's --host).
+    #[arg(long, help_heading = "Target")]
+    pub host: Option<String>,
+    /// Server port, when --base-url is not given (vLLM's --port).
+    #[arg(long, help_heading = "Target")]
+    pub port: Option<u16>,
     /// Model name sent in requests (required unless --mock).
     #[arg(long, help_heading = "Target")]
     pub model: Option<String>,
-    /// API flavour: chat or completions (vLLM's paths /v1/chat/completions and
-    /// /v1/completions are accepted too).
-    #[arg(long, default_value = "completions", help_heading = "Target")]
+    /// API flavour: chat or completions (also vLLM's --endpoint paths
+    /// /v1/chat/completions and /v1/completions, and its --backend names openai-chat,
+    /// openai, vllm, sglang).
+    #[arg(
+        long,
+        visible_alias = "backend",
+        default_value = "completions",
+        help_heading = "Target"
+    )]
     pub endpoint: String,
     /// Bearer API key.
     #[arg(
