@@ -6,6 +6,7 @@
 //! chain; `capacity` is pure math and never touches the network.
 
 pub mod aggregate;
+pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod client;
@@ -17,6 +18,7 @@ pub mod export;
 pub mod logging;
 pub mod mock;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod secret;
@@ -41,5 +43,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Capacity(args) => capacity::command::run(&args),
         Command::Daemon(args) => daemon::run_cli(args).await,
         Command::Mock(args) => mock::command::run(&args).await,
+        Command::Bench(args) => bench::run::run(&args).await,
+        Command::Report(args) => report::merge::run(&args),
     }
 }

@@ -3,9 +3,11 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod capacity;
 mod daemon;
 mod mock;
+pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
 pub use daemon::DaemonArgs;
 pub use mock::MockArgs;
@@ -32,6 +34,10 @@ pub enum Command {
     Daemon(DaemonArgs),
     /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
     Mock(Box<MockArgs>),
+    /// One-shot open-loop load test: one rate, a --sweep, or --find-max-rate, with SLO gates.
+    Bench(Box<BenchArgs>),
+    /// Work on saved bench results (merge the --records of shards).
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Clone, Args)]
