@@ -12,6 +12,11 @@ use daemon_support::*;
 use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::{MockConfig, MockServer};
 
+/// The tests of this file each run a mock and a daemon at 10–20 probes/s; run them one
+/// at a time so they do not slow each other's probes on a small CI machine (the TTFT
+/// bucket checks allow 10 ms of client-side delay).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn mock(cfg: MockConfig) -> MockServer {
     llmprobe::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
@@ -43,6 +48,7 @@ async fn until_requests(addr: SocketAddr, target: &str, scenario: &str, n: f64) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_match_the_mock_truth() {
+    let _serial = SERIAL.lock().await;
     let m = mock(MockConfig::default()).await;
     let base = m.base_url();
     let (d, _dir) = daemon(&format!(
@@ -212,6 +218,7 @@ targets:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_gauges_follow_the_mock() {
+    let _serial = SERIAL.lock().await;
     let m = mock(MockConfig {
         num_gpu_blocks: 1000,
         block_size: 16,
@@ -276,6 +283,7 @@ targets:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skip_policy_drops_arrivals_beyond_max_inflight() {
+    let _serial = SERIAL.lock().await;
     // Each probe takes ~1 s; 20 arrivals per second with one slot: most are skipped.
     let m = mock(MockConfig {
         ttft: Duration::from_millis(1000),
@@ -324,6 +332,7 @@ targets:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_budget_stops_probes_once_spent() {
+    let _serial = SERIAL.lock().await;
     let m = mock(MockConfig::default()).await;
     let base = m.base_url();
     // Each probe costs about 40 + 10 tokens; 200 tokens per hour pay for about four
@@ -359,6 +368,7 @@ targets:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_finds_nothing_on_a_live_scrape() {
+    let _serial = SERIAL.lock().await;
     let promtool = std::env::var("LLMPROBE_PROMTOOL").unwrap_or_else(|_| "promtool".into());
     if std::process::Command::new(&promtool)
         .arg("--version")
@@ -426,6 +436,7 @@ fn documented_families() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_demo_populates_every_documented_family() {
+    let _serial = SERIAL.lock().await;
     let (mock, source) = llmprobe::daemon::demo::start(&["http_500:0.3".to_string()])
         .await
         .unwrap();
