@@ -149,3 +149,48 @@ async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Review #2: a reload that removes a target while also changing the bucket layout (a
+/// new SLO threshold on a kept target) must still delete the removed target's series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_with_new_buckets_still_removes_gone_targets() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let head = "grace_period: 1s\ntargets:\n";
+    let v1 = format!(
+        "{head}{}{}",
+        target("a", &base, "20/s", "500ms"),
+        target("gone", &base, "20/s", "500ms")
+    );
+    let (_dir, path) = config_file(&v1);
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    wait_for(Duration::from_secs(20), || async {
+        (requests(addr, "a").await? >= 1.0 && requests(addr, "gone").await? >= 1.0).then_some(())
+    })
+    .await;
+    let v2 = format!("{head}{}", target("a", &base, "20/s", "123ms"));
+    std::fs::write(&path, &v2).unwrap();
+    assert_eq!(post_reload(addr).await, (200, "OK\n".to_string()));
+    // Let the stopped runner's in-flight probes end, then look.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s = scrape(addr).await;
+    let left: Vec<_> = s
+        .iter()
+        .filter(|x| x.labels.get("target").map(String::as_str) == Some("gone"))
+        .map(|x| x.name.clone())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "series of the removed target remain: {left:?}"
+    );
+    assert_eq!(value(&s, "llmprobe_targets", &[]), Some(1.0));
+    let page = get(&format!("http://{addr}/")).await.1;
+    assert!(!page.contains("<td>gone</td>"), "{page}");
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}

@@ -244,6 +244,10 @@ impl Control {
                 "listen address changes take effect on restart"
             );
         }
+        // Shared settings and bucket layouts are decided first, but targets are only
+        // stopped in the diff below: every old target must go through it so that the
+        // series of removed (or re-modelled) ones are deleted.
+        let mut restart_all = false;
         if let Some(old) = &self.plan
             && (old.grace_period != plan.grace_period
                 || old.engine_scrape_interval != plan.engine_scrape_interval)
@@ -251,7 +255,7 @@ impl Control {
             // Shared settings changed: every target restarts to pick them up.
             self.shared.grace_period = plan.grace_period;
             self.shared.engine_scrape_interval = plan.engine_scrape_interval;
-            self.stop_all_but_keep_series();
+            restart_all = true;
         }
         let buckets_changed = match metrics.set_buckets(plan.buckets.clone()) {
             Ok(changed) => changed,
@@ -260,17 +264,20 @@ impl Control {
                 false
             }
         };
-        if buckets_changed {
-            // The histogram children of running targets belong to the old families.
-            self.stop_all_but_keep_series();
-        }
+        // The histogram children of running targets belong to the old families.
+        restart_all |= buckets_changed;
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
         let mut old = std::mem::take(&mut self.targets);
         for t in &plan.targets {
             match old.remove(&t.name) {
-                Some(running) if running.plan == *t => {
+                Some(running) if running.plan == *t && !restart_all => {
                     next.insert(t.name.clone(), running);
+                }
+                Some(running) if running.plan == *t => {
+                    // Unchanged but restarted for shared settings: its series stay.
+                    self.stopping.push(running.stop());
+                    to_start.push(t.clone());
                 }
                 Some(running) => {
                     tracing::info!(target = %t.name, "target changed; restarting it");
@@ -308,13 +315,6 @@ impl Control {
         metrics.set_targets(plan.targets.len());
         self.shared.status.set_config(plan.redacted_yaml.clone());
         self.plan = Some(plan);
-    }
-
-    /// Stops every running target so `apply` starts them again; their series stay.
-    fn stop_all_but_keep_series(&mut self) {
-        for (_, running) in std::mem::take(&mut self.targets) {
-            self.stopping.push(running.stop());
-        }
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`
