@@ -323,3 +323,23 @@ fn committed_schema_is_up_to_date() {
         "docs/config.schema.json is stale: run LLMPROBE_UPDATE_SCHEMA=1 cargo test --test daemon_config"
     );
 }
+
+/// Review #4: configured buckets extend vLLM's (the rules rely on le="0.5" for TTFT).
+#[test]
+fn configured_buckets_extend_vllms() {
+    let text = "buckets:\n  ttft: [0.05, 0.1, 0.25, 1, 3.3]\n  e2e: [0.7]\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - {input_tokens: 40, output_tokens: 4, slo: {ttft: 123ms}}\n";
+    let plan = load_str(text, "c.yaml").unwrap();
+    let vllm = llmprobe::export::Buckets::vllm();
+    for v in vllm.ttft.iter().chain([&3.3, &0.123]) {
+        assert!(
+            plan.buckets.ttft.contains(v),
+            "{v} missing: {:?}",
+            plan.buckets.ttft
+        );
+    }
+    for v in vllm.e2e.iter().chain([&0.7]) {
+        assert!(plan.buckets.e2e.contains(v), "{v} missing");
+    }
+    assert!(plan.buckets.ttft.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(plan.buckets.tpot, vllm.tpot);
+}

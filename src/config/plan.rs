@@ -23,7 +23,7 @@ pub struct Plan {
     pub listen: String,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
-    /// Configured (or vLLM's) buckets ∪ every SLO threshold of every scenario.
+    /// vLLM's buckets ∪ configured extra buckets ∪ every SLO threshold of every scenario.
     pub buckets: Buckets,
     pub targets: Vec<TargetPlan>,
     /// The config as YAML with every secret shown as `<secret>` (for `/config`).
@@ -113,8 +113,10 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         (&mut buckets.e2e, &b.e2e),
         (&mut buckets.dispatch_lag, &b.dispatch_lag),
     ] {
+        // Configured buckets extend vLLM's, never replace them: the recording rules
+        // and dashboards rely on vLLM's bounds (le="0.5" for TTFT) being there.
         if let Some(v) = src {
-            dst.clone_from(v);
+            dst.extend_from_slice(v);
         }
     }
     let buckets = buckets.with_slos(
