@@ -282,11 +282,19 @@ fn the_full_example_resolves_with_its_secrets_in_place() {
         "sk-example-prod"
     );
     assert!(prod.capacity.is_some());
-    // Every SLO threshold is a bucket boundary.
+    // Every SLO threshold is a bucket boundary of its own scenario's series.
+    let ttft: Vec<f64> = plan
+        .targets
+        .iter()
+        .flat_map(|t| &t.scenarios)
+        .flat_map(|s| s.buckets.ttft.iter().copied())
+        .collect();
     for v in [0.3, 1.5, 0.5] {
-        assert!(plan.buckets.ttft.contains(&v), "{v}");
+        assert!(ttft.contains(&v), "{v}");
     }
-    assert!(plan.buckets.e2e.contains(&20.0));
+    assert!(prod.scenarios[1].buckets.e2e.contains(&20.0));
+    // The base layout carries no threshold that is not vLLM's.
+    assert!(!plan.buckets.ttft.contains(&0.3));
 }
 
 #[test]
@@ -330,12 +338,16 @@ fn configured_buckets_extend_vllms() {
     let text = "buckets:\n  ttft: [0.05, 0.1, 0.25, 1, 3.3]\n  e2e: [0.7]\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - {input_tokens: 40, output_tokens: 4, slo: {ttft: 123ms}}\n";
     let plan = load_str(text, "c.yaml").unwrap();
     let vllm = llmprobe::export::Buckets::vllm();
-    for v in vllm.ttft.iter().chain([&3.3, &0.123]) {
+    for v in vllm.ttft.iter().chain([&3.3]) {
         assert!(
             plan.buckets.ttft.contains(v),
             "{v} missing: {:?}",
             plan.buckets.ttft
         );
+    }
+    let own = &plan.targets[0].scenarios[0].buckets;
+    for v in plan.buckets.ttft.iter().chain([&0.123]) {
+        assert!(own.ttft.contains(v), "{v} missing: {:?}", own.ttft);
     }
     for v in vllm.e2e.iter().chain([&0.7]) {
         assert!(plan.buckets.e2e.contains(v), "{v} missing");

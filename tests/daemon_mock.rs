@@ -154,17 +154,18 @@ targets:
         Some(0.03)
     );
     assert_eq!(value(&s, "llmprobe_slo_tpot_seconds", &l("strict")), None);
-    // Every SLO threshold is a bucket bound, so le="0.25" and le="0.03" exist.
-    for b in ["0.25", "0.03"] {
-        assert!(
-            value(
-                &s,
-                "llmprobe_ttft_seconds_bucket",
-                &[("target", "good"), ("scenario", "lenient"), ("le", b)]
-            )
-            .is_some()
-        );
-    }
+    // Every SLO threshold is a bucket bound of its own scenario's series only (0.25 is
+    // also one of vLLM's bounds, 0.03 is not).
+    let bucket = |scenario: &str, le: &str| {
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "good"), ("scenario", scenario), ("le", le)],
+        )
+    };
+    assert!(bucket("lenient", "0.25").is_some() && bucket("strict", "0.25").is_some());
+    assert!(bucket("strict", "0.03").is_some());
+    assert!(bucket("lenient", "0.03").is_none());
 
     // The broken target: every probe fails with reason http_5xx, none is good.
     let b = [("target", "broken"), ("scenario", "default")];

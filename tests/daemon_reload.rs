@@ -194,3 +194,69 @@ async fn reload_with_new_buckets_still_removes_gone_targets() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Review #3: a new SLO threshold on a new target, and new shared settings (grace
+/// period, scrape interval), leave an unchanged target running: its histograms continue
+/// and carry no bound of the other target's threshold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let v1 = format!(
+        "grace_period: 1s\nengine_scrape_interval: 15s\ntargets:\n{}",
+        target("a", &base, "20/s", "500ms")
+    );
+    let (_dir, path) = config_file(&v1);
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let ttft_count = |s: &[Sample]| value(s, "llmprobe_ttft_seconds_count", &[("target", "a")]);
+    let before = wait_for(Duration::from_secs(20), || async {
+        ttft_count(&scrape(addr).await).filter(|c| *c >= 10.0)
+    })
+    .await;
+    let v2 = format!(
+        "grace_period: 2s\nengine_scrape_interval: 5s\ntargets:\n{}{}",
+        target("a", &base, "20/s", "500ms"),
+        target("b", &base, "20/s", "123ms")
+    );
+    std::fs::write(&path, &v2).unwrap();
+    assert_eq!(post_reload(addr).await, (200, "OK\n".to_string()));
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "b"), ("le", "0.123")],
+        )
+        .map(|_| s)
+    })
+    .await;
+    let after = ttft_count(&s).unwrap();
+    assert!(
+        after >= before,
+        "a's TTFT histogram restarted: count {before} -> {after}"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "a"), ("le", "0.123")]
+        ),
+        None,
+        "a's layout gained b's threshold"
+    );
+    assert!(
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "a"), ("le", "0.5")]
+        )
+        .is_some()
+    );
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}

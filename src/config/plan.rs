@@ -23,7 +23,8 @@ pub struct Plan {
     pub listen: String,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
-    /// vLLM's buckets ∪ configured extra buckets ∪ every SLO threshold of every scenario.
+    /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
+    /// thresholds ([`ScenarioPlan::buckets`]).
     pub buckets: Buckets,
     pub targets: Vec<TargetPlan>,
     /// The config as YAML with every secret shown as `<secret>` (for `/config`).
@@ -72,6 +73,10 @@ pub struct ScenarioPlan {
     pub shared_prefix_tokens: u32,
     pub ignore_eos: bool,
     pub slo: Slo,
+    /// This scenario's histogram bucket layout: vLLM's ∪ configured extras ∪ its own
+    /// SLO thresholds (so `le="<threshold>"` is exact and other series are untouched
+    /// when another scenario's threshold changes).
+    pub buckets: Buckets,
     /// Seed of this runner's arrivals and prompts: derived from the global seed and the
     /// names, so it does not change when other targets come and go.
     pub seed: u64,
@@ -100,10 +105,6 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 /// Resolves a validated config. Errors carry the path of the field to blame.
 pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     let root = Path::root();
-    let mut targets = Vec::with_capacity(cfg.targets.len());
-    for (i, t) in cfg.targets.iter().enumerate() {
-        targets.push(target(cfg, t, &root.key("targets").index(i))?);
-    }
     let mut buckets = Buckets::vllm();
     let b = &cfg.buckets;
     for (dst, src) in [
@@ -119,11 +120,11 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
             dst.extend_from_slice(v);
         }
     }
-    let buckets = buckets.with_slos(
-        targets
-            .iter()
-            .flat_map(|t| t.scenarios.iter().map(|s| &s.slo)),
-    );
+    let buckets = buckets.normalized();
+    let mut targets = Vec::with_capacity(cfg.targets.len());
+    for (i, t) in cfg.targets.iter().enumerate() {
+        targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
+    }
     let redacted_yaml = serde_yaml_ng::to_string(cfg)
         .map_err(|e| (root.clone(), format!("cannot print the config: {e}")))?;
     Ok(Plan {
@@ -136,7 +137,12 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     })
 }
 
-fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, String)> {
+fn target(
+    cfg: &Config,
+    t: &Target,
+    path: &Path,
+    buckets: &Buckets,
+) -> Result<TargetPlan, (Path, String)> {
     let mut secrets = Vec::new();
     let api_key = match (&t.api_key_file, &t.api_key_env) {
         (Some(file), _) => Some(
@@ -210,7 +216,7 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
                     e.to_string(),
                 )
             })?;
-        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz()));
+        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
     }
 
     let capacity = match &t.capacity {
@@ -260,8 +266,19 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
     })
 }
 
-fn scenario(cfg: &Config, t: &Target, s: &Scenario, shared_hz: f64) -> ScenarioPlan {
+fn scenario(
+    cfg: &Config,
+    t: &Target,
+    s: &Scenario,
+    shared_hz: f64,
+    buckets: &Buckets,
+) -> ScenarioPlan {
     let slo = s.slo.or(cfg.defaults.slo);
+    let slo = Slo {
+        ttft: slo.ttft,
+        tpot: slo.tpot,
+        e2e: slo.e2e,
+    };
     ScenarioPlan {
         name: s.name.clone(),
         rate_hz: s.rate.map_or(shared_hz, |r| r.hz()),
@@ -269,11 +286,8 @@ fn scenario(cfg: &Config, t: &Target, s: &Scenario, shared_hz: f64) -> ScenarioP
         output_tokens: s.output_tokens,
         shared_prefix_tokens: s.shared_prefix_tokens,
         ignore_eos: s.ignore_eos,
-        slo: Slo {
-            ttft: slo.ttft,
-            tpot: slo.tpot,
-            e2e: slo.e2e,
-        },
+        buckets: buckets.clone().with_slos([&slo]),
+        slo,
         seed: derive_seed(cfg.seed, &t.name, &s.name),
     }
 }

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -92,7 +93,7 @@ pub fn scrape_loop(
     plan: TargetPlan,
     url: String,
     metrics: Arc<Metrics>,
-    interval: Duration,
+    mut interval: watch::Receiver<Duration>,
     ttft_window: Arc<Mutex<TtftWindow>>,
     stop: CancellationToken,
 ) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
@@ -101,17 +102,35 @@ pub fn scrape_loop(
         .no_proxy()
         .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
         .build()?;
-    // A scrape must end before the next one is due.
-    let timeout = interval.min(Duration::from_secs(10));
     Ok(async move {
-        let mut tick = tokio::time::interval(interval);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let ticker = |every: Duration| {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            tick
+        };
+        let mut every = *interval.borrow_and_update();
+        let mut tick = ticker(every);
+        let mut watching = true;
         let mut prev: Option<(EngineSnapshot, Instant)> = None;
         loop {
             tokio::select! {
+                biased;
                 () = stop.cancelled() => break,
+                changed = interval.changed(), if watching => {
+                    if changed.is_ok() {
+                        // A reload changed the interval: the scraper keeps running.
+                        every = *interval.borrow_and_update();
+                        tick = ticker(every);
+                    } else {
+                        // The control task is gone: the interval stays as it is.
+                        watching = false;
+                    }
+                    continue;
+                }
                 _ = tick.tick() => {}
             }
+            // A scrape must end before the next one is due.
+            let timeout = every.min(Duration::from_secs(10));
             let started = Instant::now();
             let result = tokio::select! {
                 () = stop.cancelled() => break,

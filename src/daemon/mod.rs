@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -74,20 +74,22 @@ impl Daemon {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let metrics = Metrics::new(plan.buckets.clone())?;
+        let metrics = Metrics::new()?;
         let status = StatusBoard::new();
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = mpsc::channel(4);
+        let (scrape_interval, scrape_interval_rx) = watch::channel(plan.engine_scrape_interval);
         let shared = Shared {
             metrics: metrics.clone(),
             status: status.clone(),
-            grace_period: plan.grace_period,
-            engine_scrape_interval: plan.engine_scrape_interval,
+            engine_scrape_interval: scrape_interval_rx,
             run_nonce: run_nonce(),
         };
         let mut control = Control {
             source,
             shared,
+            grace_period: plan.grace_period,
+            scrape_interval,
             plan: None,
             targets: BTreeMap::new(),
             stopping: Vec::new(),
@@ -169,6 +171,10 @@ fn run_nonce() -> u32 {
 struct Control {
     source: ConfigSource,
     shared: Shared,
+    /// The grace period in force, applied whenever a target stops.
+    grace_period: Duration,
+    /// Publishes the engine scrape interval to running scrapers.
+    scrape_interval: watch::Sender<Duration>,
     plan: Option<Plan>,
     targets: BTreeMap<String, RunningTarget>,
     /// Targets stopped by a reload, still finishing their in-flight probes.
@@ -196,16 +202,16 @@ impl Control {
             self.stopping.retain(|h| !h.is_finished());
         }
         tracing::info!(
-            grace_period = ?self.shared.grace_period,
+            grace_period = ?self.grace_period,
             "shutting down: no new probes, waiting for in-flight ones"
         );
         let mut waits: Vec<JoinHandle<()>> = std::mem::take(&mut self.stopping);
         for (_, t) in std::mem::take(&mut self.targets) {
-            waits.push(t.stop());
+            waits.push(t.stop(self.grace_period));
         }
-        // The runner cancels what is still in flight at the end of the grace period;
-        // the extra second covers the cancellation itself.
-        let deadline = self.shared.grace_period + Duration::from_secs(1);
+        // A stopping target aborts what is still in flight at the end of the grace
+        // period; the extra second covers the cancellation itself.
+        let deadline = self.grace_period + Duration::from_secs(1);
         let all = async {
             for w in waits {
                 let _ = w.await;
@@ -244,45 +250,26 @@ impl Control {
                 "listen address changes take effect on restart"
             );
         }
-        // Shared settings and bucket layouts are decided first, but targets are only
-        // stopped in the diff below: every old target must go through it so that the
-        // series of removed (or re-modelled) ones are deleted.
-        let mut restart_all = false;
-        if let Some(old) = &self.plan
-            && (old.grace_period != plan.grace_period
-                || old.engine_scrape_interval != plan.engine_scrape_interval)
-        {
-            // Shared settings changed: every target restarts to pick them up.
-            self.shared.grace_period = plan.grace_period;
-            self.shared.engine_scrape_interval = plan.engine_scrape_interval;
-            restart_all = true;
-        }
-        let buckets_changed = match metrics.set_buckets(plan.buckets.clone()) {
-            Ok(changed) => changed,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot rebuild histograms; keeping the old buckets");
-                false
-            }
-        };
-        // The histogram children of running targets belong to the old families.
-        restart_all |= buckets_changed;
+        // Shared settings apply to running targets in place: the grace period when a
+        // target stops, the scrape interval through the watch channel.
+        self.grace_period = plan.grace_period;
+        self.scrape_interval.send_if_modified(|v| {
+            let changed = *v != plan.engine_scrape_interval;
+            *v = plan.engine_scrape_interval;
+            changed
+        });
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
         let mut old = std::mem::take(&mut self.targets);
         for t in &plan.targets {
             match old.remove(&t.name) {
-                Some(running) if running.plan == *t && !restart_all => {
-                    next.insert(t.name.clone(), running);
-                }
                 Some(running) if running.plan == *t => {
-                    // Unchanged but restarted for shared settings: its series stay.
-                    self.stopping.push(running.stop());
-                    to_start.push(t.clone());
+                    next.insert(t.name.clone(), running);
                 }
                 Some(running) => {
                     tracing::info!(target = %t.name, "target changed; restarting it");
                     self.remove_series_not_in(&running.plan, Some(t));
-                    self.stopping.push(running.stop());
+                    self.stopping.push(running.stop(self.grace_period));
                     to_start.push(t.clone());
                 }
                 None => to_start.push(t.clone()),
@@ -291,7 +278,7 @@ impl Control {
         for (name, running) in old {
             tracing::info!(target = %name, "target removed");
             self.remove_series_not_in(&running.plan, None);
-            self.stopping.push(running.stop());
+            self.stopping.push(running.stop(self.grace_period));
         }
         let count: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
         let mut position = 0;

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,13 +29,17 @@ use crate::workload::prompt::PromptGenerator;
 /// data within seconds even at one probe per hour.
 pub const MAX_STAGGER: Duration = Duration::from_secs(10);
 
+/// How long a stopped runner itself lets probes run on; `RunningTarget::stop` aborts
+/// it at the configured grace period long before.
+const RUNNER_GRACE_BACKSTOP: Duration = Duration::from_secs(3600);
+
 /// What every target shares.
 #[derive(Clone)]
 pub struct Shared {
     pub metrics: Arc<Metrics>,
     pub status: Arc<StatusBoard>,
-    pub grace_period: Duration,
-    pub engine_scrape_interval: Duration,
+    /// The engine scrape interval; a reload changes it without restarting targets.
+    pub engine_scrape_interval: watch::Receiver<Duration>,
     /// Part of every prompt nonce: fresh per daemon start, so a restarted daemon does
     /// not send the prompts of its previous life into a warm prefix cache.
     pub run_nonce: u32,
@@ -49,14 +53,24 @@ pub struct RunningTarget {
 }
 
 impl RunningTarget {
-    /// Stops scheduling; in-flight probes finish within the grace period. Returns a
-    /// handle that resolves when every task of the target has ended.
-    pub fn stop(self) -> JoinHandle<()> {
+    /// Stops scheduling; in-flight probes finish within `grace` (the grace period in
+    /// force now: a reload may have changed it since the target started), then its
+    /// tasks are aborted. Returns a handle that resolves when every task has ended.
+    pub fn stop(self, grace: Duration) -> JoinHandle<()> {
         self.stop.cancel();
         let tasks = self.tasks;
         tokio::spawn(async move {
-            for t in tasks {
-                let _ = t.await;
+            let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
+            let all = async {
+                for t in tasks {
+                    let _ = t.await;
+                }
+            };
+            if tokio::time::timeout(grace, all).await.is_err() {
+                // Aborting a runner drops its probe tasks (and their in-flight gauges).
+                for a in aborts {
+                    a.abort();
+                }
             }
         })
     }
@@ -109,7 +123,8 @@ pub fn start(
             &scenario.name,
             &scenario.slo,
             plan.price,
-        ));
+            &scenario.buckets,
+        )?);
         let status = shared
             .status
             .scenario(&plan.name, &plan.model, &scenario.name);
@@ -138,7 +153,9 @@ pub fn start(
                 ..Stop::default()
             },
             drain: None,
-            cancel_grace: shared.grace_period,
+            // The grace period in force is applied by `RunningTarget::stop`; this is
+            // only the runner's own backstop.
+            cancel_grace: RUNNER_GRACE_BACKSTOP,
             timer: runner::Timer::Tokio,
         };
         let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
@@ -207,7 +224,7 @@ pub fn start(
             plan.clone(),
             url,
             shared.metrics.clone(),
-            shared.engine_scrape_interval,
+            shared.engine_scrape_interval.clone(),
             ttft_window,
             stop.clone(),
         )?));

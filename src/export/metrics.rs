@@ -7,13 +7,15 @@
 //! hashing. Gauges that change on a slow interval (capacity, engine scrape) are resolved
 //! when they are set.
 
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use prometheus::core::Collector;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
 use prometheus::{
-    CounterVec, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter,
-    IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::record::{Outcome, RequestRecord, Slo};
@@ -112,63 +114,142 @@ impl Buckets {
     }
 }
 
-/// The five latency histogram families; replaced as a whole when the bucket layout
-/// changes (a histogram cannot change its buckets in place).
-struct Histograms {
+/// The five latency histogram families (name, help), in the order of
+/// `SeriesHistograms::h`.
+const HISTOGRAM_FAMILIES: [(&str, &str); 5] = [
+    (
+        "llmprobe_ttft_seconds",
+        "Time to first content token, from the actual send.",
+    ),
+    (
+        "llmprobe_tpot_seconds",
+        "Time per output token after the first (vLLM's TPOT).",
+    ),
+    (
+        "llmprobe_inter_token_latency_seconds",
+        "Per-token inter-token latency (a chunk gap shared among its tokens).",
+    ),
+    (
+        "llmprobe_request_duration_seconds",
+        "End-to-end probe latency, send to last token.",
+    ),
+    (
+        "llmprobe_dispatch_lag_seconds",
+        "Actual send time minus scheduled send time (client health).",
+    ),
+];
+
+/// The latency histograms of one target × scenario, all built with this series' own
+/// bucket layout (vLLM's ∪ configured extras ∪ the scenario's own SLO thresholds).
+#[derive(Clone)]
+struct SeriesHistograms {
     buckets: Buckets,
-    ttft: HistogramVec,
-    tpot: HistogramVec,
-    itl: HistogramVec,
-    e2e: HistogramVec,
-    dispatch_lag: HistogramVec,
+    h: [Histogram; 5],
 }
 
-impl Histograms {
-    fn new(buckets: Buckets) -> prometheus::Result<Self> {
-        let vec = |name: &str, help: &str, b: &[f64]| {
-            HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(b.to_vec()),
-                &PROBE_LABELS,
-            )
-        };
-        Ok(Histograms {
-            ttft: vec(
-                "llmprobe_ttft_seconds",
-                "Time to first content token, from the actual send.",
-                &buckets.ttft,
-            )?,
-            tpot: vec(
-                "llmprobe_tpot_seconds",
-                "Time per output token after the first (vLLM's TPOT).",
-                &buckets.tpot,
-            )?,
-            itl: vec(
-                "llmprobe_inter_token_latency_seconds",
-                "Per-token inter-token latency (a chunk gap shared among its tokens).",
-                &buckets.itl,
-            )?,
-            e2e: vec(
-                "llmprobe_request_duration_seconds",
-                "End-to-end probe latency, send to last token.",
-                &buckets.e2e,
-            )?,
-            dispatch_lag: vec(
-                "llmprobe_dispatch_lag_seconds",
-                "Actual send time minus scheduled send time (client health).",
-                &buckets.dispatch_lag,
-            )?,
-            buckets,
+impl SeriesHistograms {
+    fn new(labels: [&str; 3], buckets: Buckets) -> prometheus::Result<Self> {
+        let layouts = [
+            &buckets.ttft,
+            &buckets.tpot,
+            &buckets.itl,
+            &buckets.e2e,
+            &buckets.dispatch_lag,
+        ];
+        let mut hs = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
+        for ((name, help), bounds) in HISTOGRAM_FAMILIES.iter().zip(layouts) {
+            let mut opts = HistogramOpts::new(*name, *help).buckets(bounds.clone());
+            for (k, v) in PROBE_LABELS.iter().zip(labels) {
+                opts = opts.const_label(*k, v);
+            }
+            hs.push(Histogram::with_opts(opts)?);
+        }
+        let h: [Histogram; 5] = hs
+            .try_into()
+            .map_err(|_| prometheus::Error::Msg("expected five histograms".into()))?;
+        Ok(SeriesHistograms { buckets, h })
+    }
+}
+
+/// The latency histogram families as one collector. Each target × scenario keeps its
+/// own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
+/// collector emits one MetricFamily per name made of per-series histograms with
+/// different `le` sets, which the text format and Prometheus accept (every series is a
+/// histogram of its own; `promtool check metrics` agrees, see tests/daemon_mock.rs).
+struct LatencyHistograms {
+    descs: Vec<Desc>,
+    series: Mutex<BTreeMap<[String; 3], SeriesHistograms>>,
+}
+
+impl LatencyHistograms {
+    fn new() -> prometheus::Result<Self> {
+        let descs = HISTOGRAM_FAMILIES
+            .iter()
+            .map(|(name, help)| {
+                Desc::new(
+                    (*name).to_string(),
+                    (*help).to_string(),
+                    PROBE_LABELS.iter().map(|l| (*l).to_string()).collect(),
+                    HashMap::new(),
+                )
+            })
+            .collect::<prometheus::Result<Vec<_>>>()?;
+        Ok(LatencyHistograms {
+            descs,
+            series: Mutex::new(BTreeMap::new()),
         })
     }
 
-    fn collectors(&self) -> [&HistogramVec; 5] {
-        [
-            &self.ttft,
-            &self.tpot,
-            &self.itl,
-            &self.e2e,
-            &self.dispatch_lag,
-        ]
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<[String; 3], SeriesHistograms>> {
+        // Every change under the lock is one map operation: a poisoned map is consistent.
+        self.series.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The histograms of one series with `buckets`: the existing ones when their layout
+    /// is the same (they continue), fresh ones otherwise (they restart from zero).
+    fn resolve(
+        &self,
+        labels: [&str; 3],
+        buckets: &Buckets,
+    ) -> prometheus::Result<SeriesHistograms> {
+        let key = labels.map(str::to_string);
+        let mut map = self.lock();
+        if let Some(existing) = map.get(&key)
+            && existing.buckets == *buckets
+        {
+            return Ok(existing.clone());
+        }
+        let fresh = SeriesHistograms::new(labels, buckets.clone())?;
+        map.insert(key, fresh.clone());
+        Ok(fresh)
+    }
+
+    fn remove(&self, labels: [&str; 3]) {
+        self.lock().remove(&labels.map(str::to_string));
+    }
+}
+
+impl Collector for LatencyHistograms {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let map = self.lock();
+        let mut out = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
+        for i in 0..HISTOGRAM_FAMILIES.len() {
+            let mut family: Option<MetricFamily> = None;
+            for s in map.values() {
+                for mut mf in s.h[i].collect() {
+                    match &mut family {
+                        None => family = Some(mf),
+                        Some(f) => f.mut_metric().extend(mf.take_metric()),
+                    }
+                }
+            }
+            out.extend(family);
+        }
+        out
     }
 }
 
@@ -227,7 +308,7 @@ pub struct Metrics {
     slo_tpot: GaugeVec,
     slo_e2e: GaugeVec,
     skipped: IntCounterVec,
-    histograms: RwLock<Histograms>,
+    histograms: Arc<LatencyHistograms>,
     capacity: [GaugeVec; 7],
     engine: [GaugeVec; 11],
     reload_ok: IntGauge,
@@ -265,9 +346,9 @@ fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec
 
 impl Metrics {
     /// Builds and registers every family. Fails only on a programming error (a bad
-    /// name or a duplicate), never on user input other than bad bucket values, which
-    /// [`Buckets::normalized`] removes.
-    pub fn new(buckets: Buckets) -> anyhow::Result<Arc<Self>> {
+    /// name or a duplicate). Histogram bucket layouts are per series, see
+    /// [`Metrics::scenario`].
+    pub fn new() -> anyhow::Result<Arc<Self>> {
         let registry = Registry::new();
         let failure_labels = ["target", "model", "scenario", "reason"];
         let m = Metrics {
@@ -332,7 +413,7 @@ impl Metrics {
                 "Arrivals dropped without sending, by reason.",
                 &failure_labels,
             )?,
-            histograms: RwLock::new(Histograms::new(buckets.normalized())?),
+            histograms: Arc::new(LatencyHistograms::new()?),
             capacity: [
                 gauge(
                     "llmprobe_capacity_max_concurrent_sequences",
@@ -469,50 +550,15 @@ impl Metrics {
         r.register(Box::new(m.reload_ok.clone()))?;
         r.register(Box::new(m.reload_ts.clone()))?;
         r.register(Box::new(m.targets.clone()))?;
-        {
-            let h = m.read_histograms();
-            for v in h.collectors() {
-                r.register(Box::new(v.clone()))?;
-            }
-        }
+        r.register(Box::new(SharedCollector(m.histograms.clone())))?;
         register_process_collector(r);
         Ok(Arc::new(m))
     }
 
-    fn read_histograms(&self) -> std::sync::RwLockReadGuard<'_, Histograms> {
-        // A panic while holding the lock cannot leave the families half-built (the
-        // swap is one assignment), so a poisoned lock is still consistent.
-        self.histograms.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The current histogram bucket layout.
-    pub fn buckets(&self) -> Buckets {
-        self.read_histograms().buckets.clone()
-    }
-
-    /// Replaces the histogram families when `buckets` differs from the current layout.
-    /// Returns whether it did; then every [`ScenarioSeries`] must be resolved again
-    /// (histogram series restart from zero, which `rate()` treats as a counter reset).
-    pub fn set_buckets(&self, buckets: Buckets) -> anyhow::Result<bool> {
-        let buckets = buckets.normalized();
-        let mut guard = self.histograms.write().unwrap_or_else(|e| e.into_inner());
-        if guard.buckets == buckets {
-            return Ok(false);
-        }
-        let fresh = Histograms::new(buckets)?;
-        for v in guard.collectors() {
-            // Unregistering a registered collector cannot fail; ignore the impossible.
-            let _ = self.registry.unregister(Box::new(v.clone()));
-        }
-        for v in fresh.collectors() {
-            self.registry.register(Box::new(v.clone()))?;
-        }
-        *guard = fresh;
-        Ok(true)
-    }
-
     /// Resolves every child series of one target × scenario (creating them at zero, so
     /// `rate()` and `increase()` see the first probe), and publishes its SLO gauges.
+    /// `buckets` is this series' histogram layout: histograms with the same layout
+    /// continue, a changed layout restarts only this series' histograms.
     pub fn scenario(
         &self,
         target: &str,
@@ -520,9 +566,10 @@ impl Metrics {
         scenario: &str,
         slo: &Slo,
         price: Option<TokenPrice>,
-    ) -> ScenarioSeries {
+        buckets: &Buckets,
+    ) -> anyhow::Result<ScenarioSeries> {
         let l = [target, model, scenario];
-        let h = self.read_histograms();
+        let h = self.histograms.resolve(l, &buckets.clone().normalized())?;
         let failures = failure_outcomes()
             .map(|o| {
                 (
@@ -548,7 +595,8 @@ impl Metrics {
                 }
             }
         }
-        ScenarioSeries {
+        let [ttft, tpot, itl, e2e, dispatch_lag] = h.h;
+        Ok(ScenarioSeries {
             requests: self.requests.with_label_values(&l),
             failures,
             goodput: self.goodput.with_label_values(&l),
@@ -558,12 +606,12 @@ impl Metrics {
             inflight: self.inflight.with_label_values(&l),
             last_success: self.last_success.with_label_values(&l),
             skipped,
-            ttft: h.ttft.with_label_values(&l),
-            tpot: h.tpot.with_label_values(&l),
-            itl: h.itl.with_label_values(&l),
-            e2e: h.e2e.with_label_values(&l),
-            dispatch_lag: h.dispatch_lag.with_label_values(&l),
-        }
+            ttft,
+            tpot,
+            itl,
+            e2e,
+            dispatch_lag,
+        })
     }
 
     /// Removes every series of one target × scenario (the target left the config).
@@ -598,9 +646,7 @@ impl Metrics {
                 .skipped
                 .remove_label_values(&[target, model, scenario, r.as_str()]);
         }
-        for v in self.read_histograms().collectors() {
-            let _ = v.remove_label_values(&l);
-        }
+        self.histograms.remove(l);
     }
 
     /// Publishes the capacity model's gauges for a target.
@@ -697,6 +743,19 @@ fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
         _ => {
             let _ = g.remove_label_values(labels);
         }
+    }
+}
+
+/// Registers an `Arc`-shared collector (the registry wants to own a box).
+struct SharedCollector<C>(Arc<C>);
+
+impl<C: Collector> Collector for SharedCollector<C> {
+    fn desc(&self) -> Vec<&Desc> {
+        self.0.desc()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.0.collect()
     }
 }
 
@@ -852,12 +911,21 @@ mod tests {
 
     #[test]
     fn observe_feeds_every_family_from_the_record() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let price = TokenPrice {
             input_per_million: 1.0,
             output_per_million: 2.0,
         };
-        let s = m.scenario("prod", "llama", "short", &Slo::default(), Some(price));
+        let s = m
+            .scenario(
+                "prod",
+                "llama",
+                "short",
+                &Slo::default(),
+                Some(price),
+                &Buckets::vllm(),
+            )
+            .unwrap();
         assert!(s.observe(&record(), &Slo::default()));
         let slo = Slo {
             ttft: Some(ms(40)),
@@ -946,12 +1014,14 @@ mod tests {
 
     #[test]
     fn slo_gauges_exist_only_when_configured() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let slo = Slo {
             ttft: Some(ms(250)),
             ..Slo::default()
         };
-        let _s = m.scenario("t", "m", "s", &slo, None);
+        let _s = m
+            .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
+            .unwrap();
         let text = m.render().unwrap();
         assert!(
             text.contains(r#"llmprobe_slo_ttft_seconds{model="m",scenario="s",target="t"} 0.25"#)
@@ -962,10 +1032,14 @@ mod tests {
 
     #[test]
     fn removed_scenarios_leave_no_series() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
-        let s = m.scenario("gone", "m", "s", &Slo::default(), None);
+        let m = Metrics::new().unwrap();
+        let s = m
+            .scenario("gone", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
         s.observe(&record(), &Slo::default());
-        let keep = m.scenario("kept", "m", "s", &Slo::default(), None);
+        let keep = m
+            .scenario("kept", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
         keep.observe(&record(), &Slo::default());
         m.set_capacity("gone", "m", &CapacityGauges::default());
         m.remove_scenario("gone", "m", "s");
@@ -976,28 +1050,56 @@ mod tests {
     }
 
     #[test]
-    fn changing_buckets_replaces_the_histograms() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
-        assert!(!m.set_buckets(Buckets::vllm()).unwrap());
+    fn each_series_has_its_own_bucket_layout() {
+        let m = Metrics::new().unwrap();
         let slo = Slo {
             ttft: Some(ms(123)),
             ..Slo::default()
         };
-        assert!(m.set_buckets(Buckets::vllm().with_slos([&slo])).unwrap());
-        let s = m.scenario("t", "m", "s", &slo, None);
+        let plain = m
+            .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        plain.observe(&record(), &Slo::default());
+        let own = Buckets::vllm().with_slos([&slo]);
+        let s = m.scenario("b", "m", "s", &slo, None, &own).unwrap();
         s.observe(&record(), &slo);
         let text = m.render().unwrap();
-        assert!(text.contains(r#"le="0.123""#));
+        // The threshold is a bound of b's series only, and one family holds both.
+        assert!(text.contains(
+            r#"llmprobe_ttft_seconds_bucket{model="m",scenario="s",target="b",le="0.123"} 1"#
+        ));
+        assert!(!text.contains(r#"target="a",le="0.123""#), "{text}");
         assert_eq!(
             text.matches("# TYPE llmprobe_ttft_seconds histogram")
                 .count(),
             1
         );
+        // Resolving a with the same layout again continues its histograms...
+        let again = m
+            .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        again.observe(&record(), &Slo::default());
+        let l = r#"{model="m",scenario="s",target="a"}"#;
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(&text, &format!("llmprobe_ttft_seconds_count{l}")),
+            2.0
+        );
+        // ...a new layout restarts them, with the new bound.
+        let _moved = m.scenario("a", "m", "s", &slo, None, &own).unwrap();
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(&text, &format!("llmprobe_ttft_seconds_count{l}")),
+            0.0
+        );
+        assert!(text.contains(r#"target="a",le="0.123""#));
+        m.remove_scenario("a", "m", "s");
+        assert!(!m.render().unwrap().contains(r#"target="a""#));
     }
 
     #[test]
     fn engine_failure_removes_stale_values() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let g = EngineGauges {
             running: Some(3.0),
             ..EngineGauges::default()
