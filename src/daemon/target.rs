@@ -113,6 +113,13 @@ pub fn start(
         let client = Arc::new(Client::new(
             ClientConfig {
                 ignore_eos: scenario.ignore_eos,
+                limits: crate::client::Limits {
+                    max_output_tokens: max_output_tokens(
+                        scenario.output_tokens,
+                        plan.client.limits.max_output_tokens,
+                    ),
+                    ..plan.client.limits
+                },
                 ..plan.client.clone()
             },
             None,
@@ -239,6 +246,17 @@ pub fn start(
     Ok(RunningTarget { plan, stop, tasks })
 }
 
+/// The most output tokens a probe of this scenario may report before the client calls
+/// it a `stream_error`: 4× what it asks for, at least 4096 (a model may overrun
+/// `max_tokens` by a little, never by orders of magnitude), and never above the
+/// target's configured limit. Keeps a lying `usage` from flooding the metrics.
+pub fn max_output_tokens(output_tokens: u32, configured: u32) -> u32 {
+    output_tokens
+        .saturating_mul(4)
+        .max(4096)
+        .min(configured.max(1))
+}
+
 /// When the first probe of runner `position` of `count` goes out: spread evenly over
 /// one mean gap of its own rate, capped at [`MAX_STAGGER`].
 pub fn stagger_offset(rate_hz: f64, position: usize, count: usize) -> Duration {
@@ -354,6 +372,14 @@ mod tests {
             "401: invalid key <secret> (<secret>)"
         );
         assert_eq!(scrub("fine", &secrets), "fine");
+    }
+
+    #[test]
+    fn output_token_limit_follows_the_scenario() {
+        assert_eq!(max_output_tokens(16, 1 << 20), 4096);
+        assert_eq!(max_output_tokens(2000, 1 << 20), 8000);
+        assert_eq!(max_output_tokens(u32::MAX, 1 << 20), 1 << 20);
+        assert_eq!(max_output_tokens(16, 100), 100);
     }
 
     #[test]

@@ -784,6 +784,10 @@ pub fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Most per-token ITL observations one probe may add (far above any scenario's
+/// `max_output_tokens`, which the daemon keeps at a few thousand).
+pub const MAX_ITL_OBSERVATIONS_PER_PROBE: u64 = 1 << 16;
+
 /// Pre-resolved child series of one target × scenario: the hot path.
 pub struct ScenarioSeries {
     requests: IntCounter,
@@ -828,11 +832,19 @@ impl ScenarioSeries {
             self.tpot.observe(t.as_secs_f64());
         }
         // Per-token ITL: each sample stands for `tokens` tokens, so it is observed that
-        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations).
+        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations). The
+        // client rejects token counts above the scenario's `max_output_tokens`; the cap
+        // here keeps one absurd record from ever looping for long regardless.
+        let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
         for (gap, tokens) in r.itl() {
+            let n = u64::from(tokens).min(left);
+            left -= n;
             let v = gap.as_secs_f64();
-            for _ in 0..tokens {
+            for _ in 0..n {
                 self.itl.observe(v);
+            }
+            if left == 0 {
+                break;
             }
         }
         if let Some(t) = r.e2e() {
@@ -1010,6 +1022,30 @@ mod tests {
             ) > 1e9
         );
         assert!(text.contains("llmprobe_build_info{version="));
+    }
+
+    #[test]
+    fn absurd_token_counts_cannot_loop_for_long() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(50), 4, Some(1));
+        r.push_chunk(ms(60), 16, Some(4_000_000_001));
+        r.usage_completion_tokens = Some(4_000_000_001);
+        r.t_end = Some(ms(61));
+        r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+        assert!(r.itl().map(|(_, n)| u64::from(n)).sum::<u64>() > 1 << 30);
+        let m = Metrics::new().unwrap();
+        let s = m
+            .scenario("t", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        s.observe(&r, &Slo::default());
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(
+                &text,
+                r#"llmprobe_inter_token_latency_seconds_count{model="m",scenario="s",target="t"}"#
+            ),
+            MAX_ITL_OBSERVATIONS_PER_PROBE as f64
+        );
     }
 
     #[test]
