@@ -44,11 +44,11 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_duration",
-        "bad_duration.yaml:7:14: targets[0].scenarios[0].slo: invalid duration \"fast\" (expected number at 0); use e.g. 500ms, 30s, 2m",
+        "bad_duration.yaml:7:14: targets[0].scenarios[0].slo: invalid duration <value> (expected number at 0); use e.g. 500ms, 30s, 2m",
     ),
     (
         "bad_endpoint",
-        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant `grpc`, expected `chat` or `completions`",
+        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected `chat` or `completions`",
     ),
     (
         "bad_engine_url",
@@ -64,7 +64,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_rate_unit",
-        "bad_rate_unit.yaml:5:11: targets[0].rate: invalid rate \"5/day\": unknown unit \"day\" (use /s, /min or /h)",
+        "bad_rate_unit.yaml:5:11: targets[0].rate: invalid rate <value>: unknown unit <value> (use /s, /min or /h)",
     ),
     (
         "both_api_keys",
