@@ -355,3 +355,31 @@ fn configured_buckets_extend_vllms() {
     assert!(plan.buckets.ttft.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(plan.buckets.tpot, vllm.tpot);
 }
+
+/// Review #12: credentials inside URLs are masked in `/config`.
+#[test]
+fn printed_config_masks_url_credentials() {
+    let text = "targets:\n  - name: t\n    base_url: http://bob:sk-url-canary@127.0.0.1:1/v1\n    model: m\n    engine_metrics_url: http://127.0.0.1:2/metrics?token=sk-engine-canary\n";
+    let plan = load_str(text, "c.yaml").unwrap();
+    let y = &plan.redacted_yaml;
+    for canary in ["sk-url-canary", "sk-engine-canary"] {
+        assert!(!y.contains(canary), "{canary} in\n{y}");
+    }
+    assert!(
+        y.contains("base_url: http://bob:<secret>@127.0.0.1:1/v1\n"),
+        "{y}"
+    );
+    assert!(
+        y.contains("engine_metrics_url: http://127.0.0.1:2/metrics?<secret>"),
+        "{y}"
+    );
+    // The probes still use the real URL.
+    assert!(plan.targets[0].client.base_url.contains("sk-url-canary"));
+    // A rejected base_url is not echoed with its password either.
+    let bad = text.replace("/v1\n", "/v1?q=1\n");
+    let e = load_str(&bad, "c.yaml").unwrap_err().to_string();
+    assert!(
+        !e.contains("sk-url-canary") && e.contains("<secret>"),
+        "{e}"
+    );
+}

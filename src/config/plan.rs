@@ -14,7 +14,7 @@ use super::{Config, HeaderSource, HeaderValue, Scenario, Target};
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::record::Slo;
-use crate::secret::Secret;
+use crate::secret::{REDACTED, Secret};
 use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
@@ -125,7 +125,12 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     for (i, t) in cfg.targets.iter().enumerate() {
         targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
     }
-    let redacted_yaml = serde_yaml_ng::to_string(cfg)
+    let mut shown = cfg.clone();
+    for t in &mut shown.targets {
+        t.base_url = redact_url(&t.base_url);
+        t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
+    }
+    let redacted_yaml = serde_yaml_ng::to_string(&shown)
         .map_err(|e| (root.clone(), format!("cannot print the config: {e}")))?;
     Ok(Plan {
         listen: cfg.listen.clone(),
@@ -196,9 +201,11 @@ fn target(
         tls: t.tls.clone(),
         limits: t.limits,
     };
-    client
-        .validate()
-        .map_err(|e| (path.clone(), format!("{e:#}")))?;
+    // The client's message quotes the URL; show it as `/config` would.
+    client.validate().map_err(|e| {
+        let msg = format!("{e:#}").replace(&t.base_url, &redact_url(&t.base_url));
+        (path.clone(), msg)
+    })?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
     crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
@@ -292,6 +299,36 @@ fn scenario(
     }
 }
 
+/// A URL as `/config` shows it: a userinfo password and the query string (where
+/// gateways take tokens, `?key=…`) become `<secret>`; scheme, user, host, port and path
+/// stay. Works on the text, so it never re-encodes what it keeps.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:{REDACTED}@{host}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => match query.split_once('#') {
+            Some((_, fragment)) => format!("{path}?{REDACTED}#{fragment}"),
+            None => format!("{path}?{REDACTED}"),
+        },
+        None => tail.to_string(),
+    };
+    match scheme {
+        Some(s) => format!("{s}://{authority}{tail}"),
+        None => format!("{authority}{tail}"),
+    }
+}
+
 /// FNV-1a over the global seed and the names: stable across Rust versions and
 /// platforms (std's hasher is not guaranteed to be).
 pub fn derive_seed(seed: u64, target: &str, scenario: &str) -> u64 {
@@ -307,4 +344,26 @@ pub fn derive_seed(seed: u64, target: &str, scenario: &str) -> u64 {
     eat(&[0xff]);
     eat(scenario.as_bytes());
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_passwords_and_query_strings() {
+        assert_eq!(
+            redact_url("https://user:pa:ss@llm.example:8443/v1?key=sk-1&x=2#f"),
+            "https://user:<secret>@llm.example:8443/v1?<secret>#f"
+        );
+        assert_eq!(
+            redact_url("http://user@llm:8000/v1"),
+            "http://user@llm:8000/v1"
+        );
+        assert_eq!(redact_url("http://llm:8000"), "http://llm:8000");
+        assert_eq!(
+            redact_url("http://llm:8000/metrics?token=t"),
+            "http://llm:8000/metrics?<secret>"
+        );
+    }
 }
