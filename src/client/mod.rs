@@ -40,6 +40,10 @@ use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
 use sse::SseParser;
 
+/// Largest `usage.prompt_tokens` believed from a server: far above any context window
+/// served today (10M tokens); larger is a broken or hostile count.
+const MAX_USAGE_PROMPT_TOKENS: u32 = 16 << 20;
+
 /// How much of an error response body is kept in `record.error`.
 const ERROR_BODY_BYTES: usize = 4 * 1024;
 /// After `[DONE]`, how long to wait for the end of the body so the connection can go
@@ -155,6 +159,9 @@ impl Client {
             // A prober measures the endpoint itself, not a proxy picked up from the
             // environment.
             .no_proxy()
+            // Following a redirect would turn the POST into a GET against another URL
+            // and time that instead: a 3xx is reported as what it is.
+            .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
             .context("building the HTTP client")?;
@@ -477,6 +484,20 @@ impl Client {
         })?;
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
+            // A server's counts are input too: an absurd usage (a buggy or hostile
+            // endpoint) would otherwise become N_out, TPOT ≈ 0 and billions of per-token
+            // ITL observations downstream.
+            let max_out = self.cfg.limits.max_output_tokens;
+            if let Some(c) = u.completion_tokens.filter(|&c| c > max_out) {
+                return Err(Failure::stream(format!(
+                    "usage.completion_tokens {c} exceeds limits.max_output_tokens ({max_out})"
+                )));
+            }
+            if let Some(p) = u.prompt_tokens.filter(|&p| p > MAX_USAGE_PROMPT_TOKENS) {
+                return Err(Failure::stream(format!(
+                    "usage.prompt_tokens {p} exceeds {MAX_USAGE_PROMPT_TOKENS}"
+                )));
+            }
             if let Some(p) = u.prompt_tokens {
                 rec.usage_prompt_tokens = Some(p);
             }
