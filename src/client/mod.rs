@@ -108,6 +108,9 @@ struct StreamState {
     tokens_seen: u64,
     response_bytes: u64,
     done: bool,
+    /// With a tokenizer: the whole generated text, so N_out is counted on it at the end
+    /// (per-chunk counts over-count where tokens merge across chunk boundaries).
+    text: String,
 }
 
 impl Client {
@@ -226,6 +229,7 @@ impl Client {
             tokens_seen: 0,
             response_bytes: 0,
             done: false,
+            text: String::new(),
         };
         let result = match body {
             Ok(body) => {
@@ -253,6 +257,13 @@ impl Client {
             _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
             _ => None,
         };
+        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
+            (known, rec.usage_completion_tokens, &self.token_counter)
+        {
+            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
+            // counts only weight how it is spread over the chunks.
+            rec.rescale_chunk_tokens(counter(&st.text));
+        }
         rec.resolve_tokens(known);
         match result {
             Err(f) => {
@@ -528,6 +539,8 @@ impl Client {
             } else if let Some(counter) = &self.token_counter {
                 let n = chunk.content.as_deref().map_or(0, |s| counter(s))
                     + chunk.reasoning.as_deref().map_or(0, |s| counter(s));
+                st.text.push_str(chunk.reasoning.as_deref().unwrap_or(""));
+                st.text.push_str(chunk.content.as_deref().unwrap_or(""));
                 st.tokens_seen += u64::from(n);
                 Some(n)
             } else {
