@@ -46,8 +46,9 @@ pub struct TargetPlan {
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
-    /// capacity block's context, else the largest scenario (input + output).
-    pub context_tokens: u32,
+    /// capacity block's context. Never a probe scenario's size: production traffic,
+    /// not the probes, fills the engine.
+    pub context_tokens: Option<u32>,
     /// Every secret value of this target, to scrub from error texts before they are
     /// logged or shown.
     pub secrets: Vec<Secret>,
@@ -246,15 +247,10 @@ fn target(
             })
         }
     };
-    let context_tokens = match &t.capacity {
-        Some(c) => u32::try_from(c.context).unwrap_or(u32::MAX),
-        None => t
-            .scenarios
-            .iter()
-            .map(|s| s.input_tokens.saturating_add(s.output_tokens))
-            .max()
-            .unwrap_or(1),
-    };
+    let context_tokens = t
+        .capacity
+        .as_ref()
+        .map(|c| u32::try_from(c.context).unwrap_or(u32::MAX).max(1));
     Ok(TargetPlan {
         name: t.name.clone(),
         model: t.model.clone(),
