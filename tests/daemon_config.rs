@@ -84,7 +84,11 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "budget_too_small",
-        "budget_too_small.yaml:5:28: targets[0].token_budget_per_hour: 100 tokens cannot pay for a single probe (the smallest scenario needs 160: input_tokens + output_tokens)",
+        "budget_too_small.yaml:5:28: targets[0].token_budget_per_hour: 100 tokens cannot pay for one probe of scenario \"default\" (it needs 160: input_tokens + output_tokens); every scenario must fit",
+    ),
+    (
+        "budget_too_small_for_one_scenario",
+        "budget_too_small_for_one_scenario.yaml:5:28: targets[0].token_budget_per_hour: 1000 tokens cannot pay for one probe of scenario \"long\" (it needs 4200: input_tokens + output_tokens); every scenario must fit",
     ),
     (
         "default_max_inflight_zero",

@@ -188,7 +188,10 @@ pub fn start(
             let client = client.clone();
             let series = series.clone();
             let workload = Arc::new(workload);
+            let status = status.clone();
             move |d: Dispatch| {
+                // Admitted: the scenario counts as tried for readiness.
+                status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
                 let client = client.clone();
                 let workload = workload.clone();
                 let inflight = InflightGuard::new(series.inflight().clone());
