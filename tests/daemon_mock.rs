@@ -154,6 +154,22 @@ targets:
         Some(0.03)
     );
     assert_eq!(value(&s, "llmprobe_slo_tpot_seconds", &l("strict")), None);
+    // Per-SLI attainment uses each scenario's own threshold: 50 ms meets 250 ms always
+    // and 30 ms never; only configured SLIs are exported.
+    let met = |scenario: &str, sli: &str| {
+        value(
+            &s,
+            "llmprobe_slo_met_requests_total",
+            &[("target", "good"), ("scenario", scenario), ("sli", sli)],
+        )
+    };
+    assert_eq!(
+        met("lenient", "ttft"),
+        value(&s, "llmprobe_requests_total", &l("lenient"))
+    );
+    assert_eq!(met("strict", "ttft"), Some(0.0));
+    assert_eq!(met("strict", "tpot"), None);
+    assert!(value(&s, "llmprobe_probe_rate_per_second", &l("strict")).unwrap() > 0.0);
     // Every SLO threshold is a bucket bound of its own scenario's series only (0.25 is
     // also one of vLLM's bounds, 0.03 is not).
     let bucket = |scenario: &str, le: &str| {
@@ -191,7 +207,10 @@ targets:
     for sample in &s {
         for k in sample.labels.keys() {
             assert!(
-                ["target", "model", "scenario", "reason", "le", "version"].contains(&k.as_str()),
+                [
+                    "target", "model", "scenario", "reason", "sli", "le", "version"
+                ]
+                .contains(&k.as_str()),
                 "unexpected label {k} on {}",
                 sample.name
             );

@@ -67,6 +67,21 @@ pub fn gauges(
             .map(|c| c.gauges.max_concurrent_sequences)
     });
     let headroom = headroom(cur, max_seqs);
+    // Engine TTFT histogram deltas for the counters: 0 on the first scrape, and 0 when
+    // a sum or count went down (the engine restarted; its new totals are not an
+    // increase since the last scrape).
+    let (ttft_sum_delta, ttft_count_delta) = match (cur.ttft_sum, cur.ttft_count) {
+        (Some(sum), Some(count)) => {
+            let d = prev.and_then(|(p, _)| {
+                let ds = sum - p.ttft_sum?;
+                let dc = count - p.ttft_count?;
+                (ds >= 0.0 && dc >= 0.0).then_some((ds, dc))
+            });
+            let (ds, dc) = d.unwrap_or((0.0, 0.0));
+            (Some(ds), Some(dc))
+        }
+        _ => (None, None),
+    };
     let gap = match (client_ttft_mean, server_ttft) {
         (Some(c), Some(s)) => Some(c - s),
         _ => None,
@@ -82,6 +97,8 @@ pub fn gauges(
             cost_per_million_output_tokens: cost,
             ttft_mean_seconds: server_ttft,
             ttft_client_server_gap_seconds: gap,
+            ttft_sum_delta,
+            ttft_count_delta,
         },
         headroom,
     )
@@ -319,6 +336,18 @@ mod tests {
         assert!((cost - 3.0 * 4.0 / 3600.0 / 200.0 * 1e6).abs() < 1e-9);
         assert_eq!(g.ttft_mean_seconds, Some(0.1));
         assert!((g.ttft_client_server_gap_seconds.unwrap() - 0.025).abs() < 1e-12);
+        assert_eq!(g.ttft_sum_delta, Some(1.0));
+        assert_eq!(g.ttft_count_delta, Some(10.0));
+        // First scrape: the counters start at zero.
+        let (first, _) = gauges(&p, None, &cur, None);
+        assert_eq!(
+            (first.ttft_sum_delta, first.ttft_count_delta),
+            (Some(0.0), Some(0.0))
+        );
+        // Engine restart (totals went down): no increase this time.
+        let (restarted, _) = gauges(&p, Some((&cur, Duration::from_secs(10))), &prev, None);
+        assert_eq!(restarted.ttft_count_delta, Some(0.0));
+        assert_eq!(restarted.ttft_sum_delta, Some(0.0));
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub fn start(
             plan.price,
             &scenario.buckets,
         )?);
+        shared
+            .metrics
+            .set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
         let status = shared
             .status
             .scenario(&plan.name, &plan.model, &scenario.name);

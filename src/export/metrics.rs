@@ -23,6 +23,10 @@ pub use crate::runner::SkipReason;
 
 /// Labels of every probe-result series, in this order.
 pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
+/// Labels of `llmprobe_slo_met_requests_total`, in this order.
+pub const SLI_LABELS: [&str; 4] = ["target", "model", "scenario", "sli"];
+/// The `sli` label values, in the order of `ScenarioSeries::slo_met`.
+const SLIS: [&str; 3] = ["ttft", "tpot", "e2e"];
 /// Labels of capacity and engine gauges, in this order.
 pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
 
@@ -291,6 +295,12 @@ pub struct EngineGauges {
     pub cost_per_million_output_tokens: Option<f64>,
     pub ttft_mean_seconds: Option<f64>,
     pub ttft_client_server_gap_seconds: Option<f64>,
+    /// Increase of the engine's TTFT histogram sum and count since the previous scrape
+    /// (0 on the first scrape or after an engine restart; `None` when the engine has no
+    /// TTFT histogram). Added to counters, so the client/server gap can be computed in
+    /// PromQL over any window.
+    pub ttft_sum_delta: Option<f64>,
+    pub ttft_count_delta: Option<f64>,
 }
 
 /// Every metric family of the daemon, registered in one registry.
@@ -308,6 +318,10 @@ pub struct Metrics {
     slo_tpot: GaugeVec,
     slo_e2e: GaugeVec,
     skipped: IntCounterVec,
+    slo_met: IntCounterVec,
+    rate: GaugeVec,
+    engine_ttft_sum: CounterVec,
+    engine_ttft_count: CounterVec,
     histograms: Arc<LatencyHistograms>,
     capacity: [GaugeVec; 7],
     engine: [GaugeVec; 11],
@@ -412,6 +426,30 @@ impl Metrics {
                 "llmprobe_probes_skipped_total",
                 "Arrivals dropped without sending, by reason.",
                 &failure_labels,
+            )?,
+            slo_met: counter(
+                "llmprobe_slo_met_requests_total",
+                "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e; only configured SLIs).",
+                &SLI_LABELS,
+            )?,
+            rate: gauge(
+                "llmprobe_probe_rate_per_second",
+                "The scenario's configured probe rate (Poisson arrivals per second).",
+                &PROBE_LABELS,
+            )?,
+            engine_ttft_sum: CounterVec::new(
+                Opts::new(
+                    "llmprobe_engine_ttft_observed_seconds_total",
+                    "Sum of the engine's own TTFT observations since scraping began (all traffic it serves).",
+                ),
+                &TARGET_LABELS,
+            )?,
+            engine_ttft_count: CounterVec::new(
+                Opts::new(
+                    "llmprobe_engine_ttft_observations_total",
+                    "Count of the engine's own TTFT observations since scraping began (all traffic it serves).",
+                ),
+                &TARGET_LABELS,
             )?,
             histograms: Arc::new(LatencyHistograms::new()?),
             capacity: [
@@ -539,11 +577,20 @@ impl Metrics {
             r.register(Box::new(c.clone()))?;
         }
         r.register(Box::new(m.cost.clone()))?;
+        r.register(Box::new(m.slo_met.clone()))?;
+        r.register(Box::new(m.engine_ttft_sum.clone()))?;
+        r.register(Box::new(m.engine_ttft_count.clone()))?;
         r.register(Box::new(m.inflight.clone()))?;
-        for g in [&m.last_success, &m.slo_ttft, &m.slo_tpot, &m.slo_e2e]
-            .into_iter()
-            .chain(m.capacity.iter())
-            .chain(m.engine.iter())
+        for g in [
+            &m.last_success,
+            &m.slo_ttft,
+            &m.slo_tpot,
+            &m.slo_e2e,
+            &m.rate,
+        ]
+        .into_iter()
+        .chain(m.capacity.iter())
+        .chain(m.engine.iter())
         {
             r.register(Box::new(g.clone()))?;
         }
@@ -595,6 +642,24 @@ impl Metrics {
                 }
             }
         }
+        let slo_met = [slo.ttft, slo.tpot, slo.e2e]
+            .iter()
+            .zip(SLIS)
+            .map(|(limit, sli)| {
+                let labels = [target, model, scenario, sli];
+                match limit {
+                    Some(_) => Some(self.slo_met.with_label_values(&labels)),
+                    None => {
+                        // An SLI the scenario no longer configures stops being exported.
+                        let _ = self.slo_met.remove_label_values(&labels);
+                        None
+                    }
+                }
+            })
+            .collect::<Vec<_>>();
+        let slo_met: [Option<IntCounter>; 3] = slo_met
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("expected three SLIs"))?;
         let [ttft, tpot, itl, e2e, dispatch_lag] = h.h;
         Ok(ScenarioSeries {
             requests: self.requests.with_label_values(&l),
@@ -606,12 +671,18 @@ impl Metrics {
             inflight: self.inflight.with_label_values(&l),
             last_success: self.last_success.with_label_values(&l),
             skipped,
+            slo_met,
             ttft,
             tpot,
             itl,
             e2e,
             dispatch_lag,
         })
+    }
+
+    /// Publishes a scenario's configured probe rate (per second).
+    pub fn set_rate(&self, target: &str, model: &str, scenario: &str, rate_hz: f64) {
+        set_or_remove(&self.rate, &[target, model, scenario], Some(rate_hz));
     }
 
     /// Removes every series of one target × scenario (the target left the config).
@@ -628,11 +699,17 @@ impl Metrics {
         }
         let _ = self.cost.remove_label_values(&l);
         let _ = self.inflight.remove_label_values(&l);
+        for sli in SLIS {
+            let _ = self
+                .slo_met
+                .remove_label_values(&[target, model, scenario, sli]);
+        }
         for g in [
             &self.last_success,
             &self.slo_ttft,
             &self.slo_tpot,
             &self.slo_e2e,
+            &self.rate,
         ] {
             let _ = g.remove_label_values(&l);
         }
@@ -693,6 +770,15 @@ impl Metrics {
         set(ENG_COST, g.cost_per_million_output_tokens);
         set(ENG_TTFT_MEAN, g.ttft_mean_seconds);
         set(ENG_TTFT_GAP, g.ttft_client_server_gap_seconds);
+        for (c, delta) in [
+            (&self.engine_ttft_sum, g.ttft_sum_delta),
+            (&self.engine_ttft_count, g.ttft_count_delta),
+        ] {
+            // A counter only grows: negative or non-finite deltas never reach it.
+            if let Some(d) = delta.filter(|d| d.is_finite() && *d >= 0.0) {
+                c.with_label_values(&l).inc_by(d);
+            }
+        }
     }
 
     /// Removes every capacity and engine gauge of a target.
@@ -714,6 +800,8 @@ impl Metrics {
         for g in self.engine.iter().chain([&self.capacity[CAP_HEADROOM]]) {
             let _ = g.remove_label_values(&[target, model]);
         }
+        let _ = self.engine_ttft_sum.remove_label_values(&[target, model]);
+        let _ = self.engine_ttft_count.remove_label_values(&[target, model]);
     }
 
     /// Records the outcome of a configuration (re)load.
@@ -799,6 +887,8 @@ pub struct ScenarioSeries {
     inflight: IntGauge,
     last_success: Gauge,
     skipped: [IntCounter; 2],
+    /// `llmprobe_slo_met_requests_total` per SLI (ttft, tpot, e2e), when configured.
+    slo_met: [Option<IntCounter>; 3],
     ttft: Histogram,
     tpot: Histogram,
     itl: Histogram,
@@ -849,6 +939,19 @@ impl ScenarioSeries {
         }
         if let Some(t) = r.e2e() {
             self.e2e.observe(t.as_secs_f64());
+        }
+        // Per-SLI attainment against the scenario's own thresholds (the recording rules
+        // use these instead of a fixed `le`). TPOT is met without a TPOT (one output
+        // token), as in `is_good`.
+        let met = [
+            slo.ttft.map(|l| r.ttft().is_some_and(|v| v <= l)),
+            slo.tpot.map(|l| r.tpot().is_none_or(|v| v <= l)),
+            slo.e2e.map(|l| r.e2e().is_some_and(|v| v <= l)),
+        ];
+        for (counter, met) in self.slo_met.iter().zip(met) {
+            if let (Some(c), Some(true)) = (counter, met) {
+                c.inc();
+            }
         }
         let good = r.is_good(slo);
         if good {
@@ -1046,6 +1149,89 @@ mod tests {
             ),
             MAX_ITL_OBSERVATIONS_PER_PROBE as f64
         );
+    }
+
+    #[test]
+    fn slo_met_counts_each_configured_sli_against_its_threshold() {
+        let m = Metrics::new().unwrap();
+        let slo = Slo {
+            ttft: Some(ms(40)),
+            tpot: Some(ms(10)),
+            e2e: None,
+        };
+        let s = m
+            .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
+            .unwrap();
+        m.set_rate("t", "m", "s", 0.25);
+        let met = |text: &str, sli: &str| {
+            sample(
+                text,
+                &format!(
+                    r#"llmprobe_slo_met_requests_total{{model="m",scenario="s",sli="{sli}",target="t"}}"#
+                ),
+            )
+        };
+        let text = m.render().unwrap();
+        assert_eq!((met(&text, "ttft"), met(&text, "tpot")), (0.0, 0.0));
+        // TTFT 50 ms misses 40 ms; TPOT 2.6 ms meets 10 ms.
+        s.observe(&record(), &slo);
+        // One output token: no TPOT, so TPOT is met; TTFT 30 ms meets 40 ms.
+        let mut one = RequestRecord::new(1, ms(0), ms(0));
+        one.push_chunk(ms(30), 4, Some(1));
+        one.usage_completion_tokens = Some(1);
+        one.usage_prompt_tokens = Some(10);
+        one.t_end = Some(ms(31));
+        one.resolve_tokens(Some(TokenSource::Usage));
+        s.observe(&one, &slo);
+        // A failure meets nothing.
+        let mut failed = one.clone();
+        failed.outcome = Outcome::Http5xx;
+        s.observe(&failed, &slo);
+        let text = m.render().unwrap();
+        assert_eq!(met(&text, "ttft"), 1.0);
+        assert_eq!(met(&text, "tpot"), 2.0);
+        assert!(!text.contains(r#"sli="e2e""#), "{text}");
+        assert!(
+            text.contains(
+                r#"llmprobe_probe_rate_per_second{model="m",scenario="s",target="t"} 0.25"#
+            )
+        );
+        m.remove_scenario("t", "m", "s");
+        let text = m.render().unwrap();
+        assert!(!text.contains("llmprobe_slo_met_requests_total{"));
+        assert!(!text.contains("llmprobe_probe_rate_per_second{"));
+    }
+
+    #[test]
+    fn engine_ttft_deltas_accumulate_in_counters() {
+        let m = Metrics::new().unwrap();
+        let g = |s: f64, c: f64| EngineGauges {
+            ttft_sum_delta: Some(s),
+            ttft_count_delta: Some(c),
+            ..EngineGauges::default()
+        };
+        m.set_engine("t", "m", true, 0.01, &g(0.0, 0.0));
+        m.set_engine("t", "m", true, 0.01, &g(1.5, 10.0));
+        m.set_engine("t", "m", false, 0.01, &EngineGauges::default());
+        m.set_engine("t", "m", true, 0.01, &g(0.5, 5.0));
+        let text = m.render().unwrap();
+        let l = r#"{model="m",target="t"}"#;
+        assert_eq!(
+            sample(
+                &text,
+                &format!("llmprobe_engine_ttft_observed_seconds_total{l}")
+            ),
+            2.0
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!("llmprobe_engine_ttft_observations_total{l}")
+            ),
+            15.0
+        );
+        m.remove_engine("t", "m");
+        assert!(!m.render().unwrap().contains("llmprobe_engine_ttft_observ"));
     }
 
     #[test]
