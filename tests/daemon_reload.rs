@@ -260,3 +260,48 @@ async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Review #14: a removed target's engine scraper cannot bring its gauges back (it is
+/// cancelled before the series go, and checks that under the same lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_scraper_never_republishes() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let engine = |name: &str| {
+        format!(
+            "  - name: {name}\n    base_url: {base}\n    model: mock-llm\n    rate: 1/h\n    engine_metrics_url: {base}/metrics\n"
+        )
+    };
+    let head = "grace_period: 1s\nengine_scrape_interval: 10ms\ntargets:\n";
+    let (_dir, path) = config_file(&format!("{head}{}{}", engine("keep"), engine("gone")));
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let scraped = |t: &'static str| async move {
+        value(
+            &scrape(addr).await,
+            "llmprobe_engine_scrape_success",
+            &[("target", t)],
+        )
+    };
+    wait_for(Duration::from_secs(20), || async {
+        scraped("gone").await.filter(|v| *v == 1.0)
+    })
+    .await;
+    std::fs::write(&path, format!("{head}{}", engine("keep"))).unwrap();
+    assert_eq!(post_reload(addr).await.0, 200);
+    // Many scrape intervals later, nothing of "gone" is back.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = scrape(addr).await;
+    assert!(
+        s.iter()
+            .all(|x| x.labels.get("target").map(String::as_str) != Some("gone")),
+        "series of the removed target came back"
+    );
+    assert_eq!(scraped("keep").await, Some(1.0));
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}

@@ -134,6 +134,7 @@ pub fn scrape_loop(
     mut interval: watch::Receiver<Duration>,
     ttft_window: Arc<Mutex<TtftWindow>>,
     stop: CancellationToken,
+    publish: Arc<Mutex<()>>,
 ) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     let http = reqwest::Client::builder()
         .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
@@ -171,10 +172,17 @@ pub fn scrape_loop(
             let timeout = every.min(Duration::from_secs(10));
             let started = Instant::now();
             let result = tokio::select! {
+                biased;
                 () = stop.cancelled() => break,
                 r = engine::scrape(&http, &url, timeout) => r,
             };
             let took = started.elapsed().as_secs_f64();
+            // Checked under the lock the control task takes to remove this target's
+            // series after cancelling it: a stopped scraper publishes nothing more.
+            let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
+            if stop.is_cancelled() {
+                break;
+            }
             match result {
                 Ok(snap) => {
                     let client_mean = ttft_window

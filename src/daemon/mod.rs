@@ -268,8 +268,7 @@ impl Control {
                 }
                 Some(running) => {
                     tracing::info!(target = %t.name, "target changed; restarting it");
-                    self.remove_series_not_in(&running.plan, Some(t));
-                    self.stopping.push(running.stop(self.grace_period));
+                    self.retire(running, Some(t));
                     to_start.push(t.clone());
                 }
                 None => to_start.push(t.clone()),
@@ -277,8 +276,7 @@ impl Control {
         }
         for (name, running) in old {
             tracing::info!(target = %name, "target removed");
-            self.remove_series_not_in(&running.plan, None);
-            self.stopping.push(running.stop(self.grace_period));
+            self.retire(running, None);
         }
         let count: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
         let mut position = 0;
@@ -302,6 +300,19 @@ impl Control {
         metrics.set_targets(plan.targets.len());
         self.shared.status.set_config(plan.redacted_yaml.clone());
         self.plan = Some(plan);
+    }
+
+    /// Stops a target, then deletes the series its successor `new` (or nobody) will not
+    /// continue. Cancel first, remove second, under the target's publish lock: its
+    /// scraper checks the cancellation under the same lock, so nothing it publishes can
+    /// outlive the removal. (Probe consumers hold pre-resolved children, which removal
+    /// detaches: their late records reach no exported series.)
+    fn retire(&mut self, running: RunningTarget, new: Option<&crate::config::TargetPlan>) {
+        let plan = running.plan.clone();
+        let publish = running.publish.clone();
+        self.stopping.push(running.stop(self.grace_period));
+        let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
+        self.remove_series_not_in(&plan, new);
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`

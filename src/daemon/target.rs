@@ -50,6 +50,10 @@ pub struct RunningTarget {
     pub plan: TargetPlan,
     pub stop: CancellationToken,
     pub tasks: Vec<JoinHandle<()>>,
+    /// Held while the engine scraper publishes (after checking `stop`) and while the
+    /// control task removes the target's series (after cancelling `stop`): a stopped
+    /// scraper can never bring removed gauges back.
+    pub publish: Arc<Mutex<()>>,
 }
 
 impl RunningTarget {
@@ -101,6 +105,7 @@ pub fn start(
         .token_budget_per_hour
         .map(|b| Arc::new(Mutex::new(TokenBudget::new(b, now))));
     let ttft_window = Arc::new(Mutex::new(TtftWindow::default()));
+    let publish = Arc::new(Mutex::new(()));
     let mut tasks = Vec::new();
     if let Some(cap) = &plan.capacity {
         shared
@@ -240,6 +245,7 @@ pub fn start(
             shared.engine_scrape_interval.clone(),
             ttft_window,
             stop.clone(),
+            publish.clone(),
         )?));
     }
     tracing::info!(
@@ -249,7 +255,12 @@ pub fn start(
         rate_per_second = plan.scenarios.iter().map(|s| s.rate_hz).sum::<f64>(),
         "target started"
     );
-    Ok(RunningTarget { plan, stop, tasks })
+    Ok(RunningTarget {
+        plan,
+        stop,
+        tasks,
+        publish,
+    })
 }
 
 /// The most output tokens a probe of this scenario may report before the client calls
