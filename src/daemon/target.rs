@@ -335,7 +335,12 @@ impl Consumer {
         }
         let good = self.series.observe(r, &self.scenario.slo);
         if let Some(b) = &self.budget {
-            let actual = u64::from(r.prompt_tokens()) + u64::from(r.output_tokens());
+            // A probe the server never answered cost nothing.
+            let actual = if r.http_status.is_some() {
+                u64::from(r.prompt_tokens()) + u64::from(r.output_tokens())
+            } else {
+                0
+            };
             b.lock().unwrap_or_else(|e| e.into_inner()).settle(
                 Instant::now(),
                 self.estimate,

@@ -667,7 +667,14 @@ impl Metrics {
             goodput: self.goodput.with_label_values(&l),
             prompt_tokens: self.prompt_tokens.with_label_values(&l),
             output_tokens: self.output_tokens.with_label_values(&l),
-            cost: price.map(|p| (p, self.cost.with_label_values(&l))),
+            cost: match price {
+                Some(p) => Some((p, self.cost.with_label_values(&l))),
+                None => {
+                    // A price removed on reload: no frozen cost series stays behind.
+                    let _ = self.cost.remove_label_values(&l);
+                    None
+                }
+            },
             inflight: self.inflight.with_label_values(&l),
             last_success: self.last_success.with_label_values(&l),
             skipped,
@@ -903,10 +910,14 @@ impl ScenarioSeries {
     pub fn observe(&self, r: &RequestRecord, slo: &Slo) -> bool {
         self.requests.inc();
         self.dispatch_lag.observe(r.dispatch_lag().as_secs_f64());
-        self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
-        self.output_tokens.inc_by(u64::from(r.output_tokens()));
-        if let Some((price, c)) = &self.cost {
-            c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
+        // Spend counts only probes the server answered: a connect or TLS failure sent
+        // no prompt (the record's prompt count falls back to what it meant to send).
+        if r.http_status.is_some() {
+            self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
+            self.output_tokens.inc_by(u64::from(r.output_tokens()));
+            if let Some((price, c)) = &self.cost {
+                c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
+            }
         }
         if !r.is_success() {
             if let Some((_, c)) = self.failures.iter().find(|(o, _)| *o == r.outcome) {
@@ -988,6 +999,7 @@ mod tests {
     /// Sent at 0, first token at 50 ms, then 4 chunks of 4 tokens every 10 ms.
     fn record() -> RequestRecord {
         let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.http_status = Some(200);
         r.push_chunk(ms(50), 4, Some(1));
         for i in 1..=4 {
             r.push_chunk(ms(50 + 10 * i), 16, Some(4));
@@ -1232,6 +1244,50 @@ mod tests {
         );
         m.remove_engine("t", "m");
         assert!(!m.render().unwrap().contains("llmprobe_engine_ttft_observ"));
+    }
+
+    #[test]
+    fn spend_counts_only_answered_probes_and_follows_the_price() {
+        let m = Metrics::new().unwrap();
+        let price = TokenPrice {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+        };
+        let s = m
+            .scenario(
+                "t",
+                "m",
+                "s",
+                &Slo::default(),
+                Some(price),
+                &Buckets::vllm(),
+            )
+            .unwrap();
+        let mut refused = RequestRecord::new(0, ms(0), ms(0));
+        refused.outcome = Outcome::Connect;
+        refused.prompt_tokens_sent = 100;
+        assert!(refused.http_status.is_none() && refused.prompt_tokens() > 0);
+        s.observe(&refused, &Slo::default());
+        let text = m.render().unwrap();
+        let l = r#"{model="m",scenario="s",target="t"}"#;
+        assert_eq!(sample(&text, &format!("llmprobe_requests_total{l}")), 1.0);
+        assert_eq!(
+            sample(&text, &format!("llmprobe_prompt_tokens_total{l}")),
+            0.0
+        );
+        assert_eq!(
+            sample(&text, &format!("llmprobe_probe_cost_dollars_total{l}")),
+            0.0
+        );
+        // The price goes away on reload: so does the cost series.
+        let _s = m
+            .scenario("t", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        assert!(
+            !m.render()
+                .unwrap()
+                .contains("llmprobe_probe_cost_dollars_total{")
+        );
     }
 
     #[test]
