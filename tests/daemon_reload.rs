@@ -305,3 +305,40 @@ async fn a_removed_scraper_never_republishes() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Review #18: a rotated (here: vanished) key file is noticed within a minute and goes
+/// through the normal reload path, without SIGHUP.
+#[tokio::test(start_paused = true)]
+async fn secret_files_are_checked_every_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "sk-first\n").unwrap();
+    let text = format!(
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9\n    model: m\n    rate: 1/h\n    api_key_file: {}\n",
+        key.display()
+    );
+    let path = dir.path().join("daemon.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let reload_ok = |d: &Daemon| {
+        let text = d.metrics().render().unwrap();
+        value(&parse(&text), "llmprobe_config_last_reload_successful", &[])
+    };
+    assert_eq!(reload_ok(&d), Some(1.0));
+    std::fs::remove_file(&key).unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(reload_ok(&d), Some(1.0), "checked too early");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(
+        reload_ok(&d),
+        Some(0.0),
+        "the missing key file went unnoticed"
+    );
+    // A new key: the next check reloads successfully.
+    std::fs::write(&key, "sk-second\n").unwrap();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(reload_ok(&d), Some(1.0));
+    d.shutdown().await.unwrap();
+}

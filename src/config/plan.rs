@@ -29,6 +29,9 @@ pub struct Plan {
     pub targets: Vec<TargetPlan>,
     /// The config as YAML with every secret shown as `<secret>` (for `/config`).
     pub redacted_yaml: String,
+    /// Every secret file read (API keys, header files) with the value it held, so the
+    /// daemon can notice a rotated key (`daemon::SECRET_CHECK_INTERVAL`).
+    pub secret_files: Vec<(std::path::PathBuf, Secret)>,
 }
 
 /// One target, ready to run. Two plans of the same target compare equal exactly when
@@ -140,6 +143,7 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         buckets,
         targets,
         redacted_yaml,
+        secret_files: secret_files(cfg),
     })
 }
 
@@ -295,6 +299,37 @@ fn scenario(
     }
 }
 
+/// The secret files of a config with their current values (read again: `resolve`
+/// already read each once, so they exist and are readable; one that vanished in
+/// between is simply not watched).
+fn secret_files(cfg: &Config) -> Vec<(std::path::PathBuf, Secret)> {
+    let mut out = Vec::new();
+    for t in &cfg.targets {
+        let files = t
+            .api_key_file
+            .iter()
+            .chain(t.headers.values().filter_map(|v| match v {
+                HeaderValue::From(HeaderSource::File(f)) => Some(f),
+                _ => None,
+            }));
+        for f in files {
+            if let Ok(v) = Secret::from_file(f) {
+                out.push((f.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+/// Which secret files of `plan` hold a different value now (or cannot be read).
+pub fn changed_secret_files(plan: &Plan) -> Vec<std::path::PathBuf> {
+    plan.secret_files
+        .iter()
+        .filter(|(path, old)| Secret::from_file(path).map_or(true, |now| now != *old))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
 /// A URL as `/config` shows it: a userinfo password and the query string (where
 /// gateways take tokens, `?key=…`) become `<secret>`; scheme, user, host, port and path
 /// stay. Works on the text, so it never re-encodes what it keeps.
@@ -345,6 +380,29 @@ pub fn derive_seed(seed: u64, target: &str, scenario: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotated_secret_files_are_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        let header = dir.path().join("header");
+        std::fs::write(&key, "sk-old\n").unwrap();
+        std::fs::write(&header, "h-old").unwrap();
+        let text = format!(
+            "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    api_key_file: {}\n    headers:\n      X-Gw: {{file: {}}}\n",
+            key.display(),
+            header.display()
+        );
+        let plan = load_str(&text, "c.yaml").unwrap();
+        assert_eq!(plan.secret_files.len(), 2);
+        assert!(changed_secret_files(&plan).is_empty());
+        std::fs::write(&key, "sk-new\n").unwrap();
+        assert_eq!(changed_secret_files(&plan), vec![key.clone()]);
+        std::fs::remove_file(&header).unwrap();
+        assert_eq!(changed_secret_files(&plan), vec![key, header]);
+        // The plan's Debug never shows the values it watches.
+        assert!(!format!("{plan:?}").contains("sk-old"));
+    }
 
     #[test]
     fn urls_lose_passwords_and_query_strings() {

@@ -47,6 +47,9 @@ impl ConfigSource {
     }
 }
 
+/// How often secret files are read again to notice a rotated key.
+pub const SECRET_CHECK_INTERVAL: Duration = Duration::from_secs(60);
+
 /// A started daemon.
 pub struct Daemon {
     addr: SocketAddr,
@@ -188,6 +191,11 @@ impl Control {
         shutdown: CancellationToken,
         server_stop: CancellationToken,
     ) {
+        let mut secret_check = tokio::time::interval_at(
+            tokio::time::Instant::now() + SECRET_CHECK_INTERVAL,
+            SECRET_CHECK_INTERVAL,
+        );
+        secret_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -198,6 +206,7 @@ impl Control {
                     }
                     None => break,
                 },
+                _ = secret_check.tick() => self.check_secret_files(),
             }
             self.stopping.retain(|h| !h.is_finished());
         }
@@ -221,6 +230,20 @@ impl Control {
             tracing::warn!("some probes did not end within the grace period");
         }
         server_stop.cancel();
+    }
+
+    /// Reloads when a secret file (API key, header) holds a new value: a rotated
+    /// Kubernetes Secret is remounted in place, and nobody sends SIGHUP for it.
+    fn check_secret_files(&mut self) {
+        let Some(plan) = &self.plan else { return };
+        let changed = plan::changed_secret_files(plan);
+        if changed.is_empty() {
+            return;
+        }
+        // Paths only: never the value.
+        let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        tracing::info!(files = ?files, "secret file changed; reloading the configuration");
+        let _ = self.reload();
     }
 
     fn reload(&mut self) -> Result<(), String> {
