@@ -151,7 +151,8 @@ impl Timer {
         Ok(Timer::Precise(PreciseTimer::spawn()?))
     }
 
-    async fn wait_until(&self, deadline: Instant) {
+    /// Resolves at `deadline`, never before (see the variants for the precision).
+    pub async fn wait_until(&self, deadline: Instant) {
         match self {
             Timer::Tokio => tokio::time::sleep_until(deadline).await,
             Timer::Precise(t) => {
