@@ -132,7 +132,7 @@ def run_point(args, mock, rate, output_len, workdir):
         with open(err_path) as f:
             sys.exit(f"{' '.join(cmd)} exited {code}:\n{f.read()}")
 
-    ttft_err, itl_err, lag = [], [], []
+    ttft_err, itl_err, lag, head, after_head = [], [], [], [], []
     requests = ok = tokens = 0
     with open(records) as f:
         for line in f:
@@ -147,6 +147,14 @@ def run_point(args, mock, rate, output_len, workdir):
                 continue
             ok += 1
             ttft_err.append(r["derived"]["ttft_ms"] - mock.ttft_ms)
+            if r.get("t_headers") is not None and args.endpoint == "chat":
+                # The mock sends the headers with the role chunk at its time zero
+                # (docs/mock.md), so TTFT splits into the request path (client
+                # write, loopback, the mock reading the body, the response head
+                # back) and the first token's path (the mock's timer, its write,
+                # the client's read and timestamp).
+                head.append((r["t_headers"] - r["t_send"]) * 1e3)
+                after_head.append((r["t_first"] - r["t_headers"]) * 1e3 - mock.ttft_ms)
             chunks = r["chunks"]
             for prev, c in zip(chunks, chunks[1:]):
                 per_token = (c["at"] - prev["at"]) * 1e3 / c["tokens"]
@@ -174,7 +182,8 @@ def run_point(args, mock, rate, output_len, workdir):
         "loadavg": loadavg(),
     }
     for name, values in (("ttft_err_ms", ttft_err), ("itl_err_ms", itl_err),
-                         ("dispatch_lag_ms", lag)):
+                         ("dispatch_lag_ms", lag), ("send_to_headers_ms", head),
+                         ("first_token_after_headers_err_ms", after_head)):
         point[name] = {
             "p50": percentile(values, 50),
             "p99": percentile(values, 99),
@@ -190,6 +199,27 @@ def run_point(args, mock, rate, output_len, workdir):
     )
     point["sustained"] = point["accurate"] and point["dispatch_lag_ms"]["p99"] < 1.0
     return point
+
+
+def marginal_costs(points):
+    """Per rate, a least-squares line through (streamed tokens, client CPU) of the
+    output lengths: the slope is the marginal CPU per token, free of the per-request
+    and per-process costs that the plain ratio spreads over the tokens."""
+    out = []
+    for rate in sorted({p["rate"] for p in points}):
+        pts = [(p["streamed_tokens"] / p["requests"], p["client_cpu_s"] / p["requests"])
+               for p in points if p["rate"] == rate and p["requests"]]
+        if len(pts) < 2:
+            continue
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        sxx = sum((x - mx) ** 2 for x, _ in pts)
+        if sxx == 0:
+            continue
+        b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+        out.append({"rate": rate, "us_per_token": round(b * 1e6, 3),
+                    "us_per_request": round((my - b * mx) * 1e6, 1)})
+    return out
 
 
 def fmt(v, digits=3):
@@ -447,6 +477,10 @@ def main():
                     p = run_point(args, mock, rate, ln, work)
                     print_point(p)
                     results["points"].append(p)
+            results["marginal"] = marginal_costs(results["points"])
+            for m in results["marginal"]:
+                print(f"rate {m['rate']:g}/s: marginal client CPU {m['us_per_token']} us/token "
+                      f"+ {m['us_per_request']} us/request", flush=True)
             if not args.no_max_rate:
                 best = None
                 for rate in args.max_rates:
