@@ -73,13 +73,14 @@ def loadavg():
 class Mock:
     """`llmprobe mock` on 127.0.0.1:0 with a fixed TTFT/ITL."""
 
-    def __init__(self, binary, ttft_ms, itl_ms, workdir):
+    def __init__(self, binary, ttft_ms, itl_ms, workdir, chrt=0):
         self.ttft_ms = ttft_ms
         self.itl_ms = itl_ms
         self.err_path = os.path.join(workdir, "mock.err")
+        prefix = ["chrt", "-f", str(chrt)] if chrt else []
         self.proc = subprocess.Popen(
-            [binary, "--log-level", "warn", "mock", "--listen", "127.0.0.1:0",
-             "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
+            prefix + [binary, "--log-level", "warn", "mock", "--listen", "127.0.0.1:0",
+                      "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
             stdout=subprocess.PIPE, stderr=open(self.err_path, "w"), text=True,
         )
         line = self.proc.stdout.readline()
@@ -374,7 +375,8 @@ def write_svg(path, results):
     foot = (f"{cond['cpu_model']}, {cond['vcpus']} vCPU; mock TTFT {cond['ttft_ms']} ms, "
             f"ITL {cond['itl_ms']} ms; {cond['seconds']} s per point; "
             f"load average at start {cond['loadavg_start'][0]:.2f}"
-            + (f"; client under chrt -f {cond['chrt']}" if cond.get("chrt") else ""))
+            + (f"; client under chrt -f {cond['chrt']}" if cond.get("chrt") else "")
+            + (f"; mock under chrt -f {cond['chrt_mock']}" if cond.get("chrt_mock") else ""))
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
            f'font-family="sans-serif" font-size="12">\n'
            f'<rect width="{W}" height="{H}" fill="white"/>\n' + "\n".join(body) +
@@ -422,7 +424,8 @@ def main():
         help="llmprobe binary (release build); both the mock and the client")
     ap.add_argument("--rates", type=rates_arg, default=[10, 100, 1000])
     ap.add_argument("--output-lens", type=lens_arg, default=[16, 64, 256])
-    ap.add_argument("--max-rates", type=rates_arg, default=[250, 500, 1000, 1500, 2000, 3000],
+    ap.add_argument("--max-rates", type=rates_arg,
+                    default=[250, 500, 750, 1000, 1250, 1500, 2000],
                     help="rates tried (64 output tokens) for the highest sustained rate; "
                          "empty with --no-max-rate")
     ap.add_argument("--no-max-rate", action="store_true")
@@ -435,6 +438,9 @@ def main():
     ap.add_argument("--itl-ms", type=float, default=5.0)
     ap.add_argument("--chrt", type=int, default=0,
                     help="run the client under chrt -f N (SCHED_FIFO priority N)")
+    ap.add_argument("--chrt-mock", type=int, default=0,
+                    help="run the mock under chrt -f N too (keeps other processes from "
+                         "preempting either side)")
     ap.add_argument("--daemon-minutes", type=float, default=2.0,
                     help="minutes of daemon footprint; 0 skips it")
     ap.add_argument("--daemon-sample", type=int, default=10)
@@ -445,7 +451,7 @@ def main():
     if not os.access(args.bin, os.X_OK):
         sys.exit(f"{args.bin}: not an executable; build with `cargo build --release` "
                  "or pass --bin")
-    if args.chrt and not shutil.which("chrt"):
+    if (args.chrt or args.chrt_mock) and not shutil.which("chrt"):
         sys.exit("--chrt needs the chrt program (util-linux)")
     if args.seconds <= 0 or args.warmup_seconds < 0:
         sys.exit("--seconds must be > 0 and --warmup-seconds >= 0")
@@ -464,13 +470,14 @@ def main():
             "endpoint": args.endpoint,
             "input_len": args.input_len,
             "chrt": args.chrt or None,
+            "chrt_mock": args.chrt_mock or None,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         "points": [],
         "max_rate": {"points": [], "sustained_rate": None},
     }
     with tempfile.TemporaryDirectory(prefix="llmprobe-overhead-") as work:
-        mock = Mock(args.bin, args.ttft_ms, args.itl_ms, work)
+        mock = Mock(args.bin, args.ttft_ms, args.itl_ms, work, args.chrt_mock)
         try:
             for ln in args.output_lens:
                 for rate in args.rates:

@@ -23,6 +23,8 @@ fn worker_threads(command: &Command) -> Option<usize> {
     }
     match command {
         Command::Mock(_) => None,
+        // `bench --mock` serves the streams from the same process.
+        Command::Bench(a) if a.mock => None,
         _ => Some(1),
     }
 }
