@@ -188,6 +188,9 @@ pub struct RequestRecord {
     /// Error detail for failures: the server's message or the client's error. Never used
     /// as a metric label.
     pub error: Option<String>,
+    /// The server's `Retry-After` on a 429 or 503 response, as a delay.
+    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<Duration>,
 }
 
 impl RequestRecord {
@@ -210,6 +213,7 @@ impl RequestRecord {
             outcome: Outcome::Ok,
             token_source: TokenSource::Chunks,
             error: None,
+            retry_after: None,
         }
     }
 

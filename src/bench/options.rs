@@ -311,6 +311,8 @@ pub struct BenchOptions {
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
     pub ignore_eos: bool,
+    /// Pause new requests for a server's Retry-After (429/503).
+    pub respect_retry_after: bool,
     pub tokenizer: Option<PathBuf>,
 
     pub rates: RatePlan,
@@ -656,6 +658,7 @@ impl BenchOptions {
             headers,
             timeout,
             ignore_eos: a.ignore_eos,
+            respect_retry_after: a.respect_retry_after,
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,

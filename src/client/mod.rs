@@ -285,6 +285,12 @@ impl Client {
         rec.t_headers = Some(offset(Instant::now()));
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
+        if matches!(status.as_u16(), 429 | 503) {
+            rec.retry_after = resp
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
+        }
         if !status.is_success() {
             let snippet =
                 read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
@@ -628,5 +634,43 @@ mod tests {
         };
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
+    }
+}
+
+/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
+/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
+fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::*;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn seconds_and_http_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        assert_eq!(
+            parse_retry_after(b"120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(parse_retry_after(b" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after(b"Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after(b"Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after(b"soon", now), None);
+        assert_eq!(parse_retry_after(b"-5", now), None);
+        assert_eq!(parse_retry_after(&[0xff, 0xfe], SystemTime::now()), None);
     }
 }
