@@ -23,8 +23,9 @@ fn worker_threads(command: &Command) -> Option<usize> {
     }
     match command {
         Command::Mock(_) => None,
-        // `bench --mock` serves the streams from the same process.
+        // With --mock the same process serves the streams too.
         Command::Bench(a) if a.mock => None,
+        Command::Daemon(a) if a.mock => None,
         _ => Some(1),
     }
 }
