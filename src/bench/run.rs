@@ -344,11 +344,8 @@ impl Bench {
         };
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
-        let workload = Arc::new(
-            (*self.workload)
-                .clone()
-                .with_run_nonce(run_nonce(self.nonce_base, self.runs)),
-        );
+        let nonce = run_nonce(self.nonce_base, self.runs);
+        let workload = Arc::new((*self.workload).clone().with_run_nonce(nonce));
         self.runs += 1;
         // With a count (up to PREBUILD_MAX), every request is built before the clock
         // starts; otherwise each is built in its own task just before it is sent, which
@@ -412,6 +409,8 @@ impl Bench {
 
         let progress = self.progress_bar(rate, max_requests, duration);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        // Tells this run's --records lines from another run's in `report merge`.
+        let run_id = format!("{started_at}/{nonce:08x}");
         let (tx, mut rx) = mpsc::unbounded_channel();
         let arrivals = schedule.arrivals(opts.seed);
         let runner = runner::run(arrivals, config, None, probe, tx);
@@ -432,6 +431,7 @@ impl Bench {
                         w.write(&RecordLine::new(
                             r.clone(),
                             rate_value,
+                            &run_id,
                             shard,
                             is_warmup,
                             &slo,
