@@ -305,6 +305,11 @@ fn bad_input_exits_2_before_sending_anything() {
         ("--mock --rate 5 --shard 2/2", "--shard"),
         ("--rate 5", "--model is required"),
         ("--mock --rate 5 --metric-percentiles 0", "(0, 100]"),
+        ("--mock --rate 5 --input-len 2000000", "--input-len"),
+        (
+            "--mock --rate 5 --output-len 2000000",
+            "more than the client accepts",
+        ),
     ] {
         bench()
             .args(args(flags))

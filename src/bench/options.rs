@@ -15,6 +15,10 @@ use crate::record::Slo;
 
 type Result<T> = std::result::Result<T, UsageError>;
 
+/// Largest `--input-len` (2^20 tokens, past the longest context windows served today):
+/// a longer prompt is a typo, and would take gigabytes to build.
+pub const MAX_INPUT_LEN: u32 = 1 << 20;
+
 /// A request rate in requests per second; `f64::INFINITY` sends everything at t = 0.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Rate(f64);
@@ -536,6 +540,12 @@ impl BenchOptions {
                 "--input-len and --output-len must be at least 1",
             ));
         }
+        if a.input_len > MAX_INPUT_LEN {
+            return Err(UsageError::new(format!(
+                "--input-len {} is more than {MAX_INPUT_LEN} tokens",
+                a.input_len
+            )));
+        }
         let dataset = match (a.dataset.as_str(), &a.dataset_path) {
             ("random", None) => Dataset::Random,
             ("random", Some(_)) => {
@@ -892,6 +902,12 @@ mod tests {
             Ok(_) => panic!("{line:?} should have been refused"),
             Err(e) => e.0,
         }
+    }
+
+    #[test]
+    fn input_len_has_a_sane_maximum() {
+        assert!(opts("--mock --rate 1 --input-len 1048576").is_ok());
+        assert!(err("--mock --rate 1 --input-len 1048577").contains("--input-len 1048577"));
     }
 
     #[test]

@@ -42,9 +42,15 @@ pub const MOCK_BATCH_SLOWDOWN: f64 = 0.02;
 /// How long in-flight requests may finish after Ctrl-C before they are cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// Largest count whose requests are all built before a run starts (a 1k-token prompt
-/// is ~5 KB, so this bounds the memory to ~100 MB).
-const PREBUILD_MAX: u64 = 20_000;
+/// Most prompt bytes built before a run starts. Beyond it (many requests, or long
+/// prompts) each request is built just before it is sent instead.
+const PREBUILD_MAX_BYTES: u64 = 256 << 20;
+
+/// Whether `n` requests of at most `prompt_bytes` each may all be built up front.
+fn prebuild_fits(n: u64, prompt_bytes: u64) -> bool {
+    n.checked_mul(prompt_bytes)
+        .is_some_and(|total| total <= PREBUILD_MAX_BYTES)
+}
 
 /// The prompt nonce of the `run`-th run of this invocation (SplitMix64 finaliser of
 /// the invocation's clock-derived base and the run number).
@@ -157,6 +163,17 @@ impl Bench {
             },
             ..ClientConfig::default()
         };
+        // A request asking for more tokens than the client accepts would fail every
+        // time as stream_error: say so before the run instead.
+        let max_output = workload.max_output_tokens();
+        if max_output > cfg.limits.max_output_tokens {
+            return Err(exit::UsageError::new(format!(
+                "requests may ask for up to {max_output} output tokens (--output-len or the \
+                 dataset), more than the client accepts ({})",
+                cfg.limits.max_output_tokens
+            ))
+            .into());
+        }
         let client = Client::new(cfg, counter).context("cannot build the HTTP client")?;
         let records_out = opts
             .records
@@ -347,11 +364,11 @@ impl Bench {
         let nonce = run_nonce(self.nonce_base, self.runs);
         let workload = Arc::new((*self.workload).clone().with_run_nonce(nonce));
         self.runs += 1;
-        // With a count (up to PREBUILD_MAX), every request is built before the clock
-        // starts; otherwise each is built in its own task just before it is sent, which
-        // shows in its dispatch lag.
+        // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
+        // before the clock starts; otherwise each is built in its own task just before
+        // it is sent, which shows in its dispatch lag.
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
-            Some(n) if n <= PREBUILD_MAX => Some(Arc::new(
+            Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => Some(Arc::new(
                 (0..n)
                     .map(|i| workload.spec(i))
                     .collect::<anyhow::Result<Vec<_>>>()
@@ -655,6 +672,16 @@ mod tests {
     fn compact_stamp_is_vllms_date_format() {
         let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_977_277); // 2026-11-29T18:34:37Z
         assert_eq!(compact_utc(t), "20261129-183437");
+    }
+
+    #[test]
+    fn prebuilding_is_bounded_by_bytes_not_requests() {
+        // 20k requests of 1k tokens (~6 KB each): ~117 MiB, built up front.
+        assert!(prebuild_fits(20_000, 1024 * 6));
+        // 100 requests of 1M tokens: ~600 MiB, built one by one.
+        assert!(!prebuild_fits(100, (1 << 20) * 6));
+        assert!(!prebuild_fits(u64::MAX, 2));
+        assert!(prebuild_fits(0, u64::MAX));
     }
 
     #[test]
