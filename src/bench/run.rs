@@ -368,14 +368,14 @@ impl Bench {
         // before the clock starts; otherwise each is built in its own task just before
         // it is sent, which shows in its dispatch lag.
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
-            Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => Some(Arc::new(
-                (0..n)
-                    .map(|i| workload.spec(i))
-                    .collect::<anyhow::Result<Vec<_>>>()
-                    .context("cannot build prompts")?,
-            )),
+            Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
+                Some(Arc::new(prebuild(n, |i| workload.spec(i))?))
+            }
             _ => None,
         };
+        let stop = self.cancel.child_token();
+        // A prompt that cannot be built on the fly stops the run (see BuildFailure).
+        let build_failure = BuildFailure::new(stop.clone());
         let config = RunConfig {
             cap: opts.max_concurrency.map(|c| ConcurrencyCap {
                 max_inflight: c as usize,
@@ -384,7 +384,7 @@ impl Bench {
             stop: runner::Stop {
                 max_requests,
                 duration,
-                cancel: self.cancel.child_token(),
+                cancel: stop,
             },
             drain: None,
             cancel_grace: CANCEL_GRACE,
@@ -396,11 +396,13 @@ impl Bench {
         let retry_gate = opts.respect_retry_after.then(RetryGate::default);
         // The dispatcher only clones a few Arcs; the spec is looked up (or built) inside
         // the request's own task.
+        let probe_failure = build_failure.clone();
         let probe = move |d: runner::Dispatch| {
             let client = client.clone();
             let prebuilt = prebuilt.clone();
             let workload = workload.clone();
             let retry_gate = retry_gate.clone();
+            let build_failure = probe_failure.clone();
             async move {
                 if let Some(gate) = &retry_gate {
                     gate.wait().await;
@@ -413,7 +415,10 @@ impl Bench {
                             built = spec;
                             &built
                         }
-                        Err(e) => return workload_failure(d, &e),
+                        Err(e) => {
+                            build_failure.fail(d.id, &e);
+                            return unsent(d);
+                        }
                     },
                 };
                 let record = client.send(spec, d.id, d.t_sched, d.run_start).await;
@@ -441,6 +446,13 @@ impl Bench {
             let mut collector = Collector::new(slo, warmup);
             let mut kept = Vec::new();
             while let Some(ev) = rx.recv().await {
+                // The request whose prompt could not be built was never sent: it is no
+                // result (the run fails below).
+                if let RunEvent::Record(r) = &ev
+                    && build_failure.is(r.id)
+                {
+                    continue;
+                }
                 collector.push_event(&ev);
                 if let RunEvent::Record(r) = ev {
                     let is_warmup = r.id < warmup;
@@ -465,6 +477,9 @@ impl Bench {
         let (_run_report, collected) = tokio::join!(runner, collect);
         progress.finish_and_clear();
         let (collector, mut records) = collected?;
+        if let Some(e) = build_failure.error() {
+            return Err(e.into());
+        }
         records.sort_by_key(|r| r.id);
 
         let ctx = ReportContext {
@@ -611,15 +626,68 @@ impl Bench {
     }
 }
 
-/// A record for a request whose prompt could not be built: it fails like any other
-/// request, with the reason in `error`, and is never sent.
-fn workload_failure(d: runner::Dispatch, e: &anyhow::Error) -> RequestRecord {
+/// Builds the first `n` requests before the clock starts. A prompt that cannot be built
+/// is a bad input (dataset, tokenizer, lengths): the run does not start, exit 2.
+fn prebuild<T>(
+    n: u64,
+    build: impl Fn(u64) -> anyhow::Result<T>,
+) -> Result<Vec<T>, exit::UsageError> {
+    (0..n)
+        .map(|i| {
+            build(i).map_err(|e| {
+                exit::UsageError::new(format!("cannot build the prompt of request {i}: {e:#}"))
+            })
+        })
+        .collect()
+}
+
+/// The first request whose prompt could not be built just before sending. It was never
+/// sent, so no outcome describes it (they are all about the server, and a label
+/// contract): the run stops instead, its record is dropped, and the run fails with an
+/// error naming the request (a bad input, exit 2).
+#[derive(Clone)]
+struct BuildFailure {
+    first: Arc<std::sync::Mutex<Option<(u64, String)>>>,
+    stop: CancellationToken,
+}
+
+impl BuildFailure {
+    fn new(stop: CancellationToken) -> Self {
+        BuildFailure {
+            first: Arc::default(),
+            stop,
+        }
+    }
+
+    /// Request `id` could not be built: remember it (the lowest id wins) and stop the run.
+    fn fail(&self, id: u64, e: &anyhow::Error) {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        if first.as_ref().is_none_or(|(f, _)| id < *f) {
+            *first = Some((id, format!("{e:#}")));
+        }
+        self.stop.cancel();
+    }
+
+    /// Whether `id` is a request that could not be built.
+    fn is(&self, id: u64) -> bool {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first.as_ref().is_some_and(|(f, _)| *f == id)
+    }
+
+    fn error(&self) -> Option<exit::UsageError> {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first.as_ref().map(|(id, e)| {
+            exit::UsageError::new(format!(
+                "cannot build the prompt of request {id}, the run was stopped: {e}"
+            ))
+        })
+    }
+}
+
+/// The record handed back for a request that was not sent (it is dropped unread).
+fn unsent(d: runner::Dispatch) -> RequestRecord {
     let now = d.elapsed();
-    let mut r = RequestRecord::new(d.id, d.t_sched, now);
-    r.t_end = Some(now);
-    r.outcome = crate::record::Outcome::Cancelled;
-    r.error = Some(format!("workload: {e:#}"));
-    r
+    RequestRecord::new(d.id, d.t_sched, now)
 }
 
 fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
@@ -682,6 +750,40 @@ mod tests {
         assert!(!prebuild_fits(100, (1 << 20) * 6));
         assert!(!prebuild_fits(u64::MAX, 2));
         assert!(prebuild_fits(0, u64::MAX));
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_be_built_fails_the_run_before_it_starts() {
+        let built = prebuild(5, |i| Ok(i * 2)).unwrap();
+        assert_eq!(built, vec![0, 2, 4, 6, 8]);
+        let err = prebuild(5, |i| {
+            if i == 3 {
+                anyhow::bail!("token id out of range")
+            }
+            Ok(i)
+        })
+        .unwrap_err();
+        assert!(err.0.contains("request 3"), "{}", err.0);
+        assert!(err.0.contains("token id out of range"), "{}", err.0);
+        assert_eq!(exit::code_for(&err.into()), exit::USAGE);
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_be_built_on_the_fly_stops_the_run() {
+        let stop = CancellationToken::new();
+        let f = BuildFailure::new(stop.clone());
+        assert!(f.error().is_none() && !f.is(7));
+        f.fail(9, &anyhow::anyhow!("later"));
+        f.fail(7, &anyhow::anyhow!("decode failed"));
+        assert!(stop.is_cancelled());
+        assert!(f.is(7) && !f.is(9));
+        let e = f.error().unwrap();
+        assert!(
+            e.0.contains("request 7") && e.0.contains("decode failed"),
+            "{}",
+            e.0
+        );
+        assert_eq!(exit::code_for(&e.into()), exit::USAGE);
     }
 
     #[test]
