@@ -40,6 +40,10 @@ use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
 use sse::SseParser;
 
+/// Largest `usage.prompt_tokens` believed from a server: far above any context window
+/// served today (10M tokens); larger is a broken or hostile count.
+const MAX_USAGE_PROMPT_TOKENS: u32 = 16 << 20;
+
 /// How much of an error response body is kept in `record.error`.
 const ERROR_BODY_BYTES: usize = 4 * 1024;
 /// After `[DONE]`, how long to wait for the end of the body so the connection can go
@@ -104,6 +108,9 @@ struct StreamState {
     tokens_seen: u64,
     response_bytes: u64,
     done: bool,
+    /// With a tokenizer: the whole generated text, so N_out is counted on it at the end
+    /// (per-chunk counts over-count where tokens merge across chunk boundaries).
+    text: String,
 }
 
 impl Client {
@@ -155,6 +162,9 @@ impl Client {
             // A prober measures the endpoint itself, not a proxy picked up from the
             // environment.
             .no_proxy()
+            // Following a redirect would turn the POST into a GET against another URL
+            // and time that instead: a 3xx is reported as what it is.
+            .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
             .context("building the HTTP client")?;
@@ -219,6 +229,7 @@ impl Client {
             tokens_seen: 0,
             response_bytes: 0,
             done: false,
+            text: String::new(),
         };
         let result = match body {
             Ok(body) => {
@@ -246,6 +257,13 @@ impl Client {
             _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
             _ => None,
         };
+        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
+            (known, rec.usage_completion_tokens, &self.token_counter)
+        {
+            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
+            // counts only weight how it is spread over the chunks.
+            rec.rescale_chunk_tokens(counter(&st.text));
+        }
         rec.resolve_tokens(known);
         match result {
             Err(f) => {
@@ -477,6 +495,20 @@ impl Client {
         })?;
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
+            // A server's counts are input too: an absurd usage (a buggy or hostile
+            // endpoint) would otherwise become N_out, TPOT ≈ 0 and billions of per-token
+            // ITL observations downstream.
+            let max_out = self.cfg.limits.max_output_tokens;
+            if let Some(c) = u.completion_tokens.filter(|&c| c > max_out) {
+                return Err(Failure::stream(format!(
+                    "usage.completion_tokens {c} exceeds limits.max_output_tokens ({max_out})"
+                )));
+            }
+            if let Some(p) = u.prompt_tokens.filter(|&p| p > MAX_USAGE_PROMPT_TOKENS) {
+                return Err(Failure::stream(format!(
+                    "usage.prompt_tokens {p} exceeds {MAX_USAGE_PROMPT_TOKENS}"
+                )));
+            }
             if let Some(p) = u.prompt_tokens {
                 rec.usage_prompt_tokens = Some(p);
             }
@@ -507,6 +539,8 @@ impl Client {
             } else if let Some(counter) = &self.token_counter {
                 let n = chunk.content.as_deref().map_or(0, |s| counter(s))
                     + chunk.reasoning.as_deref().map_or(0, |s| counter(s));
+                st.text.push_str(chunk.reasoning.as_deref().unwrap_or(""));
+                st.text.push_str(chunk.content.as_deref().unwrap_or(""));
                 st.tokens_seen += u64::from(n);
                 Some(n)
             } else {
