@@ -372,70 +372,6 @@ pub struct Summary {
     pub dispatch_lag: Stats,
 }
 
-impl Summary {
-    /// Combines the summaries of shards that ran together, without their records:
-    /// counts, token totals, means, standard deviations, min and max are exact; rates
-    /// are recomputed over the longer of the two windows; offered rates add up (shards
-    /// are independent streams); percentiles are dropped. Use [`Collector::merge`] when
-    /// the records are at hand.
-    pub fn merge(&self, other: &Summary) -> Summary {
-        let add = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| {
-            let mut m = a.clone();
-            for (k, v) in b {
-                *m.entry(k.clone()).or_default() += v;
-            }
-            m
-        };
-        let duration = self.duration_s.max(other.duration_s);
-        let per_sec = |n: u64| {
-            if duration > 0.0 {
-                n as f64 / duration
-            } else {
-                0.0
-            }
-        };
-        let requests = self.requests + other.requests;
-        let completed = self.completed + other.completed;
-        let good = self.good + other.good;
-        let (input_tokens, output_tokens) = (
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-        );
-        Summary {
-            requests,
-            completed,
-            failed: self.failed + other.failed,
-            failures: add(&self.failures, &other.failures),
-            skipped: add(&self.skipped, &other.skipped),
-            warmup_excluded: self.warmup_excluded + other.warmup_excluded,
-            duration_s: duration,
-            arrivals: self.arrivals + other.arrivals,
-            offered_rate: match (self.offered_rate, other.offered_rate) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            },
-            achieved_rate: per_sec(completed),
-            input_tokens,
-            output_tokens,
-            output_tokens_per_s: per_sec(output_tokens),
-            total_tokens_per_s: per_sec(input_tokens + output_tokens),
-            good,
-            goodput: per_sec(good),
-            goodput_ratio: (requests > 0).then(|| good as f64 / requests as f64),
-            slo: self.slo,
-            token_sources: add(&self.token_sources, &other.token_sources),
-            ttft: self.ttft.merge(&other.ttft),
-            tpot: self.tpot.merge(&other.tpot),
-            itl: self.itl.merge(&other.itl),
-            chunk_gap: self.chunk_gap.merge(&other.chunk_gap),
-            e2e: self.e2e.merge(&other.e2e),
-            ttft_from_sched: self.ttft_from_sched.merge(&other.ttft_from_sched),
-            e2e_from_sched: self.e2e_from_sched.merge(&other.e2e_from_sched),
-            dispatch_lag: self.dispatch_lag.merge(&other.dispatch_lag),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -634,28 +570,5 @@ mod tests {
         let t = shards.summary(&[50.0]);
         assert!(close(t.duration_s, 0.6));
         assert!(close(t.offered_rate.unwrap(), 7.0 / 0.4));
-    }
-
-    #[test]
-    fn summary_merge_keeps_exact_moments_and_drops_percentiles() {
-        let mut a = Collector::new(Slo::default(), 0);
-        let mut b = Collector::new(Slo::default(), 0);
-        let mut whole = Collector::new(Slo::default(), 0);
-        for r in [ok(0, 0, 0, 100, 2, 1, 20), ok(1, 50, 0, 300, 2, 1, 20)] {
-            a.push(&r);
-            whole.push(&r);
-        }
-        let r = ok(0, 0, 0, 200, 2, 1, 30);
-        b.push(&r);
-        whole.push(&r);
-        let m = a.summary(&[50.0]).merge(&b.summary(&[50.0]));
-        let w = whole.summary(&[50.0]);
-        assert_eq!((m.requests, m.completed, m.output_tokens), (3, 3, 9));
-        assert!(close(m.ttft.mean.unwrap(), w.ttft.mean.unwrap()));
-        assert!(close(m.ttft.std.unwrap(), w.ttft.std.unwrap()));
-        assert_eq!(m.ttft.max, w.ttft.max);
-        assert!(m.ttft.percentiles.is_empty());
-        assert!(close(m.duration_s, w.duration_s));
-        assert!(close(m.achieved_rate, w.achieved_rate));
     }
 }

@@ -52,13 +52,11 @@ fn prebuild_fits(n: u64, prompt_bytes: u64) -> bool {
         .is_some_and(|total| total <= PREBUILD_MAX_BYTES)
 }
 
-/// The prompt nonce of the `run`-th run of this invocation (SplitMix64 finaliser of
-/// the invocation's clock-derived base and the run number).
+/// The prompt nonce of the `run`-th run of this invocation: the `run`-th output of a
+/// SplitMix64 generator started at the invocation's clock-derived base.
 fn run_nonce(base: u64, run: u32) -> u32 {
-    let mut z = base.wrapping_add(u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    ((z ^ (z >> 31)) >> 32) as u32
+    let state = base.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    (crate::schedule::splitmix64(state) >> 32) as u32
 }
 
 /// `llmprobe bench`.

@@ -29,6 +29,7 @@ pub mod tokenizer;
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
+use crate::schedule::splitmix64;
 use dataset::DatasetEntry;
 use lengths::Lengths;
 use prompt::{Nonce, PromptGenerator};
@@ -204,13 +205,6 @@ fn default_run_nonce(seed: u64) -> u32 {
 /// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
 pub fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed) ^ splitmix64(index.wrapping_add(0x9e37)))
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
