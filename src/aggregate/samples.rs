@@ -129,7 +129,7 @@ pub struct Stats {
     pub std: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
-    /// The requested percentiles, in the order asked. Empty after [`Stats::merge`].
+    /// The requested percentiles, in the order asked.
     pub percentiles: Vec<Percentile>,
 }
 
