@@ -1,4 +1,4 @@
-//! JSONL output: `--json-out` (one [`RateReport`] per line) and `--records` (one
+//! JSONL output: `--json-out` (one [`RateReport`](crate::report::RateReport) per line) and `--records` (one
 //! [`RecordLine`] per request). Each line is flushed as soon as it is written, so a
 //! crash or Ctrl-C loses nothing already measured.
 

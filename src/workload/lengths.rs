@@ -28,7 +28,7 @@ pub enum LengthDist {
     /// dataset (`vllm/benchmarks/datasets.py`, `RandomDataset.get_sampling_params`).
     /// `0 ≤ r < 1`.
     Uniform { range_ratio: f64 },
-    /// Log-normal with mean `n`: μ = ln n − σ²/2, so E[X] = e^{μ+σ²/2} = n.
+    /// Log-normal with mean `n`: μ = ln n − σ²/2, so `E[X] = e^(μ+σ²/2) = n`.
     LogNormal { sigma: f64 },
 }
 
