@@ -447,7 +447,7 @@ async fn generate(
         output_tokens: engine.output_tokens(req.max_tokens),
         writer: ChunkWriter::new(endpoint, seq, &req.model),
         // Per-request jitter stream: reproducible from --seed and the arrival order.
-        seed: engine.cfg.seed ^ seq.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        seed: crate::schedule::splitmix64(engine.cfg.seed ^ seq),
         engine,
         req,
         fault,
