@@ -60,6 +60,7 @@ mutate guard-fixed-20 '/window: 1h/{n;s/vector(10)/vector(20)/}'
 mutate objective-90 's/vector(0.99)/vector(0.9)/'
 mutate ttft-reads-tpot 's/sli="ttft"}\[/sli="tpot"}[/'
 mutate sli-without-threshold 's/^\( *\)llmprobe_slo_\(ttft\|tpot\|e2e\)_seconds$/\1llmprobe_requests_total/'
-mutate probedown-fixed-600 's|> clamp_min(5 / llmprobe_probe_rate_per_second, 600)|> 600|'
+mutate probedown-fixed-600 's|clamp_min(5 / llmprobe_probe_rate_per_second, 600)|600 + 0 * llmprobe_probe_rate_per_second|'
+mutate probedown-no-fallback 's|0 \* llmprobe_last_success_timestamp_seconds + 600|llmprobe_probe_rate_per_second|'
 mutate absent-ignores-up 's/up == 0 and on/up == 2 and on/'
 say "ok"
