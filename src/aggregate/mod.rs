@@ -20,7 +20,9 @@
 //!   rate, or a single arrival).
 //! - Warmup: records and skips with `id < warmup` are left out of every figure.
 //!
-//! Combining: both ways keep every value, so counts, totals and percentiles are exact.
+//! Combining: both ways keep every value the [`Samples`] keep, so counts, totals and
+//! means are exact, and percentiles are exact unless a latency outgrew its memory bound
+//! (then [`Stats::exact`] is false and they come from a histogram, ≤ 0.1 % off).
 //! [`Collector::merge`] is for shards of one run that started together: their windows
 //! overlap, so the window becomes the union of theirs. [`Collector::append`] is for
 //! separate runs (one after another): their windows add up (durations, arrival gaps
@@ -104,6 +106,25 @@ impl Collector {
             warmup,
             ..Self::default()
         }
+    }
+
+    /// Keeps at most `limit` values of each latency exactly before switching it to a
+    /// histogram ([`Samples::with_exact_limit`]; the default is
+    /// [`samples::DEFAULT_EXACT_LIMIT`]). Call before pushing.
+    pub fn with_exact_limit(mut self, limit: usize) -> Self {
+        for s in [
+            &mut self.ttft,
+            &mut self.tpot,
+            &mut self.itl,
+            &mut self.chunk_gap,
+            &mut self.e2e,
+            &mut self.ttft_from_sched,
+            &mut self.e2e_from_sched,
+            &mut self.dispatch_lag,
+        ] {
+            *s = Samples::with_exact_limit(limit);
+        }
+        self
     }
 
     /// Takes one runner event.
@@ -536,6 +557,39 @@ mod tests {
         a.merge(&b);
         let ps = [50.0, 90.0, 99.0];
         assert_eq!(a.summary(&ps), whole.summary(&ps));
+    }
+
+    #[test]
+    fn bounded_shards_merge_close_to_the_exact_whole() {
+        // 40 requests × 30 chunks: 1,200 ITL values against a limit of 100, so ITL and
+        // chunk gaps switch to the histogram in each shard while TTFT stays exact.
+        let records: Vec<RequestRecord> = (0..40)
+            .map(|i| ok(i, 10 * i, i % 3, 50 + i, 30, 1 + (i % 2) as u32, 5 + i % 11))
+            .collect();
+        let mut whole = Collector::new(Slo::default(), 0);
+        let mut a = Collector::new(Slo::default(), 0).with_exact_limit(100);
+        let mut b = Collector::new(Slo::default(), 0).with_exact_limit(100);
+        for (i, r) in records.iter().enumerate() {
+            whole.push(r);
+            if i % 2 == 0 { &mut a } else { &mut b }.push(r);
+        }
+        a.merge(&b);
+        let ps = [50.0, 90.0, 99.0];
+        let (got, want) = (a.summary(&ps), whole.summary(&ps));
+        assert!(got.ttft.exact && got.e2e.exact);
+        assert_eq!(got.ttft, want.ttft);
+        assert!(!got.itl.exact && !got.chunk_gap.exact);
+        assert!(want.itl.exact);
+        for (g, w) in [(&got.itl, &want.itl), (&got.chunk_gap, &want.chunk_gap)] {
+            assert_eq!(g.count, w.count);
+            assert!((g.mean.unwrap() - w.mean.unwrap()).abs() < 1e-12);
+            assert_eq!((g.min, g.max), (w.min, w.max));
+            for p in ps {
+                let (x, y) = (g.percentile(p).unwrap(), w.percentile(p).unwrap());
+                assert!((x - y).abs() <= 1e-3 * y, "p{p}: {x} vs {y}");
+            }
+        }
+        assert_eq!(got.output_tokens, want.output_tokens);
     }
 
     #[test]
