@@ -35,6 +35,7 @@ fn ms_stats(s: &Stats, percentiles: &[f64]) -> LatencyStats {
             .iter()
             .map(|&p| (p, s.percentile(p).map(ms)))
             .collect(),
+        exact: s.exact,
     }
 }
 

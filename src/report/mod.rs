@@ -79,6 +79,10 @@ pub struct LatencyStats {
     pub std: Option<f64>,
     /// `(percentile, value)` in ascending percentile order.
     pub percentiles: Vec<(f64, Option<f64>)>,
+    /// False when the run held more samples than are kept exactly and the percentiles
+    /// come from an HDR histogram (≤ 0.05 % relative error; count, mean and std stay
+    /// exact). Written to JSON as `"percentiles_exact": false` only in that case.
+    pub exact: bool,
 }
 
 impl LatencyStats {
@@ -102,12 +106,16 @@ pub fn percentile_key(p: f64) -> String {
 
 impl Serialize for LatencyStats {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3 + self.percentiles.len()))?;
+        let extra = usize::from(!self.exact);
+        let mut m = s.serialize_map(Some(3 + extra + self.percentiles.len()))?;
         m.serialize_entry("count", &self.count)?;
         m.serialize_entry("mean", &self.mean)?;
         m.serialize_entry("std", &self.std)?;
         for (p, v) in &self.percentiles {
             m.serialize_entry(&percentile_key(*p), v)?;
+        }
+        if !self.exact {
+            m.serialize_entry("percentiles_exact", &false)?;
         }
         m.end()
     }
@@ -305,6 +313,7 @@ pub mod test_support {
                 (90.0, Some(base * 1.1)),
                 (99.0, Some(base * 1.2)),
             ],
+            exact: true,
         }
     }
 
@@ -387,6 +396,17 @@ pub mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn histogram_percentiles_are_flagged_in_json() {
+        let mut st = test_support::stats(10.0);
+        let exact = serde_json::to_value(&st).unwrap();
+        assert!(exact.get("percentiles_exact").is_none(), "{exact}");
+        st.exact = false;
+        let approx = serde_json::to_value(&st).unwrap();
+        assert_eq!(approx["percentiles_exact"], false);
+        assert_eq!(approx["p50"], 9.0);
+    }
 
     /// The `--json-out` line layout: a change here is a change of the contract (bump
     /// SCHEMA_VERSION when it is incompatible).
