@@ -441,6 +441,52 @@ targets:
     };
     assert!(reload.contains("bogus"), "the reload failed: {reload}");
     outputs.push(("reload error".into(), reload));
+
+    // A reload that fails only when resolving secrets (the key file is gone) names the
+    // file, line and field, and keeps the old config: the old key keeps working.
+    std::fs::write(&config, &text).expect("write");
+    std::fs::remove_file(&key_file).expect("remove key file");
+    let goodput = |m: &str| -> f64 {
+        m.lines()
+            .filter(|l| {
+                l.starts_with("llmprobe_goodput_requests_total") && l.contains("target=\"authed\"")
+            })
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    };
+    let before = goodput(&get(&format!("{base}/metrics")).await);
+    let (status, reload) = match http().post(format!("{base}/-/reload")).send().await {
+        Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+        Err(e) => (0, format!("reload: {e}")),
+    };
+    assert_eq!(status, 500, "{reload}");
+    let key_line = text
+        .lines()
+        .position(|l| l.contains("api_key_file"))
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let want = format!("{}:{key_line}:", config.display());
+    assert!(
+        reload.contains(&want) && reload.contains("targets[0].api_key_file"),
+        "the error names file:line ({want}) and field: {reload}"
+    );
+    outputs.push(("reload error (missing key file)".into(), reload));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = get(&format!("{base}/metrics")).await;
+        if goodput(&m) >= before + 3.0 {
+            assert!(
+                m.contains("llmprobe_config_last_reload_successful 0"),
+                "the failed reload is reported"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old key stopped working after a failed reload:\n{m}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let out = llmprobe()
         .args(["daemon", "--config.check", "--config"])
         .arg(&config)
