@@ -12,7 +12,6 @@
 //! The tests in this file run one at a time (a process-wide lock) because they count
 //! the process's tasks and file descriptors.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use llmprobe::client::{Client, ClientConfig, Endpoint, Limits, Timeouts};
@@ -22,7 +21,7 @@ use llmprobe::secret::Secret;
 use llmprobe::workload::RequestSpec;
 use tokio::time::Instant;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const TTFT: Duration = Duration::from_millis(20);
 const ITL: Duration = Duration::from_millis(10);
@@ -358,7 +357,7 @@ async fn assert_no_leaks(tasks_before: usize, fds_before: usize) {
 
 #[tokio::test(start_paused = true)]
 async fn every_fault_forced_by_header_gives_its_reason_on_chat() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     let mock = llmprobe::mock::start(mock_config(vec![]), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -380,7 +379,7 @@ async fn every_fault_forced_by_header_gives_its_reason_on_chat() {
 
 #[tokio::test(start_paused = true)]
 async fn every_fault_configured_in_the_mock_gives_its_reason_on_completions() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     let mut bad = Vec::new();
     for e in expectations() {
         let fault: FaultSpec = e.fault.parse().unwrap();
@@ -398,7 +397,7 @@ async fn every_fault_configured_in_the_mock_gives_its_reason_on_completions() {
 /// real time: every request ends with its reason, and nothing is left running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_faults_in_real_time_leave_nothing_behind() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = SERIAL.lock().await;
     let mock = llmprobe::mock::start(
         MockConfig {
             ttft: ms(5),

@@ -208,7 +208,8 @@ async fn bench_never_shows_a_key_or_header_value() {
     let mut outputs: Vec<(String, String)> = Vec::new();
 
     // (name, base url, --api-key?, OPENAI_API_KEY?, whether every request must succeed)
-    let runs: Vec<(&str, String, Option<&str>, Option<&str>, bool)> = vec![
+    type Run<'a> = (&'a str, String, Option<&'a str>, Option<&'a str>, bool);
+    let runs: Vec<Run> = vec![
         (
             "flag",
             format!("http://{}", mock.addr),
