@@ -37,8 +37,12 @@ trap cleanup EXIT
 port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
 say "starting llama_cpp.server on $base ($(basename "$model"))"
+# --interrupt_requests false: by default llama-cpp-python's server aborts the stream in
+# flight whenever a new request arrives (the aborted one gets its role chunk and
+# `[DONE]`, which llmprobe rightly reports as empty_output). An open-loop load test
+# overlaps requests, so they must queue instead.
 "$py" -m llama_cpp.server --model "$model" --chat_format gemma \
-  --host 127.0.0.1 --port "$port" --n_ctx 2048 >"$scratch/llama.log" 2>&1 &
+  --host 127.0.0.1 --port "$port" --n_ctx 2048 --interrupt_requests false >"$scratch/llama.log" 2>&1 &
 server_pid=$!
 pids+=("$server_pid")
 for _ in $(seq 1 240); do
@@ -98,7 +102,7 @@ for endpoint in chat completions; do
   say "bench $endpoint: $n requests, $out_len output tokens, 1 req/s"
   rc=0
   "$bin" bench --base-url "$base" --model gemma-3-270m --endpoint "$endpoint" \
-    --rate 1 --num-requests "$n" --input-len 32 --output-len "$out_len" --seed 7 \
+    --rate 1 --max-concurrency 1 --num-requests "$n" --input-len 32 --output-len "$out_len" --seed 7 \
     --timeout 60s --records "$scratch/records-$endpoint.jsonl" \
     --json-out "$scratch/summary-$endpoint.jsonl" --no-progress \
     >"$scratch/bench-$endpoint.out" 2>"$scratch/bench-$endpoint.err" || rc=$?
