@@ -6,6 +6,7 @@
 //! chain; `capacity` is pure math and never touches the network.
 
 pub mod aggregate;
+pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod client;
@@ -14,6 +15,7 @@ pub mod exit;
 pub mod logging;
 pub mod mock;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod secret;
@@ -37,5 +39,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
         Command::Mock(args) => mock::command::run(&args).await,
+        Command::Bench(args) => bench::run::run(&args).await,
+        Command::Report(args) => report::merge::run(&args),
     }
 }

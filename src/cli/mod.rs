@@ -3,8 +3,10 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod bench;
 mod capacity;
 mod mock;
+pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
 pub use mock::MockArgs;
 
@@ -28,6 +30,10 @@ pub enum Command {
     Capacity(Box<CapacityArgs>),
     /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
     Mock(Box<MockArgs>),
+    /// One-shot open-loop load test: one rate, a --sweep, or --find-max-rate, with SLO gates.
+    Bench(Box<BenchArgs>),
+    /// Work on saved bench results (merge the --records of shards).
+    Report(ReportArgs),
 }
 
 #[derive(Debug, Clone, Args)]

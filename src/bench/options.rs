@@ -1,0 +1,1052 @@
+//! `BenchOptions`: the flags of `llmprobe bench` parsed once into checked, typed values
+//! (hyperfine's habit). Every user mistake becomes a [`UsageError`] naming the flag, so
+//! nothing after this module re-checks strings, and no request is sent before the whole
+//! command line is known to be valid.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::bench::gate::Gate;
+use crate::cli::BenchArgs;
+use crate::exit::UsageError;
+use crate::record::Slo;
+
+type Result<T> = std::result::Result<T, UsageError>;
+
+/// A request rate in requests per second; `f64::INFINITY` sends everything at t = 0.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Rate(f64);
+
+impl Rate {
+    pub const INFINITE: Rate = Rate(f64::INFINITY);
+
+    /// A finite positive rate or infinity; anything else is refused.
+    pub fn new(per_second: f64) -> Option<Rate> {
+        (per_second > 0.0 && !per_second.is_nan()).then_some(Rate(per_second))
+    }
+
+    pub fn per_second(self) -> f64 {
+        self.0
+    }
+
+    pub fn is_infinite(self) -> bool {
+        self.0.is_infinite()
+    }
+
+    /// This rate split over `n` shards (infinity stays infinity).
+    pub fn divided(self, n: u32) -> Rate {
+        Rate(self.0 / f64::from(n.max(1)))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_infinite() {
+            f.write_str("inf")
+        } else {
+            // Shortest form that round-trips: 8, 0.5, 12.25.
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+impl FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Rate, String> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity") {
+            return Ok(Rate::INFINITE);
+        }
+        let v: f64 = t
+            .parse()
+            .map_err(|_| format!("{s:?} is not a number of requests per second or `inf`"))?;
+        Rate::new(v).ok_or_else(|| format!("{s:?}: a rate must be greater than 0"))
+    }
+}
+
+/// The API flavour to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+
+    /// vLLM's `backend` name for the same API, used in `--save-result` files.
+    pub fn vllm_backend(self) -> &'static str {
+        match self {
+            Api::Chat => "openai-chat",
+            Api::Completions => "openai",
+        }
+    }
+}
+
+impl FromStr for Api {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Api, String> {
+        // loadgen.py names, plus vLLM's --endpoint paths with the same meaning.
+        match s.trim().trim_end_matches('/') {
+            // vLLM's --backend names: openai-chat posts to /v1/chat/completions; openai,
+            // vllm and sglang to /v1/completions.
+            "chat" | "/v1/chat/completions" | "openai-chat" => Ok(Api::Chat),
+            "completions" | "/v1/completions" | "openai" | "vllm" | "sglang" => {
+                Ok(Api::Completions)
+            }
+            _ => Err(format!(
+                "unknown endpoint {s:?}: expected chat or completions (or /v1/chat/completions, /v1/completions)"
+            )),
+        }
+    }
+}
+
+/// A latency figure reported with a mean and percentiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LatencyMetric {
+    Ttft,
+    Tpot,
+    Itl,
+    E2el,
+}
+
+impl LatencyMetric {
+    pub const ALL: [LatencyMetric; 4] = [
+        LatencyMetric::Ttft,
+        LatencyMetric::Tpot,
+        LatencyMetric::Itl,
+        LatencyMetric::E2el,
+    ];
+
+    /// vLLM's short name (`--percentile-metrics`, `--goodput`, `*_ms` keys).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatencyMetric::Ttft => "ttft",
+            LatencyMetric::Tpot => "tpot",
+            LatencyMetric::Itl => "itl",
+            LatencyMetric::E2el => "e2el",
+        }
+    }
+}
+
+impl FromStr for LatencyMetric {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<LatencyMetric, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ttft" => Ok(LatencyMetric::Ttft),
+            "tpot" => Ok(LatencyMetric::Tpot),
+            "itl" => Ok(LatencyMetric::Itl),
+            "e2el" | "e2e" => Ok(LatencyMetric::E2el),
+            _ => Err(format!(
+                "unknown metric {s:?}: expected ttft, tpot, itl or e2el"
+            )),
+        }
+    }
+}
+
+/// Which shard of a scaled-out run this process is: `index` in `0..count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    /// 0-based index of this shard.
+    pub index: u32,
+    /// Number of shards in the run.
+    pub count: u32,
+}
+
+impl Shard {
+    /// This shard's part of `total` requests: `total / count`, the remainder going to
+    /// the lowest indices, so the parts sum to exactly `total`.
+    pub fn share_of(self, total: u64) -> u64 {
+        let n = u64::from(self.count);
+        let i = u64::from(self.index);
+        total / n + u64::from(i < total % n)
+    }
+
+    /// A seed for this shard's streams. Distinct shards get unrelated seeds (SplitMix64
+    /// finaliser, Steele et al., "Fast splittable pseudorandom number generators",
+    /// OOPSLA 2014), so their Poisson streams are independent and superpose into one
+    /// Poisson stream at the full rate.
+    pub fn seed(self, base: u64) -> u64 {
+        let mut z = base ^ (u64::from(self.index) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Shard, String> {
+        let bad = || format!("{s:?} is not I/N (0-based shard index I of N shards, e.g. 0/4)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(format!(
+                "shard {s:?}: the index must be in 0..{count} (I/N with 0 <= I < N)"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// How narrow the max-rate search's bracket must get.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Precision {
+    /// Absolute, in requests per second.
+    PerSecond(f64),
+    /// A fraction of the rate (0.05 = 5 %).
+    Relative(f64),
+}
+
+impl Precision {
+    /// The tolerance in req/s at `rate`.
+    pub fn at(self, rate: f64) -> f64 {
+        match self {
+            Precision::PerSecond(v) => v,
+            Precision::Relative(f) => f * rate,
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Precision::PerSecond(v) => write!(f, "{v} req/s"),
+            Precision::Relative(r) => write!(f, "{}%", r * 100.0),
+        }
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Precision, String> {
+        let t = s.trim();
+        let bad = || format!("{s:?} is not a precision: use req/s (0.5) or a percentage (5%)");
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| bad())?;
+            if !(v > 0.0 && v < 100.0) {
+                return Err(format!("{s:?}: a percentage must be in (0, 100)"));
+            }
+            return Ok(Precision::Relative(v / 100.0));
+        }
+        let v: f64 = t.parse().map_err(|_| bad())?;
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(format!("{s:?}: the precision must be greater than 0"));
+        }
+        Ok(Precision::PerSecond(v))
+    }
+}
+
+/// Input/output length distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LenDist {
+    Fixed,
+    /// Uniform in [n(1−r), n(1+r)].
+    Uniform {
+        range_ratio: f64,
+    },
+    Lognormal,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dataset {
+    /// Synthetic prompts of --input-len tokens.
+    Random,
+    ShareGpt(PathBuf),
+    Jsonl(PathBuf),
+}
+
+/// Which rates to run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RatePlan {
+    /// One run per rate, in the order given.
+    Fixed(Vec<Rate>),
+    /// Doubling from `start`, then bisection, up to `limit`.
+    FindMax {
+        start: Rate,
+        precision: Precision,
+        limit: f64,
+    },
+}
+
+/// When a run at one rate stops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// After this many counted requests (warmup not included).
+    Count(u64),
+    /// After this long.
+    Duration(Duration),
+}
+
+/// Settings of the in-process mock engine (`--mock`); `None` fields keep the mock's
+/// defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MockOptions {
+    pub ttft: Option<Duration>,
+    pub itl: Option<Duration>,
+    pub batch_slowdown: Option<f64>,
+    pub max_running: Option<u32>,
+    pub tokens_per_chunk: Option<u32>,
+    /// Send no usage in streams.
+    pub no_usage: bool,
+    pub faults: Vec<String>,
+}
+
+/// Everything `bench` needs to know, checked.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub base_url: String,
+    pub model: String,
+    pub api: Api,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub ignore_eos: bool,
+    pub tokenizer: Option<PathBuf>,
+
+    pub rates: RatePlan,
+    pub stop: Stop,
+    pub warmup: u64,
+    pub max_concurrency: Option<u32>,
+    pub burstiness: f64,
+    /// The seed of this process's streams (already derived from the shard index).
+    pub seed: u64,
+    /// The seed the user gave.
+    pub base_seed: u64,
+    pub shard: Option<Shard>,
+
+    pub input_len: u32,
+    pub output_len: u32,
+    pub len_dist: LenDist,
+    pub shared_prefix_len: u32,
+    pub dataset: Dataset,
+
+    pub slo: Slo,
+    pub gates: Vec<Gate>,
+
+    pub percentile_metrics: Vec<LatencyMetric>,
+    pub percentiles: Vec<f64>,
+    pub json_out: Option<PathBuf>,
+    pub records: Option<PathBuf>,
+    /// Where to write the vLLM-compatible result (a file name decided up front).
+    pub save_result: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
+    pub dispatch_lag_warn: Duration,
+    pub progress: bool,
+
+    pub mock: Option<MockOptions>,
+}
+
+impl BenchOptions {
+    /// Checks every flag. `now_compact` is the `YYYYMMDD-HHMMSS` stamp used in a
+    /// generated `--save-result` file name.
+    pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
+        let api: Api = a.endpoint.parse().map_err(|e| flag("--endpoint", e))?;
+        let model = match (&a.model, a.mock) {
+            (Some(m), _) if !m.trim().is_empty() => m.clone(),
+            (Some(_), _) => return Err(UsageError::new("--model must not be empty")),
+            (None, true) => "mock-llm".to_string(),
+            (None, false) => {
+                return Err(UsageError::new(
+                    "--model is required (the model name the server serves), unless --mock",
+                ));
+            }
+        };
+        let base_url = match &a.base_url {
+            Some(url) => url.clone(),
+            // vLLM's --host/--port form.
+            None => format!(
+                "http://{}:{}",
+                a.host.as_deref().unwrap_or("localhost"),
+                a.port.unwrap_or(8000)
+            ),
+        };
+        if a.mock && (a.base_url.is_some() || a.host.is_some() || a.port.is_some()) {
+            return Err(UsageError::new(
+                "--mock starts its own server: drop --base-url/--host/--port",
+            ));
+        }
+        if !a.mock && !base_url.starts_with("http://") && !base_url.starts_with("https://") {
+            return Err(UsageError::new(format!(
+                "--base-url {base_url:?} must start with http:// or https://"
+            )));
+        }
+        let headers = a
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>>>()?;
+        let timeout = parse_duration(&a.timeout).map_err(|e| flag("--timeout", e))?;
+        if timeout.is_zero() {
+            return Err(UsageError::new("--timeout must be greater than 0"));
+        }
+
+        let shard = a
+            .shard
+            .as_deref()
+            .map(str::parse::<Shard>)
+            .transpose()
+            .map_err(|e| flag("--shard", e))?;
+
+        let stop = match (a.num_requests, &a.duration) {
+            (Some(_), Some(_)) => {
+                return Err(UsageError::new(
+                    "--num-requests and --duration both set: choose one stop condition",
+                ));
+            }
+            (Some(0), None) => return Err(UsageError::new("--num-requests must be at least 1")),
+            (Some(n), None) => Stop::Count(n),
+            (None, Some(d)) => {
+                let d = parse_duration(d).map_err(|e| flag("--duration", e))?;
+                if d.is_zero() {
+                    return Err(UsageError::new("--duration must be greater than 0"));
+                }
+                Stop::Duration(d)
+            }
+            // loadgen.py's default.
+            (None, None) => Stop::Count(200),
+        };
+        if let (Some(s), Stop::Count(n)) = (shard, stop)
+            && s.share_of(n) == 0
+        {
+            return Err(UsageError::new(format!(
+                "--num-requests {n} over {} shards leaves shard {} with no request",
+                s.count, s.index
+            )));
+        }
+        if !(a.burstiness > 0.0 && a.burstiness.is_finite()) {
+            return Err(UsageError::new(format!(
+                "--burstiness {} must be a finite number greater than 0 (1 = Poisson)",
+                a.burstiness
+            )));
+        }
+        if a.max_concurrency == Some(0) {
+            return Err(UsageError::new("--max-concurrency must be at least 1"));
+        }
+
+        let gates_text: Vec<String> = a
+            .gates
+            .iter()
+            .cloned()
+            .chain(
+                a.min_goodput_ratio
+                    .iter()
+                    .map(|r| format!("goodput-ratio>={r}")),
+            )
+            .collect();
+        let gates = gates_text
+            .iter()
+            .map(|g| g.parse::<Gate>().map_err(|e| flag("--gate", e)))
+            .collect::<Result<Vec<_>>>()?;
+
+        let rates = if a.find_max_rate {
+            if a.sweep.is_some() {
+                return Err(UsageError::new(
+                    "--find-max-rate and --sweep both set: the search chooses its own rates",
+                ));
+            }
+            if gates.is_empty() {
+                return Err(UsageError::new(
+                    "--find-max-rate needs at least one --gate (or --min-goodput-ratio) to search against",
+                ));
+            }
+            let start = match &a.rate {
+                Some(r) => r.parse::<Rate>().map_err(|e| flag("--rate", e))?,
+                None => Rate(1.0),
+            };
+            if start.is_infinite() {
+                return Err(UsageError::new(
+                    "--find-max-rate needs a finite starting --rate",
+                ));
+            }
+            let precision: Precision = a
+                .max_rate_precision
+                .parse()
+                .map_err(|e| flag("--max-rate-precision", e))?;
+            if !(a.max_rate_limit.is_finite() && a.max_rate_limit >= start.0) {
+                return Err(UsageError::new(format!(
+                    "--max-rate-limit {} must be a finite rate at least the starting rate {start}",
+                    a.max_rate_limit
+                )));
+            }
+            RatePlan::FindMax {
+                start,
+                precision,
+                limit: a.max_rate_limit,
+            }
+        } else {
+            match (&a.rate, &a.sweep) {
+                (Some(_), Some(_)) => {
+                    return Err(UsageError::new(
+                        "--rate and --sweep both set: give one rate or a list",
+                    ));
+                }
+                (Some(r), None) => RatePlan::Fixed(vec![r.parse().map_err(|e| flag("--rate", e))?]),
+                (None, Some(list)) => RatePlan::Fixed(parse_list(list, "--sweep")?),
+                (None, None) => {
+                    return Err(UsageError::new(
+                        "no rate: give --rate R (req/s or inf), --sweep R1,R2,.. or --find-max-rate",
+                    ));
+                }
+            }
+        };
+        if let (Stop::Duration(_), RatePlan::Fixed(rates)) = (stop, &rates)
+            && rates.iter().any(|r| r.is_infinite())
+        {
+            return Err(UsageError::new(
+                "an infinite rate sends everything at once: it needs --num-requests, not --duration",
+            ));
+        }
+
+        let len_dist = match (a.len_dist.as_deref(), a.random_range_ratio) {
+            (_, Some(r)) if !(0.0..1.0).contains(&r) => {
+                return Err(UsageError::new(format!(
+                    "--random-range-ratio {r} must be in [0, 1)"
+                )));
+            }
+            (None, None) | (Some("fixed"), None) => LenDist::Fixed,
+            (None, Some(r)) | (Some("uniform"), Some(r)) => LenDist::Uniform { range_ratio: r },
+            // vLLM's documented default range for uniform lengths.
+            (Some("uniform"), None) => LenDist::Uniform { range_ratio: 0.5 },
+            (Some("lognormal"), None) => LenDist::Lognormal,
+            (Some(d @ ("fixed" | "lognormal")), Some(_)) => {
+                return Err(UsageError::new(format!(
+                    "--random-range-ratio applies to uniform lengths, not --len-dist {d}"
+                )));
+            }
+            (Some(other), _) => {
+                return Err(UsageError::new(format!(
+                    "unknown --len-dist {other:?}: expected fixed, uniform or lognormal"
+                )));
+            }
+        };
+        if a.input_len == 0 || a.output_len == 0 {
+            return Err(UsageError::new(
+                "--input-len and --output-len must be at least 1",
+            ));
+        }
+        let dataset = match (a.dataset.as_str(), &a.dataset_path) {
+            ("random", None) => Dataset::Random,
+            ("random", Some(_)) => {
+                return Err(UsageError::new(
+                    "--dataset-path needs --dataset sharegpt or jsonl",
+                ));
+            }
+            ("sharegpt", Some(p)) => Dataset::ShareGpt(p.clone()),
+            ("jsonl", Some(p)) => Dataset::Jsonl(p.clone()),
+            ("sharegpt" | "jsonl", None) => {
+                return Err(UsageError::new(format!(
+                    "--dataset {} needs --dataset-path FILE",
+                    a.dataset
+                )));
+            }
+            (other, _) => {
+                return Err(UsageError::new(format!(
+                    "unknown --dataset {other:?}: expected random, sharegpt or jsonl"
+                )));
+            }
+        };
+
+        let slo = build_slo(a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, &a.goodput)?;
+        let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
+        let percentiles = parse_percentiles(&a.metric_percentiles)?;
+
+        let save_result = match (&a.save_result, &a.result_filename) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(UsageError::new("--result-filename needs --save-result"));
+            }
+            (Some(given), name) => {
+                let file = match (name, given) {
+                    (Some(n), _) => n.clone(),
+                    (None, Some(f)) => f.clone(),
+                    // vLLM's naming: backend, rate, model, date.
+                    (None, None) => {
+                        let rate = match &rates {
+                            RatePlan::Fixed(r) if r.len() == 1 => format!("{}qps", r[0]),
+                            RatePlan::Fixed(_) => "sweep".to_string(),
+                            RatePlan::FindMax { .. } => "max-rate".to_string(),
+                        };
+                        let model_tail = model.rsplit('/').next().unwrap_or(&model);
+                        PathBuf::from(format!(
+                            "{}-{rate}-{model_tail}-{now_compact}.json",
+                            api.vllm_backend()
+                        ))
+                    }
+                };
+                Some(match &a.result_dir {
+                    Some(dir) => dir.join(file),
+                    None => file,
+                })
+            }
+        };
+        if let Some(p) = &a.plot {
+            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if !ext.eq_ignore_ascii_case("svg") {
+                return Err(UsageError::new(format!(
+                    "--plot {}: only .svg output is supported",
+                    p.display()
+                )));
+            }
+        }
+        if !(a.dispatch_lag_warn_ms >= 0.0 && a.dispatch_lag_warn_ms.is_finite()) {
+            return Err(UsageError::new(
+                "--dispatch-lag-warn-ms must be a finite number of ms >= 0",
+            ));
+        }
+
+        let mock = a
+            .mock
+            .then(|| -> Result<MockOptions> {
+                Ok(MockOptions {
+                    ttft: a
+                        .mock_ttft_ms
+                        .map(|v| ms_to_duration(v, "--mock-ttft-ms"))
+                        .transpose()?,
+                    itl: a
+                        .mock_itl_ms
+                        .map(|v| ms_to_duration(v, "--mock-itl-ms"))
+                        .transpose()?,
+                    batch_slowdown: match a.mock_batch_slowdown {
+                        Some(f) if !(f >= 0.0 && f.is_finite()) => {
+                            return Err(UsageError::new(
+                                "--mock-batch-slowdown must be a finite number >= 0",
+                            ));
+                        }
+                        other => other,
+                    },
+                    max_running: match a.mock_max_running {
+                        Some(0) => {
+                            return Err(UsageError::new("--mock-max-running must be at least 1"));
+                        }
+                        other => other,
+                    },
+                    tokens_per_chunk: match a.mock_tokens_per_chunk {
+                        Some(0) => {
+                            return Err(UsageError::new(
+                                "--mock-tokens-per-chunk must be at least 1",
+                            ));
+                        }
+                        other => other,
+                    },
+                    no_usage: a.mock_no_usage,
+                    faults: a.mock_faults.clone(),
+                })
+            })
+            .transpose()?;
+
+        let seed = match shard {
+            Some(s) => s.seed(a.seed),
+            None => a.seed,
+        };
+        Ok(BenchOptions {
+            base_url,
+            model,
+            api,
+            api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+            headers,
+            timeout,
+            ignore_eos: a.ignore_eos,
+            tokenizer: a.tokenizer.clone(),
+            rates,
+            stop,
+            warmup: a.warmup,
+            max_concurrency: a.max_concurrency,
+            burstiness: a.burstiness,
+            seed,
+            base_seed: a.seed,
+            shard,
+            input_len: a.input_len,
+            output_len: a.output_len,
+            len_dist,
+            shared_prefix_len: a.shared_prefix_len,
+            dataset,
+            slo,
+            gates,
+            percentile_metrics,
+            percentiles,
+            json_out: a.json_out.clone(),
+            records: a.records.clone(),
+            save_result,
+            plot: a.plot.clone(),
+            dispatch_lag_warn: Duration::from_secs_f64(a.dispatch_lag_warn_ms / 1000.0),
+            progress: !a.no_progress,
+            mock,
+        })
+    }
+
+    /// The percentiles to compute: the reported ones plus any a gate reads, sorted.
+    pub fn computed_percentiles(&self) -> Vec<f64> {
+        computed_percentiles(&self.percentiles, &self.gates)
+    }
+}
+
+/// The reported percentiles plus any a gate reads, plus the median (vLLM's result file
+/// always has `median_*_ms`) and p99 (the dispatch-lag check), sorted and deduplicated.
+pub fn computed_percentiles(reported: &[f64], gates: &[Gate]) -> Vec<f64> {
+    let mut all: Vec<f64> = reported
+        .iter()
+        .copied()
+        .chain(gates.iter().filter_map(Gate::percentile))
+        .chain([50.0, 99.0])
+        .collect();
+    all.sort_by(f64::total_cmp);
+    all.dedup();
+    all
+}
+
+fn flag(name: &str, msg: String) -> UsageError {
+    UsageError::new(format!("{name}: {msg}"))
+}
+
+fn ms_to_duration(v: f64, name: &str) -> Result<Duration> {
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(UsageError::new(format!(
+            "{name} {v} must be a finite number of ms >= 0"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v / 1000.0))
+}
+
+/// A duration: humantime (`90s`, `2m`, `1h 30m`, `500ms`) or a bare number of seconds.
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("{s:?} is not a duration >= 0"));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("{s:?} is not a duration (e.g. 30s, 2m, 1h): {e}"))
+}
+
+/// `K:V` → (K, V), both trimmed; the name must be a valid HTTP header name.
+pub fn parse_header(s: &str) -> Result<(String, String)> {
+    let (k, v) = s
+        .split_once(':')
+        .ok_or_else(|| UsageError::new(format!("--header {s:?}: expected Name:Value")))?;
+    let k = k.trim();
+    let valid_name = !k.is_empty()
+        && k.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid_name {
+        return Err(UsageError::new(format!(
+            "--header {s:?}: {k:?} is not a valid header name"
+        )));
+    }
+    let v = v.trim();
+    if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(UsageError::new(format!(
+            "--header {k}: the value must not contain CR, LF or NUL"
+        )));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+fn parse_list(s: &str, name: &str) -> Result<Vec<Rate>> {
+    let rates = s
+        .split(',')
+        .map(|p| p.parse::<Rate>().map_err(|e| flag(name, e)))
+        .collect::<Result<Vec<_>>>()?;
+    if rates.is_empty() {
+        return Err(UsageError::new(format!("{name}: empty list")));
+    }
+    // A rate is the key of its row, its records and its result file: once per sweep.
+    for (i, r) in rates.iter().enumerate() {
+        if rates[..i].contains(r) {
+            return Err(UsageError::new(format!("{name}: rate {r} is listed twice")));
+        }
+    }
+    Ok(rates)
+}
+
+/// `ttft,tpot,itl,e2el` → metrics in the order given, without repeats.
+pub fn parse_metrics(s: &str) -> Result<Vec<LatencyMetric>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let m: LatencyMetric = part.parse().map_err(|e| flag("--percentile-metrics", e))?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    if out.is_empty() {
+        return Err(UsageError::new(
+            "--percentile-metrics: give at least one of ttft, tpot, itl, e2el",
+        ));
+    }
+    Ok(out)
+}
+
+/// `50,90,99` → sorted percentiles in (0, 100].
+pub fn parse_percentiles(s: &str) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let t = part.trim().trim_start_matches(['p', 'P']);
+        let v: f64 = t.parse().map_err(|_| {
+            UsageError::new(format!(
+                "--metric-percentiles: {part:?} is not a number in (0, 100]"
+            ))
+        })?;
+        if !(v > 0.0 && v <= 100.0) {
+            return Err(UsageError::new(format!(
+                "--metric-percentiles: {v} is not in (0, 100]"
+            )));
+        }
+        out.push(v);
+    }
+    if out.is_empty() {
+        return Err(UsageError::new(
+            "--metric-percentiles: give at least one percentile",
+        ));
+    }
+    out.sort_by(f64::total_cmp);
+    out.dedup();
+    Ok(out)
+}
+
+/// The goodput objectives from loadgen's `--slo-*-ms` flags and vLLM's `--goodput
+/// ttft:500 tpot:40 e2el:2000` (ms). Both may be used; the same metric given twice with
+/// different values is an error rather than a silent choice.
+pub fn build_slo(
+    ttft_ms: Option<f64>,
+    tpot_ms: Option<f64>,
+    e2el_ms: Option<f64>,
+    goodput: &[String],
+) -> Result<Slo> {
+    let mut values: [(LatencyMetric, Option<f64>, &str); 3] = [
+        (LatencyMetric::Ttft, ttft_ms, "--slo-ttft-ms"),
+        (LatencyMetric::Tpot, tpot_ms, "--slo-tpot-ms"),
+        (LatencyMetric::E2el, e2el_ms, "--slo-e2el-ms"),
+    ];
+    for item in goodput.iter().flat_map(|g| g.split_whitespace()) {
+        let (name, v) = item.split_once(':').ok_or_else(|| {
+            UsageError::new(format!(
+                "--goodput {item:?}: expected METRIC:MS, e.g. ttft:500 tpot:40 e2el:2000"
+            ))
+        })?;
+        let metric: LatencyMetric = name.parse().map_err(|e| flag("--goodput", e))?;
+        let ms: f64 = v.trim().parse().map_err(|_| {
+            UsageError::new(format!("--goodput {item:?}: {v:?} is not a number of ms"))
+        })?;
+        let slot = values
+            .iter_mut()
+            .find(|(m, _, _)| *m == metric)
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "--goodput {item:?}: goodput objectives exist for ttft, tpot and e2el (vLLM has none for itl)"
+                ))
+            })?;
+        match slot.1 {
+            Some(prev) if prev != ms => {
+                return Err(UsageError::new(format!(
+                    "--goodput {item:?} contradicts {} {prev}",
+                    slot.2
+                )));
+            }
+            _ => slot.1 = Some(ms),
+        }
+    }
+    let mut slo = Slo::default();
+    for (metric, v, name) in values {
+        let d = v.map(|ms| ms_to_duration(ms, name)).transpose()?;
+        match metric {
+            LatencyMetric::Ttft => slo.ttft = d,
+            LatencyMetric::Tpot => slo.tpot = d,
+            LatencyMetric::E2el => slo.e2e = d,
+            LatencyMetric::Itl => {}
+        }
+    }
+    Ok(slo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn opts(line: &str) -> Result<BenchOptions> {
+        let argv = std::iter::once("bench").chain(line.split_whitespace());
+        let w = Wrap::try_parse_from(argv).map_err(|e| UsageError::new(e.to_string()))?;
+        BenchOptions::from_args(&w.args, "20261129-183437")
+    }
+
+    fn err(line: &str) -> String {
+        match opts(line) {
+            Ok(_) => panic!("{line:?} should have been refused"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn loadgen_examples_parse() {
+        let o =
+            opts("--mock --rate 8 --num-requests 100 --slo-ttft-ms 200 --slo-tpot-ms 20").unwrap();
+        assert_eq!(o.rates, RatePlan::Fixed(vec![Rate(8.0)]));
+        assert_eq!(o.stop, Stop::Count(100));
+        assert_eq!(o.slo.ttft, Some(Duration::from_millis(200)));
+        assert_eq!(o.slo.tpot, Some(Duration::from_millis(20)));
+        assert_eq!(o.model, "mock-llm");
+        let o = opts("--mock --sweep 2,8,32 --num-requests 120 --output-len 48").unwrap();
+        assert_eq!(
+            o.rates,
+            RatePlan::Fixed(vec![Rate(2.0), Rate(8.0), Rate(32.0)])
+        );
+        assert_eq!(o.output_len, 48);
+    }
+
+    #[test]
+    fn vllm_aliases_mean_the_same() {
+        let o = opts(
+            "--model m --request-rate inf --num-prompts 10 --random-input-len 64 \
+             --random-output-len 8 --random-range-ratio 0.25 --endpoint /v1/chat/completions \
+             --goodput ttft:500 tpot:40 e2el:2000 --percentile-metrics ttft,e2el \
+             --metric-percentiles 50,99.9 --dataset-name random",
+        )
+        .unwrap();
+        assert_eq!(o.rates, RatePlan::Fixed(vec![Rate::INFINITE]));
+        assert_eq!(o.stop, Stop::Count(10));
+        assert_eq!((o.input_len, o.output_len), (64, 8));
+        assert_eq!(o.len_dist, LenDist::Uniform { range_ratio: 0.25 });
+        assert_eq!(o.api, Api::Chat);
+        assert_eq!(o.slo.e2e, Some(Duration::from_secs(2)));
+        assert_eq!(
+            o.percentile_metrics,
+            vec![LatencyMetric::Ttft, LatencyMetric::E2el]
+        );
+        assert_eq!(o.percentiles, vec![50.0, 99.9]);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_flag_named() {
+        assert!(err("--mock").contains("no rate"));
+        assert!(err("--rate 8").contains("--model is required"));
+        assert!(err("--mock --rate 0").contains("--rate"));
+        assert!(err("--mock --rate fast").contains("--rate"));
+        assert!(err("--mock --rate 1 --sweep 1,2").contains("both set"));
+        assert!(err("--mock --sweep 1,,2").contains("--sweep"));
+        assert!(err("--mock --sweep 2,8,2").contains("listed twice"));
+        assert!(err("--mock --rate 1 --num-requests 5 --duration 10s").contains("stop condition"));
+        assert!(err("--mock --rate inf --duration 10s").contains("infinite rate"));
+        assert!(err("--mock --rate 1 --goodput ttft=5").contains("METRIC:MS"));
+        assert!(err("--mock --rate 1 --goodput itl:5").contains("itl"));
+        assert!(
+            err("--mock --rate 1 --slo-ttft-ms 100 --goodput ttft:200").contains("contradicts")
+        );
+        assert!(err("--mock --rate 1 --percentile-metrics ttft,foo").contains("foo"));
+        assert!(err("--mock --rate 1 --metric-percentiles 0").contains("(0, 100]"));
+        assert!(err("--mock --rate 1 --metric-percentiles 101").contains("(0, 100]"));
+        assert!(err("--mock --rate 1 --header NoColon").contains("Name:Value"));
+        assert!(err("--mock --rate 1 --header B@d:v").contains("not a valid header name"));
+        assert!(err("--mock --rate 1 --shard 4/4").contains("0..4"));
+        assert!(err("--mock --rate 1 --shard a/b").contains("I/N"));
+        assert!(err("--mock --rate 1 --len-dist zipf").contains("zipf"));
+        assert!(err("--mock --rate 1 --random-range-ratio 1.5").contains("[0, 1)"));
+        assert!(err("--mock --rate 1 --dataset sharegpt").contains("--dataset-path"));
+        assert!(err("--mock --rate 1 --gate ttft-p99<=fast").contains("--gate"));
+        assert!(err("--mock --rate 1 --find-max-rate").contains("--gate"));
+        assert!(err("--mock --rate 1 --plot a.png").contains(".svg"));
+        assert!(err("--mock --rate 1 --timeout soon").contains("--timeout"));
+        assert!(err("--mock --rate 1 --burstiness 0").contains("--burstiness"));
+        assert!(err("--mock --rate 1 --max-concurrency 0").contains("--max-concurrency"));
+        assert!(err("--mock --rate 1 --endpoint embeddings").contains("embeddings"));
+        assert!(err("--rate 1 --model m --base-url localhost:8000").contains("http://"));
+        assert!(err("--mock --rate 1 --base-url http://x:1").contains("--mock starts"));
+        assert!(err("--mock --rate 1 --num-requests 2 --shard 2/3").contains("no request"));
+    }
+
+    #[test]
+    fn host_port_and_backend_like_vllm() {
+        let o = opts("--model m --rate 1 --host gpu-1 --port 30000 --backend openai-chat").unwrap();
+        assert_eq!(o.base_url, "http://gpu-1:30000");
+        assert_eq!(o.api, Api::Chat);
+        let o = opts("--model m --rate 1").unwrap();
+        assert_eq!(o.base_url, "http://localhost:8000");
+        assert_eq!(o.api, Api::Completions);
+        let o =
+            opts("--model m --rate 1 --base-url https://api.example/v1 --backend vllm").unwrap();
+        assert_eq!(o.base_url, "https://api.example/v1");
+        assert!(opts("--model m --rate 1 --base-url http://a:1 --port 2").is_err());
+    }
+
+    #[test]
+    fn headers_and_durations() {
+        assert_eq!(
+            parse_header("X-Tenant: a:b").unwrap(),
+            ("X-Tenant".to_string(), "a:b".to_string())
+        );
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("-1").is_err());
+    }
+
+    #[test]
+    fn shards_split_requests_exactly_and_get_distinct_seeds() {
+        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
+        let parts: Vec<u64> = shards.iter().map(|s| s.share_of(100)).collect();
+        assert_eq!(parts, vec![34, 33, 33]);
+        let seeds: std::collections::HashSet<u64> = shards.iter().map(|s| s.seed(7)).collect();
+        assert_eq!(seeds.len(), 3);
+        // Deterministic: the same shard and base seed give the same seed.
+        assert_eq!(shards[1].seed(7), shards[1].seed(7));
+        assert_ne!(shards[1].seed(7), shards[1].seed(8));
+        let o = opts("--mock --rate 8 --shard 1/4 --seed 7").unwrap();
+        assert_eq!(o.seed, Shard { index: 1, count: 4 }.seed(7));
+        assert_eq!(o.base_seed, 7);
+    }
+
+    #[test]
+    fn find_max_rate_and_precision() {
+        let o = opts("--mock --find-max-rate --rate 2 --min-goodput-ratio 0.9").unwrap();
+        assert_eq!(
+            o.rates,
+            RatePlan::FindMax {
+                start: Rate(2.0),
+                precision: Precision::Relative(0.05),
+                limit: 1024.0
+            }
+        );
+        assert_eq!(
+            "0.5".parse::<Precision>().unwrap(),
+            Precision::PerSecond(0.5)
+        );
+        assert!("0%".parse::<Precision>().is_err());
+        assert!("-1".parse::<Precision>().is_err());
+    }
+
+    #[test]
+    fn save_result_file_names() {
+        let o = opts("--mock --rate 4 --save-result").unwrap();
+        assert_eq!(
+            o.save_result,
+            Some(PathBuf::from("openai-4qps-mock-llm-20261129-183437.json"))
+        );
+        let o = opts("--mock --rate 4 --save-result --result-dir out --result-filename r.json")
+            .unwrap();
+        assert_eq!(o.save_result, Some(PathBuf::from("out/r.json")));
+        let o = opts("--mock --rate 4 --save-result x.json").unwrap();
+        assert_eq!(o.save_result, Some(PathBuf::from("x.json")));
+        assert!(err("--mock --rate 4 --result-filename r.json").contains("--save-result"));
+    }
+
+    #[test]
+    fn gate_percentiles_are_computed_even_when_not_reported() {
+        let o = opts("--mock --rate 4 --metric-percentiles 90 --gate ttft-p99.9<=100ms").unwrap();
+        assert_eq!(o.percentiles, vec![90.0]);
+        assert_eq!(o.computed_percentiles(), vec![50.0, 90.0, 99.0, 99.9]);
+    }
+}

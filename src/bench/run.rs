@@ -1,0 +1,656 @@
+//! Running `bench`: builds the target (or starts the in-process mock), the workload and
+//! the client once, then runs the shared open-loop runner once per rate, streaming
+//! records to `--records` as they arrive, and summarises each rate into a
+//! [`RateReport`]. The rate plan (fixed list or max-rate search) only decides which
+//! rates to run.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::aggregate::Collector;
+use crate::bench::gate;
+use crate::bench::options::{Api, BenchOptions, Dataset, LenDist, Rate, RatePlan, Stop};
+use crate::bench::search;
+use crate::cli::BenchArgs;
+use crate::client::{Client, ClientConfig, Endpoint};
+use crate::exit;
+use crate::mock::{self, MockConfig, MockServer};
+use crate::record::RequestRecord;
+use crate::report::jsonl::{JsonlWriter, RecordLine};
+use crate::report::{self, RateReport, RateValue, build::ReportContext};
+use crate::runner::{self, CapPolicy, ConcurrencyCap, RunConfig, RunEvent, Timer};
+use crate::schedule::{ArrivalProcess, Schedule};
+use crate::secret::Secret;
+use crate::workload::lengths::{LengthDist, Lengths};
+use crate::workload::prompt::PromptGenerator;
+use crate::workload::tokenizer::Tokenizer;
+use crate::workload::{RequestSpec, TokenCounter, Workload};
+
+/// Batch slowdown of the `--mock` engine unless `--mock-batch-slowdown` says otherwise:
+/// ITL × (1 + 0.02 × running), so a sweep shows the knee a real engine has (at 48
+/// output tokens, 10 ms ITL: about +9 % ITL at 8 req/s and +50 % at 32 req/s).
+pub const MOCK_BATCH_SLOWDOWN: f64 = 0.02;
+
+/// How long in-flight requests may finish after Ctrl-C before they are cancelled.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Largest count whose requests are all built before a run starts (a 1k-token prompt
+/// is ~5 KB, so this bounds the memory to ~100 MB).
+const PREBUILD_MAX: u64 = 20_000;
+
+/// The prompt nonce of the `run`-th run of this invocation (SplitMix64 finaliser of
+/// the invocation's clock-derived base and the run number).
+fn run_nonce(base: u64, run: u32) -> u32 {
+    let mut z = base.wrapping_add(u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((z ^ (z >> 31)) >> 32) as u32
+}
+
+/// `llmprobe bench`.
+pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let now = SystemTime::now();
+    let opts = BenchOptions::from_args(args, &compact_utc(now))?;
+    let mock = match &opts.mock {
+        Some(m) => {
+            let mut cfg = MockConfig::default();
+            if let Some(v) = m.ttft {
+                cfg.ttft = v;
+            }
+            if let Some(v) = m.itl {
+                cfg.itl = v;
+            }
+            cfg.batch_slowdown = m.batch_slowdown.unwrap_or(MOCK_BATCH_SLOWDOWN);
+            cfg.max_running = m.max_running;
+            cfg.usage = !m.no_usage;
+            if let Some(v) = m.tokens_per_chunk {
+                cfg.tokens_per_chunk = v;
+            }
+            cfg.faults = m
+                .faults
+                .iter()
+                .map(|f| {
+                    f.parse()
+                        .map_err(|e| exit::UsageError::new(format!("--mock-fault: {e}")))
+                })
+                .collect::<Result<_, _>>()?;
+            cfg.model = opts.model.clone();
+            cfg.seed = opts.seed;
+            cfg.validate()?;
+            let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+            Some(
+                mock::start(cfg, addr)
+                    .await
+                    .context("cannot start the mock engine")?,
+            )
+        }
+        None => None,
+    };
+    let base_url = mock
+        .as_ref()
+        .map_or_else(|| opts.base_url.clone(), MockServer::base_url);
+    let result = Bench::new(opts, base_url, mock.is_some())?.run_all().await;
+    if let Some(m) = mock {
+        m.shutdown().await;
+    }
+    result
+}
+
+struct Bench {
+    opts: BenchOptions,
+    base_url: String,
+    mocked: bool,
+    client: Arc<Client>,
+    workload: Arc<Workload>,
+    timer: Timer,
+    records_out: Option<JsonlWriter>,
+    json_out: Option<JsonlWriter>,
+    cancel: CancellationToken,
+    /// Clock-derived base of the per-run prompt nonces.
+    nonce_base: u64,
+    /// Runs done so far (one per rate, or per probe of the search).
+    runs: u32,
+}
+
+impl Bench {
+    fn new(opts: BenchOptions, base_url: String, mocked: bool) -> anyhow::Result<Bench> {
+        let tokenizer = opts
+            .tokenizer
+            .as_deref()
+            .map(Tokenizer::from_file)
+            .transpose()
+            .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?;
+        let counter: Option<TokenCounter> = tokenizer.as_ref().map(Tokenizer::counter);
+        let workload = build_workload(&opts, tokenizer)?;
+        // Fail on the workload before the first request, not in the middle of a run.
+        workload
+            .spec(0)
+            .map_err(|e| exit::UsageError::new(format!("cannot build prompts: {e:#}")))?;
+
+        let cfg = ClientConfig {
+            base_url: base_url.clone(),
+            endpoint: match opts.api {
+                Api::Chat => Endpoint::Chat,
+                Api::Completions => Endpoint::Completions,
+            },
+            model: opts.model.clone(),
+            api_key: opts.api_key.clone().map(Secret::new),
+            headers: opts
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
+                .collect(),
+            ignore_eos: opts.ignore_eos,
+            timeouts: crate::client::Timeouts {
+                total: opts.timeout,
+                first_token: opts.timeout,
+                idle: opts.timeout,
+                ..Default::default()
+            },
+            ..ClientConfig::default()
+        };
+        let client = Client::new(cfg, counter).context("cannot build the HTTP client")?;
+        let records_out = opts
+            .records
+            .as_deref()
+            .map(JsonlWriter::create)
+            .transpose()?;
+        let json_out = opts
+            .json_out
+            .as_deref()
+            .map(JsonlWriter::create)
+            .transpose()?;
+        let timer = Timer::precise().context("cannot start the dispatch timer thread")?;
+
+        let cancel = CancellationToken::new();
+        let on_signal = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("interrupted: finishing in-flight requests (Ctrl-C again to abort)");
+                on_signal.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(i32::from(exit::FAILURE));
+                }
+            }
+        });
+        Ok(Bench {
+            opts,
+            base_url,
+            mocked,
+            client: Arc::new(client),
+            workload: Arc::new(workload),
+            timer,
+            records_out,
+            json_out,
+            cancel,
+            nonce_base: SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            runs: 0,
+        })
+    }
+
+    async fn run_all(mut self) -> anyhow::Result<ExitCode> {
+        let mut reports: Vec<RateReport> = Vec::new();
+        let mut all_records: Vec<Vec<RequestRecord>> = Vec::new();
+        let search_result = match self.opts.rates.clone() {
+            RatePlan::Fixed(rates) => {
+                for rate in rates {
+                    let (report, records) = self.run_rate(rate).await?;
+                    reports.push(report);
+                    all_records.push(records);
+                    if self.cancel.is_cancelled() {
+                        break;
+                    }
+                }
+                None
+            }
+            RatePlan::FindMax {
+                start,
+                precision,
+                limit,
+            } => {
+                eprintln!(
+                    "searching for the highest rate passing {} (precision {precision}, limit {limit} req/s)",
+                    self.gate_list()
+                );
+                let this = &mut self;
+                let result =
+                    search::find_max_rate(start.per_second(), precision, limit, async |r| {
+                        let rate = Rate::new(r).unwrap_or(start);
+                        if this.cancel.is_cancelled() {
+                            anyhow::bail!("interrupted");
+                        }
+                        let (report, records) = this.run_rate(rate).await?;
+                        let passed = report.gates_passed();
+                        eprintln!(
+                            "probe {rate} req/s: {}",
+                            if passed { "pass" } else { "FAIL" }
+                        );
+                        reports.push(report);
+                        all_records.push(records);
+                        Ok(passed)
+                    })
+                    .await?;
+                Some(result)
+            }
+        };
+
+        // Rows in rate order read as a curve (the search visits rates out of order).
+        let mut order: Vec<usize> = (0..reports.len()).collect();
+        if search_result.is_some() {
+            order.sort_by(|&a, &b| reports[a].rate.0.total_cmp(&reports[b].rate.0));
+        }
+        let sorted: Vec<RateReport> = order.iter().map(|&i| reports[i].clone()).collect();
+        print!(
+            "{}",
+            report::table::render(
+                &sorted,
+                &self.opts.percentile_metrics,
+                &self.opts.percentiles
+            )
+        );
+
+        if let Some(path) = &self.opts.save_result {
+            self.save_vllm(path, &reports, &all_records)?;
+        }
+        if let Some(path) = &self.opts.plot {
+            report::plot::write_svg(path, &sorted, &self.opts.percentiles)?;
+            eprintln!("plot written to {}", path.display());
+        }
+
+        if self.cancel.is_cancelled() {
+            eprintln!("Error: interrupted; the figures above cover what was measured");
+            return Ok(ExitCode::from(exit::FAILURE));
+        }
+        if let Some(s) = search_result {
+            return Ok(match (s.max_rate, s.hit_limit) {
+                (Some(max), false) => {
+                    println!(
+                        "max rate: {max} req/s passes every gate; {} req/s fails",
+                        s.first_failing.map_or("-".to_string(), |f| f.to_string())
+                    );
+                    ExitCode::SUCCESS
+                }
+                (Some(max), true) => {
+                    println!(
+                        "max rate: at least {max} req/s (the --max-rate-limit); every probe passed"
+                    );
+                    ExitCode::SUCCESS
+                }
+                (None, _) => {
+                    eprintln!(
+                        "no rate down to the search floor passes {}",
+                        self.gate_list()
+                    );
+                    ExitCode::from(exit::SLO_FAILED)
+                }
+            });
+        }
+        let verdicts: Vec<(String, Vec<gate::GateResult>)> = reports
+            .iter()
+            .map(|r| (r.rate.to_string(), r.gates.clone()))
+            .collect();
+        if let Some((rate, g)) = gate::first_failure(&verdicts) {
+            let observed = g
+                .observed
+                .map_or("no data".to_string(), |v| format!("{v:.3} {}", g.unit));
+            eprintln!(
+                "SLO gate failed at rate {rate}: {} (observed {observed})",
+                g.gate
+            );
+            return Ok(ExitCode::from(exit::SLO_FAILED));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn gate_list(&self) -> String {
+        self.opts
+            .gates
+            .iter()
+            .map(|g| g.text.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// One open-loop run at `rate` (the whole run's rate; a shard sends its part).
+    async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<(RateReport, Vec<RequestRecord>)> {
+        let opts = &self.opts;
+        let shards = opts.shard.map_or(1, |s| s.count);
+        let process_rate = rate.divided(shards);
+        let process = if opts.burstiness == 1.0 {
+            ArrivalProcess::Poisson
+        } else {
+            ArrivalProcess::Gamma {
+                burstiness: opts.burstiness,
+            }
+        };
+        let schedule = Schedule::new(process_rate.per_second(), process)?;
+        let warmup = opts.warmup;
+        let (max_requests, duration) = match opts.stop {
+            Stop::Count(n) => {
+                let mine = opts.shard.map_or(n, |s| s.share_of(n));
+                (Some(warmup + mine), None)
+            }
+            Stop::Duration(d) => (None, Some(d)),
+        };
+        // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
+        // previous rate (or a previous invocation); lengths and arrivals stay seeded.
+        let workload = Arc::new(
+            (*self.workload)
+                .clone()
+                .with_run_nonce(run_nonce(self.nonce_base, self.runs)),
+        );
+        self.runs += 1;
+        // With a count (up to PREBUILD_MAX), every request is built before the clock
+        // starts; otherwise each is built in its own task just before it is sent, which
+        // shows in its dispatch lag.
+        let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
+            Some(n) if n <= PREBUILD_MAX => Some(Arc::new(
+                (0..n)
+                    .map(|i| workload.spec(i))
+                    .collect::<anyhow::Result<Vec<_>>>()
+                    .context("cannot build prompts")?,
+            )),
+            _ => None,
+        };
+        let config = RunConfig {
+            cap: opts.max_concurrency.map(|c| ConcurrencyCap {
+                max_inflight: c as usize,
+                policy: CapPolicy::Wait,
+            }),
+            stop: runner::Stop {
+                max_requests,
+                duration,
+                cancel: self.cancel.child_token(),
+            },
+            drain: None,
+            cancel_grace: CANCEL_GRACE,
+            timer: self.timer.clone(),
+        };
+        let client = self.client.clone();
+        // The dispatcher only clones two Arcs; the spec is looked up (or built) inside
+        // the request's own task.
+        let probe = move |d: runner::Dispatch| {
+            let client = client.clone();
+            let prebuilt = prebuilt.clone();
+            let workload = workload.clone();
+            async move {
+                let built;
+                let spec = match prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
+                    Some(spec) => spec,
+                    None => match workload.spec(d.id) {
+                        Ok(spec) => {
+                            built = spec;
+                            &built
+                        }
+                        Err(e) => return workload_failure(d, &e),
+                    },
+                };
+                client.send(spec, d.id, d.t_sched, d.run_start).await
+            }
+        };
+
+        let progress = self.progress_bar(rate, max_requests, duration);
+        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let arrivals = schedule.arrivals(opts.seed);
+        let runner = runner::run(arrivals, config, None, probe, tx);
+        let rate_value = RateValue(rate.per_second());
+        let shard = opts.shard;
+        let slo = opts.slo;
+        // The vLLM file lists every request; keep them only when it is wanted.
+        let keep = opts.save_result.is_some();
+        let records_out = &mut self.records_out;
+        let collect = async {
+            let mut collector = Collector::new(slo, warmup);
+            let mut kept = Vec::new();
+            while let Some(ev) = rx.recv().await {
+                collector.push_event(&ev);
+                if let RunEvent::Record(r) = ev {
+                    let is_warmup = r.id < warmup;
+                    if let Some(w) = records_out.as_mut() {
+                        w.write(&RecordLine::new(
+                            r.clone(),
+                            rate_value,
+                            shard,
+                            is_warmup,
+                            &slo,
+                        ))?;
+                    }
+                    progress.inc(1);
+                    if keep && !is_warmup {
+                        kept.push(r);
+                    }
+                }
+            }
+            anyhow::Ok((collector, kept))
+        };
+        let (_run_report, collected) = tokio::join!(runner, collect);
+        progress.finish_and_clear();
+        let (collector, mut records) = collected?;
+        records.sort_by_key(|r| r.id);
+
+        let ctx = ReportContext {
+            inputs: Some(self.inputs()),
+            rate: rate_value,
+            process_rate: RateValue(process_rate.per_second()),
+            shard,
+            percentiles: opts.computed_percentiles(),
+            gates: opts.gates.clone(),
+            dispatch_lag_warn: opts.dispatch_lag_warn,
+            started_at,
+        };
+        let summary = collector.summary(&ctx.percentiles);
+        let report = report::build::from_summary(&summary, &ctx);
+        // The table repeats it on stdout; say it on stderr too when stdout goes to a file.
+        if report.client_behind && !std::io::stdout().is_terminal() {
+            eprintln!(
+                "WARNING: rate {rate}: dispatch lag p99 {:.2} ms > {} ms: the client fell behind its schedule",
+                report.dispatch_lag_ms.p99.unwrap_or(0.0),
+                report.dispatch_lag_warn_ms
+            );
+        }
+        if let Some(w) = self.json_out.as_mut() {
+            w.write(&report)?;
+        }
+        Ok((report, records))
+    }
+
+    fn progress_bar(
+        &self,
+        rate: Rate,
+        count: Option<u64>,
+        duration: Option<Duration>,
+    ) -> ProgressBar {
+        let visible = self.opts.progress && std::io::stderr().is_terminal();
+        let bar = match count {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        if !visible {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+            return bar;
+        }
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        let template = match (count, duration) {
+            (Some(_), _) => "{msg} [{elapsed_precise}] {bar:40} {pos}/{len} requests",
+            _ => "{msg} [{elapsed_precise}] {spinner} {pos} requests",
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_message(format!("rate {rate}"));
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    }
+
+    fn inputs(&self) -> report::RunInputs {
+        let o = &self.opts;
+        report::RunInputs {
+            base_url: self.base_url.clone(),
+            endpoint: o.api.as_str().to_string(),
+            model: o.model.clone(),
+            mock: self.mocked,
+            input_len: o.input_len,
+            output_len: o.output_len,
+            len_dist: match o.len_dist {
+                LenDist::Fixed => "fixed",
+                LenDist::Uniform { .. } => "uniform",
+                LenDist::Lognormal => "lognormal",
+            }
+            .to_string(),
+            range_ratio: match o.len_dist {
+                LenDist::Uniform { range_ratio } => Some(range_ratio),
+                _ => None,
+            },
+            shared_prefix_len: o.shared_prefix_len,
+            dataset: match &o.dataset {
+                Dataset::Random => "random".to_string(),
+                Dataset::ShareGpt(p) => format!("sharegpt:{}", p.display()),
+                Dataset::Jsonl(p) => format!("jsonl:{}", p.display()),
+            },
+            ignore_eos: o.ignore_eos,
+            num_requests: match o.stop {
+                Stop::Count(n) => Some(o.shard.map_or(n, |s| s.share_of(n))),
+                Stop::Duration(_) => None,
+            },
+            duration_s: match o.stop {
+                Stop::Duration(d) => Some(d.as_secs_f64()),
+                Stop::Count(_) => None,
+            },
+            warmup: o.warmup,
+            max_concurrency: o.max_concurrency,
+            burstiness: o.burstiness,
+            seed: o.base_seed,
+            effective_seed: o.seed,
+            slo: report::SloMs::from_slo(&o.slo),
+            gates: o.gates.iter().map(|g| g.text.clone()).collect(),
+        }
+    }
+
+    fn save_vllm(
+        &self,
+        path: &std::path::Path,
+        reports: &[RateReport],
+        records: &[Vec<RequestRecord>],
+    ) -> anyhow::Result<()> {
+        let date = compact_utc(SystemTime::now());
+        let tokenizer_id = self
+            .opts
+            .tokenizer
+            .as_ref()
+            .map(|p| p.display().to_string());
+        let ctx = report::vllm::VllmContext {
+            date: &date,
+            backend: self.opts.api.vllm_backend(),
+            model_id: &self.opts.model,
+            tokenizer_id: tokenizer_id.as_deref(),
+            metrics: &self.opts.percentile_metrics,
+            percentiles: &self.opts.percentiles,
+            goodput_configured: !self.opts.slo.is_empty(),
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        // One file per rate, as vLLM writes one per run; a sweep gets `-RATEqps` added.
+        for (report, recs) in reports.iter().zip(records) {
+            let file = if reports.len() == 1 {
+                path.to_path_buf()
+            } else {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("result");
+                path.with_file_name(format!("{stem}-{}qps.json", report.rate))
+            };
+            let value = report::vllm::result(report, recs, &ctx);
+            let text = serde_json::to_string_pretty(&value)?;
+            std::fs::write(&file, text)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            eprintln!("vLLM-format result written to {}", file.display());
+        }
+        Ok(())
+    }
+}
+
+/// A record for a request whose prompt could not be built: it fails like any other
+/// request, with the reason in `error`, and is never sent.
+fn workload_failure(d: runner::Dispatch, e: &anyhow::Error) -> RequestRecord {
+    let now = d.elapsed();
+    let mut r = RequestRecord::new(d.id, d.t_sched, now);
+    r.t_end = Some(now);
+    r.outcome = crate::record::Outcome::Cancelled;
+    r.error = Some(format!("workload: {e:#}"));
+    r
+}
+
+fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
+    let dist = match opts.len_dist {
+        LenDist::Fixed => LengthDist::Fixed,
+        LenDist::Uniform { range_ratio } => LengthDist::Uniform { range_ratio },
+        LenDist::Lognormal => LengthDist::LogNormal {
+            sigma: crate::workload::lengths::DEFAULT_LOGNORMAL_SIGMA,
+        },
+    };
+    let input = Lengths::new(opts.input_len, dist)
+        .map_err(|e| exit::UsageError::new(format!("--input-len: {e}")))?;
+    let output = Lengths::new(opts.output_len, dist)
+        .map_err(|e| exit::UsageError::new(format!("--output-len: {e}")))?;
+    let prompts = match tokenizer {
+        Some(t) => PromptGenerator::exact(t, opts.shared_prefix_len)
+            .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?,
+        None => PromptGenerator::approximate(opts.shared_prefix_len),
+    };
+    let (path, format) = match &opts.dataset {
+        Dataset::Random => {
+            return Ok(Workload::synthetic(input, output, prompts, opts.seed)?);
+        }
+        Dataset::ShareGpt(p) => (p, crate::workload::dataset::DatasetFormat::ShareGpt),
+        Dataset::Jsonl(p) => (p, crate::workload::dataset::DatasetFormat::Jsonl),
+    };
+    let entries = {
+        let count = |t: &str| prompts.count(t);
+        crate::workload::dataset::load(path, format, &count)?
+    };
+    Ok(Workload::dataset(
+        entries, output, false, prompts, opts.seed,
+    )?)
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC, the stamp vLLM puts in result files.
+pub fn compact_utc(t: SystemTime) -> String {
+    let s = humantime::format_rfc3339_seconds(t).to_string(); // 2026-11-29T18:34:37Z
+    s.chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .map(|c| if c == 'T' { '-' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_stamp_is_vllms_date_format() {
+        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_977_277); // 2026-11-29T18:34:37Z
+        assert_eq!(compact_utc(t), "20261129-183437");
+    }
+
+    #[test]
+    fn every_run_gets_its_own_nonce() {
+        let nonces: std::collections::HashSet<u32> = (0..100).map(|i| run_nonce(42, i)).collect();
+        assert_eq!(nonces.len(), 100);
+        assert_eq!(run_nonce(42, 3), run_nonce(42, 3));
+        assert_ne!(run_nonce(42, 3), run_nonce(43, 3));
+    }
+}

@@ -1,0 +1,434 @@
+//! Bench results as data: the per-rate summary ([`RateReport`], the `--json-out` JSONL
+//! contract), the per-request line of `--records`, and the printers that read them
+//! (console table, JSONL, vLLM-compatible result file, SVG plot). Nothing here touches
+//! the network; every figure comes from the aggregation of records.
+//!
+//! The structs are the JSON contract: each field's doc comment says what the key means.
+//! Incompatible changes bump [`SCHEMA_VERSION`].
+
+use std::collections::BTreeMap;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::bench::gate::GateResult;
+use crate::bench::options::{LatencyMetric, Shard};
+
+pub mod build;
+pub mod jsonl;
+pub mod merge;
+pub mod plot;
+pub mod table;
+pub mod vllm;
+
+/// Version of the `--json-out` and `--records` layouts.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A request rate in JSON: a number of requests/s, or the string `"inf"` (as vLLM
+/// writes it), since JSON has no infinity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateValue(pub f64);
+
+impl Serialize for RateValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_infinite() {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RateValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Num(v) => Ok(RateValue(v)),
+            Raw::Text(t) if t == "inf" => Ok(RateValue(f64::INFINITY)),
+            Raw::Text(t) => Err(serde::de::Error::custom(format!(
+                "rate {t:?} is neither a number nor \"inf\""
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for RateValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_infinite() {
+            f.write_str("inf")
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
+
+/// Mean, standard deviation and percentiles of one latency distribution, in ms.
+/// Serialized as `{"count": n, "mean": x, "std": x, "p50": x, "p90": x, "p99": x}`
+/// (percentile keys as given, e.g. `p99.9`); a figure with no sample is `null`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyStats {
+    /// Samples (requests; tokens for ITL).
+    pub count: u64,
+    pub mean: Option<f64>,
+    /// Population standard deviation (numpy's default, as vLLM reports `std_*_ms`).
+    pub std: Option<f64>,
+    /// `(percentile, value)` in ascending percentile order.
+    pub percentiles: Vec<(f64, Option<f64>)>,
+}
+
+impl LatencyStats {
+    /// The value at percentile `p`, when it was computed and has a sample.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        self.percentiles
+            .iter()
+            .find(|(q, _)| (q - p).abs() < 1e-9)
+            .and_then(|(_, v)| *v)
+    }
+}
+
+/// `p50`, `p99.9`: vLLM's key spelling (integers without a decimal point).
+pub fn percentile_key(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("p{}", p as u64)
+    } else {
+        format!("p{p}")
+    }
+}
+
+impl Serialize for LatencyStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3 + self.percentiles.len()))?;
+        m.serialize_entry("count", &self.count)?;
+        m.serialize_entry("mean", &self.mean)?;
+        m.serialize_entry("std", &self.std)?;
+        for (p, v) in &self.percentiles {
+            m.serialize_entry(&percentile_key(*p), v)?;
+        }
+        m.end()
+    }
+}
+
+/// Dispatch lag (t_send − t_sched) at one rate, in ms: how far the client fell behind
+/// its own schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LagStats {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// Goodput objectives of the run, in ms (null = not set).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SloMs {
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub e2el_ms: Option<f64>,
+}
+
+impl SloMs {
+    pub fn from_slo(slo: &crate::record::Slo) -> SloMs {
+        let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+        SloMs {
+            ttft_ms: ms(slo.ttft),
+            tpot_ms: ms(slo.tpot),
+            e2el_ms: ms(slo.e2e),
+        }
+    }
+}
+
+/// What the run asked for (the inputs that produced the figures).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInputs {
+    /// Server base URL (the mock's local URL with `--mock`).
+    pub base_url: String,
+    /// `chat` or `completions`.
+    pub endpoint: String,
+    /// Model name sent in requests.
+    pub model: String,
+    /// Whether the in-process mock engine served the run.
+    pub mock: bool,
+    /// Prompt length in tokens (mean for non-fixed distributions).
+    pub input_len: u32,
+    /// Output tokens asked for (mean for non-fixed distributions).
+    pub output_len: u32,
+    /// `fixed`, `uniform` or `lognormal`.
+    pub len_dist: String,
+    /// Uniform range ratio r: lengths in [n(1−r), n(1+r)]; null unless uniform.
+    pub range_ratio: Option<f64>,
+    /// Tokens of the prefix shared by every prompt (0 = a unique nonce starts each).
+    pub shared_prefix_len: u32,
+    /// `random`, `sharegpt:PATH` or `jsonl:PATH`.
+    pub dataset: String,
+    /// Whether `ignore_eos` was sent.
+    pub ignore_eos: bool,
+    /// Counted requests per rate for this process (null with a duration).
+    pub num_requests: Option<u64>,
+    /// Run length per rate in seconds (null with a request count).
+    pub duration_s: Option<f64>,
+    /// Uncounted requests sent first at each rate.
+    pub warmup: u64,
+    /// Cap on requests in flight (null = none).
+    pub max_concurrency: Option<u32>,
+    /// Gamma shape of inter-arrival times (1 = Poisson).
+    pub burstiness: f64,
+    /// Seed given on the command line.
+    pub seed: u64,
+    /// Seed this process used (differs from `seed` per shard).
+    pub effective_seed: u64,
+    /// Goodput objectives.
+    pub slo: SloMs,
+    /// The gates, as written.
+    pub gates: Vec<String>,
+}
+
+/// One rate's summary: one line of `--json-out`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateReport {
+    /// Layout version of this object ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Version of llmprobe that wrote it.
+    pub llmprobe_version: String,
+    /// When the run at this rate started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Which shard wrote this summary; null when the run was not sharded (or for a
+    /// `report merge` of all shards).
+    pub shard: Option<Shard>,
+    /// What the run asked for; null in `report merge` output (records do not carry
+    /// the run's flags).
+    pub inputs: Option<RunInputs>,
+    /// The configured request rate of the whole run (all shards together), req/s or
+    /// `"inf"`: the row's key in a sweep.
+    pub rate: RateValue,
+    /// The configured rate this process sent (`rate` / shards), req/s or `"inf"`.
+    pub process_rate: RateValue,
+    /// Offered rate as realised: counted arrivals / scheduled span, req/s (null for an
+    /// infinite rate, where every arrival is at t = 0).
+    pub offered_rate: Option<f64>,
+    /// Achieved rate: completed requests / duration, req/s (vLLM's
+    /// `request_throughput`).
+    pub achieved_rate: f64,
+    /// Seconds from the window origin (run start, or the last warmup arrival) to the
+    /// end of the last counted request.
+    pub duration_s: f64,
+    /// Counted requests sent (completed + failed; warmup excluded).
+    pub requests: u64,
+    /// Requests that succeeded.
+    pub completed: u64,
+    /// Requests that failed.
+    pub failed: u64,
+    /// Failed requests by reason (`http_5xx`, `timeout`, …).
+    pub failed_by_reason: BTreeMap<String, u64>,
+    /// Arrivals not sent, by reason (none with `--max-concurrency`, whose arrivals
+    /// wait instead).
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// Warmup requests left out of every figure.
+    pub warmup_excluded: u64,
+    /// Prompt tokens of completed requests (server usage when sent, else as built).
+    pub total_input_tokens: u64,
+    /// Output tokens of completed requests.
+    pub total_output_tokens: u64,
+    /// Output tokens per second.
+    pub output_throughput: f64,
+    /// Prompt + output tokens per second.
+    pub total_token_throughput: f64,
+    /// Requests that succeeded and met every goodput objective.
+    pub good: u64,
+    /// Good requests per second (vLLM's `request_goodput`).
+    pub goodput: f64,
+    /// good / requests (null when no request ended).
+    pub goodput_ratio: Option<f64>,
+    /// Time to first token (t_first − t_send), ms, successful requests.
+    pub ttft_ms: LatencyStats,
+    /// Time per output token after the first, vLLM's definition, ms.
+    pub tpot_ms: LatencyStats,
+    /// Per-token inter-token latency (a gap shared among the tokens of its chunk), ms;
+    /// counted in tokens.
+    pub itl_ms: LatencyStats,
+    /// Gaps between content chunks, ms (what vLLM calls ITL; equals `itl_ms` when
+    /// every chunk carries one token).
+    pub chunk_gap_ms: LatencyStats,
+    /// End-to-end latency (t_last − t_send), ms.
+    pub e2el_ms: LatencyStats,
+    /// TTFT from the intended send time (t_first − t_sched): what a user arriving on
+    /// schedule saw, including the client's own lag and any --max-concurrency wait.
+    pub ttft_from_sched_ms: LatencyStats,
+    /// E2E latency from the intended send time (t_last − t_sched), ms.
+    pub e2el_from_sched_ms: LatencyStats,
+    /// Dispatch lag (t_send − t_sched) over every sent request, ms.
+    pub dispatch_lag_ms: LagStats,
+    /// True when dispatch lag p99 exceeded `dispatch_lag_warn_ms`: the figures then
+    /// describe the client more than the server.
+    pub client_behind: bool,
+    /// Warning threshold for dispatch lag p99, ms.
+    pub dispatch_lag_warn_ms: f64,
+    /// Where output token counts came from, with request counts (`usage`,
+    /// `continuous_usage`, `tokenizer`, `chunks`).
+    pub token_sources: BTreeMap<String, u64>,
+    /// Verdict of every gate at this rate.
+    pub gates: Vec<GateResult>,
+}
+
+impl RateReport {
+    /// The stats of one latency metric.
+    pub fn latency(&self, m: LatencyMetric) -> &LatencyStats {
+        match m {
+            LatencyMetric::Ttft => &self.ttft_ms,
+            LatencyMetric::Tpot => &self.tpot_ms,
+            LatencyMetric::Itl => &self.itl_ms,
+            LatencyMetric::E2el => &self.e2el_ms,
+        }
+    }
+
+    /// Whether every gate passed at this rate.
+    pub fn gates_passed(&self) -> bool {
+        self.gates.iter().all(|g| g.passed)
+    }
+}
+
+/// Fixed reports for printer and gate tests.
+#[cfg(test)]
+pub mod test_support {
+    use super::*;
+
+    pub fn stats(base: f64) -> LatencyStats {
+        LatencyStats {
+            count: 98,
+            mean: Some(base),
+            std: Some(base / 10.0),
+            percentiles: vec![
+                (50.0, Some(base * 0.9)),
+                (90.0, Some(base * 1.1)),
+                (99.0, Some(base * 1.2)),
+            ],
+        }
+    }
+
+    pub fn inputs() -> RunInputs {
+        RunInputs {
+            base_url: "http://127.0.0.1:8000".into(),
+            endpoint: "completions".into(),
+            model: "mock-llm".into(),
+            mock: true,
+            input_len: 1024,
+            output_len: 128,
+            len_dist: "fixed".into(),
+            range_ratio: None,
+            shared_prefix_len: 0,
+            dataset: "random".into(),
+            ignore_eos: false,
+            num_requests: Some(100),
+            duration_s: None,
+            warmup: 0,
+            max_concurrency: None,
+            burstiness: 1.0,
+            seed: 0,
+            effective_seed: 0,
+            slo: SloMs {
+                ttft_ms: Some(200.0),
+                tpot_ms: Some(20.0),
+                e2el_ms: None,
+            },
+            gates: vec![],
+        }
+    }
+
+    /// 100 requests at `rate`: 98 completed, 2 timeouts, 90 good; TTFT mean 100 ms.
+    pub fn sample_report(rate: f64) -> RateReport {
+        let finite = if rate.is_finite() { rate } else { 40.0 };
+        RateReport {
+            schema_version: SCHEMA_VERSION,
+            llmprobe_version: "0.1.0".into(),
+            started_at: "2026-11-29T18:00:00Z".into(),
+            shard: None,
+            inputs: Some(inputs()),
+            rate: RateValue(rate),
+            process_rate: RateValue(rate),
+            offered_rate: rate.is_finite().then_some(rate * 0.99),
+            achieved_rate: finite * 0.98,
+            duration_s: 100.0 / finite,
+            requests: 100,
+            completed: 98,
+            failed: 2,
+            failed_by_reason: BTreeMap::from([("timeout".to_string(), 2)]),
+            skipped_by_reason: BTreeMap::new(),
+            warmup_excluded: 0,
+            total_input_tokens: 98 * 1024,
+            total_output_tokens: 98 * 128,
+            output_throughput: finite * 0.98 * 128.0,
+            total_token_throughput: finite * 0.98 * (128.0 + 1024.0),
+            good: 90,
+            goodput: finite * 0.9,
+            goodput_ratio: Some(0.9),
+            ttft_ms: stats(100.0),
+            tpot_ms: stats(10.0),
+            itl_ms: stats(10.0),
+            chunk_gap_ms: stats(10.0),
+            e2el_ms: stats(1370.0),
+            ttft_from_sched_ms: stats(100.5),
+            e2el_from_sched_ms: stats(1370.5),
+            dispatch_lag_ms: LagStats {
+                p50: Some(0.05),
+                p99: Some(0.4),
+                max: Some(0.9),
+            },
+            client_behind: false,
+            dispatch_lag_warn_ms: 1.0,
+            token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),
+            gates: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `--json-out` line layout: a change here is a change of the contract (bump
+    /// SCHEMA_VERSION when it is incompatible).
+    #[test]
+    fn json_out_schema() {
+        let mut r = test_support::sample_report(8.0);
+        r.gates = vec![
+            "ttft-p99<=110ms"
+                .parse::<crate::bench::gate::Gate>()
+                .unwrap()
+                .check(&r),
+        ];
+        insta::assert_json_snapshot!(serde_json::to_value(&r).unwrap());
+    }
+
+    #[test]
+    fn percentile_keys_follow_vllm() {
+        assert_eq!(percentile_key(99.0), "p99");
+        assert_eq!(percentile_key(99.9), "p99.9");
+        assert_eq!(percentile_key(50.0), "p50");
+    }
+
+    #[test]
+    fn infinite_rate_is_the_string_inf() {
+        assert_eq!(
+            serde_json::to_string(&RateValue(f64::INFINITY)).unwrap(),
+            "\"inf\""
+        );
+        assert_eq!(serde_json::to_string(&RateValue(2.5)).unwrap(), "2.5");
+        let back: RateValue = serde_json::from_str("\"inf\"").unwrap();
+        assert!(back.0.is_infinite());
+    }
+
+    #[test]
+    fn latency_stats_serialize_flat_in_percentile_order() {
+        let s = test_support::stats(100.0);
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(
+            json,
+            r#"{"count":98,"mean":100.0,"std":10.0,"p50":90.0,"p90":110.00000000000001,"p99":120.0}"#
+        );
+        assert_eq!(s.percentile(99.0), Some(120.0));
+        assert_eq!(s.percentile(75.0), None);
+    }
+}

@@ -1,0 +1,292 @@
+//! The console report: one aligned table with a row per rate (so a sweep reads as a
+//! curve), then failures by reason, token-count sources, client-lag warnings and gate
+//! verdicts. Pure: it formats [`RateReport`]s into a string.
+
+use std::fmt::Write as _;
+
+use crate::bench::options::LatencyMetric;
+use crate::report::{RateReport, percentile_key};
+
+/// Milliseconds with about three significant digits; `-` when absent.
+fn ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn title(m: LatencyMetric) -> &'static str {
+    match m {
+        LatencyMetric::Ttft => "TTFT ms",
+        LatencyMetric::Tpot => "TPOT ms",
+        LatencyMetric::Itl => "ITL ms",
+        LatencyMetric::E2el => "E2E ms",
+    }
+}
+
+struct Group {
+    title: String,
+    columns: Vec<String>,
+}
+
+/// Renders the sweep table and the notes under it.
+pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[f64]) -> String {
+    let mut groups = vec![Group {
+        title: "requests".into(),
+        columns: vec![
+            "rate".into(),
+            "offered".into(),
+            "achieved".into(),
+            "ok".into(),
+            "fail".into(),
+        ],
+    }];
+    groups.push(Group {
+        title: "throughput".into(),
+        columns: vec!["out tok/s".into(), "tot tok/s".into()],
+    });
+    groups.push(Group {
+        title: "goodput".into(),
+        columns: vec!["good/s".into(), "good%".into()],
+    });
+    for &m in metrics {
+        let mut columns = vec!["mean".to_string()];
+        columns.extend(percentiles.iter().map(|&p| percentile_key(p)));
+        groups.push(Group {
+            title: title(m).into(),
+            columns,
+        });
+    }
+    groups.push(Group {
+        title: "lag ms".into(),
+        columns: vec!["p99".into()],
+    });
+
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.rate.to_string(),
+                r.offered_rate.map_or("-".to_string(), num),
+                num(r.achieved_rate),
+                r.completed.to_string(),
+                r.failed.to_string(),
+                num(r.output_throughput),
+                num(r.total_token_throughput),
+                num(r.goodput),
+                r.goodput_ratio
+                    .map_or("-".to_string(), |g| format!("{:.1}", g * 100.0)),
+            ];
+            for &m in metrics {
+                let s = r.latency(m);
+                row.push(ms(s.mean));
+                row.extend(percentiles.iter().map(|&p| ms(s.percentile(p))));
+            }
+            let lag = ms(r.dispatch_lag_ms.p99);
+            row.push(if r.client_behind {
+                format!("{lag}!")
+            } else {
+                lag
+            });
+            row
+        })
+        .collect();
+
+    // Column widths: the widest of header and cells; a group is at least as wide as
+    // its title (extra room goes to its first column).
+    let mut widths: Vec<usize> = Vec::new();
+    let mut col = 0;
+    for g in &groups {
+        let start = col;
+        for c in &g.columns {
+            let w = rows
+                .iter()
+                .map(|r| r[col].len())
+                .chain(std::iter::once(c.len()))
+                .max()
+                .unwrap_or(0);
+            widths.push(w);
+            col += 1;
+        }
+        let span: usize = widths[start..col].iter().sum::<usize>() + 2 * (col - start - 1);
+        if span < g.title.len() {
+            widths[start] += g.title.len() - span;
+        }
+    }
+
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut col = 0;
+    for (gi, g) in groups.iter().enumerate() {
+        let n = g.columns.len();
+        let span: usize = widths[col..col + n].iter().sum::<usize>() + 2 * (n - 1);
+        if gi > 0 {
+            line.push_str(" | ");
+        }
+        let _ = write!(line, "{:^span$}", g.title);
+        col += n;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+
+    let fmt_row = |cells: &[String]| -> String {
+        let mut s = String::new();
+        let mut col = 0;
+        for (gi, g) in groups.iter().enumerate() {
+            if gi > 0 {
+                s.push_str(" | ");
+            }
+            for k in 0..g.columns.len() {
+                if k > 0 {
+                    s.push_str("  ");
+                }
+                let w = widths[col];
+                let _ = write!(s, "{:>w$}", cells[col]);
+                col += 1;
+            }
+        }
+        s
+    };
+    let header: Vec<String> = groups.iter().flat_map(|g| g.columns.clone()).collect();
+    let header_line = fmt_row(&header);
+    out.push_str(&header_line);
+    out.push('\n');
+    out.push_str(&"-".repeat(header_line.len()));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&fmt_row(r));
+        out.push('\n');
+    }
+
+    out.push_str(&notes(reports));
+    out
+}
+
+/// The lines under the table: failures, token sources, lag warnings, gate verdicts.
+fn notes(reports: &[RateReport]) -> String {
+    let mut out = String::new();
+    for r in reports.iter().filter(|r| r.failed > 0) {
+        let reasons: Vec<String> = r
+            .failed_by_reason
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "rate {}: {} of {} requests failed ({})",
+            r.rate,
+            r.failed,
+            r.requests,
+            reasons.join(", ")
+        );
+    }
+    let mut sources: Vec<&str> = reports
+        .iter()
+        .flat_map(|r| r.token_sources.keys().map(String::as_str))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    if !sources.is_empty() {
+        let _ = write!(out, "output tokens counted from: {}", sources.join(", "));
+        if sources.contains(&"chunks") {
+            out.push_str(" (no usage from the server and no --tokenizer: one token per chunk, TPOT/ITL approximate)");
+        }
+        out.push('\n');
+    }
+    for r in reports.iter().filter(|r| r.client_behind) {
+        let _ = writeln!(
+            out,
+            "WARNING: rate {}: dispatch lag p99 {} ms is above {} ms: the client fell behind its schedule, \
+             so these figures describe the client, not the server (lower the rate, use --shard, or a bigger machine)",
+            r.rate,
+            ms(r.dispatch_lag_ms.p99),
+            r.dispatch_lag_warn_ms
+        );
+    }
+    let gate_names: Vec<&str> = reports
+        .first()
+        .map(|r| r.gates.iter().map(|g| g.gate.as_str()).collect())
+        .unwrap_or_default();
+    for (i, name) in gate_names.iter().enumerate() {
+        let mut verdicts = Vec::new();
+        for r in reports {
+            if let Some(g) = r.gates.get(i) {
+                let observed = match g.observed {
+                    Some(v) if g.unit.is_empty() => format!("{v:.3}"),
+                    Some(v) => format!("{} {}", num(v), g.unit),
+                    None => "no data".to_string(),
+                };
+                verdicts.push(format!(
+                    "{} at {} ({observed})",
+                    if g.passed { "pass" } else { "FAIL" },
+                    r.rate
+                ));
+            }
+        }
+        let _ = writeln!(out, "gate {name}: {}", verdicts.join("; "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::RateValue;
+    use crate::report::test_support::sample_report;
+
+    fn sweep() -> Vec<RateReport> {
+        let mut rs: Vec<RateReport> = [2.0, 8.0, f64::INFINITY]
+            .into_iter()
+            .map(sample_report)
+            .collect();
+        rs[2].rate = RateValue(f64::INFINITY);
+        rs[2].offered_rate = None;
+        rs[2].achieved_rate = 40.0;
+        rs[2].output_throughput = 5120.0;
+        rs[2].total_token_throughput = 46080.0;
+        rs[2].goodput = 4.0;
+        rs[2].dispatch_lag_ms.p99 = Some(12.5);
+        rs[2].client_behind = true;
+        let gate: crate::bench::gate::Gate = "ttft-p99<=110ms".parse().unwrap();
+        for r in &mut rs {
+            r.gates = vec![gate.check(r)];
+        }
+        rs[0].ttft_ms.percentiles[2].1 = Some(105.0);
+        rs[0].gates = vec![gate.check(&rs[0])];
+        rs
+    }
+
+    #[test]
+    fn sweep_table() {
+        let out = render(&sweep(), &LatencyMetric::ALL, &[50.0, 90.0, 99.0]);
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn narrow_table_with_one_metric() {
+        let out = render(&sweep()[..1], &[LatencyMetric::Ttft], &[99.9]);
+        insta::assert_snapshot!(out);
+    }
+
+    #[test]
+    fn rows_are_aligned() {
+        let out = render(&sweep(), &LatencyMetric::ALL, &[50.0, 99.0]);
+        let lines: Vec<&str> = out.lines().skip(1).take(5).collect();
+        let bars = |l: &str| -> Vec<usize> { l.match_indices('|').map(|(i, _)| i).collect() };
+        let first = bars(lines[0]);
+        assert_eq!(first.len(), 7);
+        for l in &lines[2..] {
+            assert_eq!(bars(l), first, "{out}");
+        }
+    }
+}
