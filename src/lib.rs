@@ -10,8 +10,11 @@ pub mod bench;
 pub mod capacity;
 pub mod cli;
 pub mod client;
+pub mod config;
+pub mod daemon;
 pub mod engine;
 pub mod exit;
+pub mod export;
 pub mod logging;
 pub mod mock;
 pub mod record;
@@ -38,6 +41,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     install_crypto_provider();
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
+        Command::Daemon(args) => daemon::run_cli(args).await,
         Command::Mock(args) => mock::command::run(&args).await,
         Command::Bench(args) => bench::run::run(&args).await,
         Command::Report(args) => report::merge::run(&args),

@@ -5,9 +5,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod capacity;
+mod daemon;
 mod mock;
 pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
+pub use daemon::DaemonArgs;
 pub use mock::MockArgs;
 
 #[derive(Debug, Parser)]
@@ -28,6 +30,8 @@ pub struct Cli {
 pub enum Command {
     /// Capacity model: weight memory, KV cache, max concurrent sequences, decode roofline, $ per 1M tokens.
     Capacity(Box<CapacityArgs>),
+    /// Continuous SLO prober: probes targets at a low Poisson rate and exports Prometheus metrics.
+    Daemon(DaemonArgs),
     /// Fake OpenAI-compatible streaming engine with exact timing and fault injection.
     Mock(Box<MockArgs>),
     /// One-shot open-loop load test: one rate, a --sweep, or --find-max-rate, with SLO gates.

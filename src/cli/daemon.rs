@@ -1,0 +1,28 @@
+//! `llmprobe daemon` arguments (clap only; `daemon::run_cli` turns them into a run).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct DaemonArgs {
+    /// The YAML config file (see examples/daemon.yaml and docs/config.schema.json).
+    #[arg(long, value_name = "FILE", required_unless_present = "mock")]
+    pub config: Option<PathBuf>,
+    /// Validate the config file and exit: 0 when it is good, 2 with the error otherwise.
+    #[arg(long = "config.check", requires = "config")]
+    pub config_check: bool,
+    /// Listen address of the HTTP server, overriding the config's `listen` (default
+    /// 0.0.0.0:9464). Port 0 picks a free port; the line `llmprobe daemon listening on
+    /// http://ADDR` on stdout says which.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// No config: start the embedded mock engine on 127.0.0.1:0 and probe it at a demo
+    /// rate (a live demo of every metric).
+    #[arg(long, conflicts_with = "config")]
+    pub mock: bool,
+    /// With --mock: a fault for the mock to inject, KIND[=PARAM][:PROBABILITY]
+    /// (repeatable; see `llmprobe mock --help`), e.g. http_500:0.05.
+    #[arg(long, value_name = "KIND[:P]", requires = "mock")]
+    pub mock_fault: Vec<String>,
+}

@@ -1,0 +1,236 @@
+//! Checks that need more than one field or more than a type: unique names, conflicting
+//! settings, ranges. Pure (no files, no environment: those are read by `plan`). Each
+//! rule returns the path of the offending node so the error carries its position.
+
+use std::collections::BTreeSet;
+
+use super::locate::Path;
+use super::{BucketsConfig, Config, HeaderValue, SloConfig, Target};
+
+/// A rule violation: where and what.
+pub type Violation = (Path, String);
+
+/// The first violation in document order, like a compiler's first error.
+pub fn validate(cfg: &Config) -> Result<(), Violation> {
+    let root = Path::root();
+    if cfg.listen.parse::<std::net::SocketAddr>().is_err() {
+        return Err((
+            root.key("listen"),
+            format!(
+                "{:?} is not an address such as 0.0.0.0:9464 or 127.0.0.1:0",
+                cfg.listen
+            ),
+        ));
+    }
+    if cfg.grace_period.is_zero() {
+        return Err((root.key("grace_period"), "must be greater than zero".into()));
+    }
+    if cfg.engine_scrape_interval.is_zero() {
+        return Err((
+            root.key("engine_scrape_interval"),
+            "must be greater than zero".into(),
+        ));
+    }
+    buckets(&cfg.buckets, &root.key("buckets"))?;
+    let defaults = root.key("defaults");
+    if cfg.defaults.max_inflight == 0 {
+        return Err((defaults.key("max_inflight"), "must be at least 1".into()));
+    }
+    slo(&cfg.defaults.slo, &defaults.key("slo"))?;
+    let targets = root.key("targets");
+    if cfg.targets.is_empty() {
+        return Err((targets, "at least one target is required".into()));
+    }
+    let mut names = BTreeSet::new();
+    for (i, t) in cfg.targets.iter().enumerate() {
+        let path = targets.index(i);
+        if !names.insert(t.name.as_str()) {
+            return Err((
+                path.key("name"),
+                format!("duplicate target name {:?} (names must be unique)", t.name),
+            ));
+        }
+        target(t, &path)?;
+    }
+    Ok(())
+}
+
+fn target(t: &Target, path: &Path) -> Result<(), Violation> {
+    if t.name.trim().is_empty() {
+        return Err((path.key("name"), "must not be empty".into()));
+    }
+    if t.model.trim().is_empty() {
+        return Err((path.key("model"), "must not be empty".into()));
+    }
+    url(&t.base_url, &path.key("base_url"))?;
+    if t.api_key_file.is_some() && t.api_key_env.is_some() {
+        return Err((
+            path.key("api_key_env"),
+            "set api_key_file or api_key_env, not both".into(),
+        ));
+    }
+    for (name, value) in &t.headers {
+        let hp = path.key("headers").key(name);
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err((hp, format!("{name:?} is not a valid HTTP header name")));
+        }
+        if let HeaderValue::Literal(v) = value
+            && reqwest::header::HeaderValue::from_str(v.expose()).is_err()
+        {
+            // The value is a secret: name the header, never print the value.
+            return Err((hp, "the value is not a valid HTTP header value".into()));
+        }
+    }
+    match (&t.tls.client_cert_file, &t.tls.client_key_file) {
+        (Some(_), None) => {
+            return Err((
+                path.key("tls").key("client_cert_file"),
+                "is set but tls.client_key_file is not (mutual TLS needs both)".into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err((
+                path.key("tls").key("client_key_file"),
+                "is set but tls.client_cert_file is not (mutual TLS needs both)".into(),
+            ));
+        }
+        _ => {}
+    }
+    for (name, d) in [
+        ("connect", t.timeouts.connect),
+        ("first_token", t.timeouts.first_token),
+        ("idle", t.timeouts.idle),
+        ("total", t.timeouts.total),
+    ] {
+        if d.is_zero() {
+            return Err((
+                path.key("timeouts").key(name),
+                "must be greater than zero".into(),
+            ));
+        }
+    }
+    if t.max_inflight == Some(0) {
+        return Err((path.key("max_inflight"), "must be at least 1".into()));
+    }
+    if t.replicas == 0 {
+        return Err((path.key("replicas"), "must be at least 1".into()));
+    }
+    if let Some(p) = &t.price {
+        for (name, v) in [
+            ("input_per_million", p.input_per_million),
+            ("output_per_million", p.output_per_million),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err((
+                    path.key("price").key(name),
+                    format!("must be a number >= 0, got {v}"),
+                ));
+            }
+        }
+    }
+    if let Some(u) = &t.engine_metrics_url {
+        url(u, &path.key("engine_metrics_url"))?;
+    }
+    if t.scenarios.is_empty() {
+        return Err((
+            path.key("scenarios"),
+            "at least one scenario is required (omit the field for the default one)".into(),
+        ));
+    }
+    let mut names = BTreeSet::new();
+    let mut smallest_probe = u64::MAX;
+    for (i, s) in t.scenarios.iter().enumerate() {
+        let sp = path.key("scenarios").index(i);
+        if s.name.trim().is_empty() {
+            return Err((sp.key("name"), "must not be empty".into()));
+        }
+        if !names.insert(s.name.as_str()) {
+            return Err((
+                sp.key("name"),
+                format!(
+                    "duplicate scenario name {:?} in target {:?}",
+                    s.name, t.name
+                ),
+            ));
+        }
+        if s.input_tokens == 0 {
+            return Err((sp.key("input_tokens"), "must be at least 1".into()));
+        }
+        if s.output_tokens == 0 {
+            return Err((sp.key("output_tokens"), "must be at least 1".into()));
+        }
+        if s.shared_prefix_tokens >= s.input_tokens {
+            return Err((
+                sp.key("shared_prefix_tokens"),
+                format!(
+                    "must be smaller than input_tokens ({}): every prompt needs a unique part",
+                    s.input_tokens
+                ),
+            ));
+        }
+        slo(&s.slo, &sp.key("slo"))?;
+        smallest_probe = smallest_probe.min(u64::from(s.input_tokens) + u64::from(s.output_tokens));
+    }
+    if let Some(budget) = t.token_budget_per_hour
+        && budget < smallest_probe
+    {
+        return Err((
+            path.key("token_budget_per_hour"),
+            format!(
+                "{budget} tokens cannot pay for a single probe (the smallest scenario needs \
+                 {smallest_probe}: input_tokens + output_tokens)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn url(u: &str, path: &Path) -> Result<(), Violation> {
+    match reqwest::Url::parse(u) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {
+            Ok(())
+        }
+        Ok(_) => Err((
+            path.clone(),
+            format!("{u:?} must be an http:// or https:// URL with a host"),
+        )),
+        Err(e) => Err((path.clone(), format!("{u:?} is not a URL: {e}"))),
+    }
+}
+
+fn slo(s: &SloConfig, path: &Path) -> Result<(), Violation> {
+    for (name, v) in [("ttft", s.ttft), ("tpot", s.tpot), ("e2e", s.e2e)] {
+        if v.is_some_and(|d| d.is_zero()) {
+            return Err((path.key(name), "must be greater than zero".into()));
+        }
+    }
+    Ok(())
+}
+
+fn buckets(b: &BucketsConfig, path: &Path) -> Result<(), Violation> {
+    for (name, v) in [
+        ("ttft", &b.ttft),
+        ("tpot", &b.tpot),
+        ("itl", &b.itl),
+        ("e2e", &b.e2e),
+        ("dispatch_lag", &b.dispatch_lag),
+    ] {
+        let Some(v) = v else { continue };
+        if v.is_empty() {
+            return Err((path.key(name), "needs at least one bucket".into()));
+        }
+        if let Some(bad) = v.iter().find(|x| !x.is_finite() || **x <= 0.0) {
+            return Err((
+                path.key(name),
+                format!("bucket bounds must be positive seconds, got {bad}"),
+            ));
+        }
+        if v.windows(2).any(|w| w[0] >= w[1]) {
+            return Err((
+                path.key(name),
+                "bucket bounds must be strictly increasing".into(),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
+//! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
+//! SLOs, a price, a capacity block, the mock's vLLM-format `/metrics` as the engine).
+
+use std::net::SocketAddr;
+
+use super::ConfigSource;
+use crate::mock::{FaultSpec, MockConfig, MockServer};
+
+/// Probes per second of the demo target (shared by its two scenarios): enough for
+/// `rate()` over a minute to be smooth, little enough for a laptop.
+pub const DEMO_RATE: &str = "4/s";
+
+/// Starts the mock on 127.0.0.1:0 with `faults` (`KIND[=PARAM][:P]`, as `llmprobe mock
+/// --fault`) and returns it with the demo config pointing at it.
+pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSource)> {
+    let mut cfg = MockConfig::default();
+    for f in faults {
+        let spec: FaultSpec = f.parse().map_err(|e: crate::exit::UsageError| {
+            crate::exit::UsageError::new(format!("--mock-fault: {e}"))
+        })?;
+        cfg.faults.push(spec);
+    }
+    let model = cfg.model.clone();
+    let server = crate::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let text = config_text(&server.base_url(), &model);
+    Ok((
+        server,
+        ConfigSource::Inline {
+            name: "<--mock demo config>".to_string(),
+            text,
+        },
+    ))
+}
+
+/// The demo config for a mock at `base_url`.
+pub fn config_text(base_url: &str, model: &str) -> String {
+    format!(
+        r#"# The --mock demo: the embedded mock engine (TTFT 50 ms, 10 ms per token).
+grace_period: 2s
+engine_scrape_interval: 2s
+defaults:
+  max_inflight: 8
+targets:
+  - name: mock
+    base_url: {base_url}
+    model: {model}
+    rate: {DEMO_RATE}
+    token_budget_per_hour: 50000000
+    price: {{input_per_million: 0.15, output_per_million: 0.60}}
+    timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
+    scenarios:
+      - name: chat-short
+        input_tokens: 64
+        output_tokens: 16
+        slo: {{ttft: 100ms, tpot: 20ms, e2e: 500ms}}
+      - name: chat-long
+        input_tokens: 512
+        output_tokens: 64
+        slo: {{ttft: 200ms, tpot: 20ms, e2e: 1s}}
+    capacity:
+      preset: llama-3.1-8b
+      gpu: h100
+      tp: 1
+      gpu_hourly: 2.5
+    engine_metrics_url: {base_url}/metrics
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_config_is_valid() {
+        let plan =
+            crate::config::plan::load_str(&config_text("http://127.0.0.1:9", "mock-llm"), "demo")
+                .unwrap();
+        let t = &plan.targets[0];
+        assert_eq!(t.scenarios.len(), 2);
+        assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
+        assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
+    }
+}

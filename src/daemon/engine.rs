@@ -1,0 +1,249 @@
+//! The engine scraper of a target: reads the engine's own `/metrics` (vLLM or SGLang,
+//! parsed by `crate::engine`) every interval and publishes live load, live KV capacity,
+//! headroom, live cost per million tokens and the client/server TTFT gap. A failed
+//! scrape sets `llmprobe_engine_scrape_success 0` and is logged; it never stops the
+//! target.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::target::scrub;
+use crate::config::TargetPlan;
+use crate::engine::{self, EngineSnapshot};
+use crate::export::{EngineGauges, Metrics};
+
+/// Client-side TTFTs of successful probes since the last scrape.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct TtftWindow {
+    sum: f64,
+    count: u64,
+}
+
+impl TtftWindow {
+    pub fn add(&mut self, seconds: f64) {
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    /// The mean since the last call, and a fresh window.
+    pub fn take_mean(&mut self) -> Option<f64> {
+        let mean = (self.count > 0).then(|| self.sum / self.count as f64);
+        *self = TtftWindow::default();
+        mean
+    }
+}
+
+/// The gauges one scrape yields, given the previous one (for rates) and what the
+/// config knows. Pure, so every formula is unit-tested.
+pub fn gauges(
+    plan: &TargetPlan,
+    prev: Option<(&EngineSnapshot, Duration)>,
+    cur: &EngineSnapshot,
+    client_ttft_mean: Option<f64>,
+) -> (EngineGauges, Option<f64>) {
+    let rates = prev.map(|(p, elapsed)| engine::rates(p, cur, elapsed));
+    let gen_tps = rates
+        .and_then(|r| r.generation_tokens_per_second)
+        .or(cur.gen_throughput);
+    let server_ttft = rates.and_then(|r| r.ttft_mean_seconds);
+    let context = f64::from(plan.context_tokens.max(1));
+    let live_max_seqs = cur.kv_cache_tokens.map(|t| t / context);
+    // Live cost of one engine (one replica of `tp` GPUs) at the rate it generates now:
+    // $/h × GPUs / 3600 / (tok/s) × 1e6 (DESIGN.md, capacity cost rule).
+    let cost = plan.capacity.as_ref().and_then(|c| {
+        let hourly = c.gpu_hourly?;
+        let tps = gen_tps.filter(|v| *v > 0.0)?;
+        Some(hourly * f64::from(c.gpus_per_replica) / 3600.0 / tps * 1e6)
+    });
+    let max_seqs = live_max_seqs.or_else(|| {
+        plan.capacity
+            .as_ref()
+            .map(|c| c.gauges.max_concurrent_sequences)
+    });
+    let headroom = match (cur.running, max_seqs) {
+        (Some(running), Some(max)) if max > 0.0 => Some(1.0 - running / max),
+        _ => None,
+    };
+    let gap = match (client_ttft_mean, server_ttft) {
+        (Some(c), Some(s)) => Some(c - s),
+        _ => None,
+    };
+    (
+        EngineGauges {
+            running: cur.running,
+            waiting: cur.waiting,
+            kv_cache_usage_ratio: cur.kv_usage_ratio,
+            kv_cache_tokens: cur.kv_cache_tokens,
+            max_concurrent_sequences: live_max_seqs,
+            generation_tokens_per_second: gen_tps,
+            cost_per_million_output_tokens: cost,
+            ttft_mean_seconds: server_ttft,
+            ttft_client_server_gap_seconds: gap,
+        },
+        headroom,
+    )
+}
+
+/// Builds the scrape loop of a target (its HTTP client uses the target's TLS settings).
+pub fn scrape_loop(
+    plan: TargetPlan,
+    url: String,
+    metrics: Arc<Metrics>,
+    interval: Duration,
+    ttft_window: Arc<Mutex<TtftWindow>>,
+    stop: CancellationToken,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    let http = reqwest::Client::builder()
+        .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
+        .no_proxy()
+        .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
+        .build()?;
+    // A scrape must end before the next one is due.
+    let timeout = interval.min(Duration::from_secs(10));
+    Ok(async move {
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut prev: Option<(EngineSnapshot, Instant)> = None;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let started = Instant::now();
+            let result = tokio::select! {
+                () = stop.cancelled() => break,
+                r = engine::scrape(&http, &url, timeout) => r,
+            };
+            let took = started.elapsed().as_secs_f64();
+            match result {
+                Ok(snap) => {
+                    let client_mean = ttft_window
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take_mean();
+                    let p = prev
+                        .as_ref()
+                        .map(|(s, at)| (s, started.saturating_duration_since(*at)));
+                    let (g, headroom) = gauges(&plan, p, &snap, client_mean);
+                    metrics.set_engine(&plan.name, &plan.model, true, took, &g);
+                    metrics.set_headroom(&plan.name, &plan.model, headroom);
+                    prev = Some((snap, started));
+                }
+                Err(e) => {
+                    metrics.set_engine(
+                        &plan.name,
+                        &plan.model,
+                        false,
+                        took,
+                        &EngineGauges::default(),
+                    );
+                    metrics.set_headroom(&plan.name, &plan.model, None);
+                    tracing::warn!(
+                        target = %plan.name,
+                        error = %scrub(&format!("{e:#}"), &plan.secrets),
+                        "engine scrape failed"
+                    );
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::plan::CapacityPlan;
+    use crate::export::CapacityGauges;
+
+    fn plan(capacity: Option<CapacityPlan>) -> TargetPlan {
+        let text = "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios: [{input_tokens: 900, output_tokens: 100}]\n";
+        let mut p = crate::config::plan::load_str(text, "t.yaml")
+            .unwrap()
+            .targets
+            .remove(0);
+        p.capacity = capacity;
+        p
+    }
+
+    fn model(max_seqs: f64, hourly: Option<f64>) -> CapacityPlan {
+        CapacityPlan {
+            gauges: CapacityGauges {
+                max_concurrent_sequences: max_seqs,
+                ..CapacityGauges::default()
+            },
+            gpus_per_replica: 4,
+            gpu_hourly: hourly,
+        }
+    }
+
+    #[test]
+    fn headroom_uses_live_kv_capacity_when_the_engine_tells() {
+        let p = plan(Some(model(100.0, Some(2.0))));
+        let cur = EngineSnapshot {
+            running: Some(5.0),
+            kv_cache_tokens: Some(20_000.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        // Context without a capacity context: the scenario's 900 + 100 tokens.
+        assert_eq!(g.max_concurrent_sequences, Some(20.0));
+        assert_eq!(headroom, Some(0.75));
+    }
+
+    #[test]
+    fn headroom_falls_back_to_the_model() {
+        let p = plan(Some(model(40.0, None)));
+        let cur = EngineSnapshot {
+            running: Some(10.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        assert_eq!(g.max_concurrent_sequences, None);
+        assert_eq!(headroom, Some(0.75));
+        // Nothing tells how many run: no headroom.
+        let (_, none) = gauges(&plan(None), None, &EngineSnapshot::default(), None);
+        assert_eq!(none, None);
+    }
+
+    #[test]
+    fn rates_give_cost_and_ttft_gap() {
+        let p = plan(Some(model(40.0, Some(3.0))));
+        let prev = EngineSnapshot {
+            generation_tokens_total: Some(1000.0),
+            ttft_sum: Some(1.0),
+            ttft_count: Some(10.0),
+            ..EngineSnapshot::default()
+        };
+        let cur = EngineSnapshot {
+            generation_tokens_total: Some(3000.0),
+            ttft_sum: Some(2.0),
+            ttft_count: Some(20.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, _) = gauges(
+            &p,
+            Some((&prev, Duration::from_secs(10))),
+            &cur,
+            Some(0.125),
+        );
+        assert_eq!(g.generation_tokens_per_second, Some(200.0));
+        // $3/h × 4 GPUs / 3600 s / 200 tok/s × 1e6
+        let cost = g.cost_per_million_output_tokens.unwrap();
+        assert!((cost - 3.0 * 4.0 / 3600.0 / 200.0 * 1e6).abs() < 1e-9);
+        assert_eq!(g.ttft_mean_seconds, Some(0.1));
+        assert!((g.ttft_client_server_gap_seconds.unwrap() - 0.025).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ttft_window_resets_after_each_scrape() {
+        let mut w = TtftWindow::default();
+        assert_eq!(w.take_mean(), None);
+        w.add(0.1);
+        w.add(0.3);
+        assert_eq!(w.take_mean(), Some(0.2));
+        assert_eq!(w.take_mean(), None);
+    }
+}

@@ -1,0 +1,425 @@
+//! `llmprobe daemon`: runs one open-loop runner per target × scenario against
+//! production endpoints, forever, and exports what they measure (see `export`).
+//!
+//! The control task owns the running targets. Reload (SIGHUP or `POST /-/reload`)
+//! loads and resolves the new config first; a bad one changes nothing but
+//! `llmprobe_config_last_reload_successful`. A good one is applied by diffing targets
+//! (Cloudprober's habit): unchanged targets keep running and keep their series, removed
+//! ones are stopped and their series deleted, new and changed ones start. Shutdown stops
+//! scheduling and gives in-flight probes the grace period.
+
+pub mod budget;
+pub mod demo;
+pub mod engine;
+pub mod target;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ConfigError, Plan, plan};
+use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
+use target::{RunningTarget, Shared};
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A file, read again on every reload.
+    File(PathBuf),
+    /// Text held in memory (`--mock`); `name` stands for the file in errors.
+    Inline { name: String, text: String },
+}
+
+impl ConfigSource {
+    pub fn load(&self) -> Result<Plan, ConfigError> {
+        match self {
+            ConfigSource::File(path) => plan::load(path),
+            ConfigSource::Inline { name, text } => plan::load_str(text, name),
+        }
+    }
+}
+
+/// A started daemon.
+pub struct Daemon {
+    addr: SocketAddr,
+    reload: mpsc::Sender<ReloadRequest>,
+    shutdown: CancellationToken,
+    control: JoinHandle<()>,
+    server: JoinHandle<anyhow::Result<()>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Daemon {
+    /// Loads the config, binds the HTTP server (`listen` overrides the config's address)
+    /// and starts every target. A bad config is an error here (there is nothing to keep).
+    pub async fn start(source: ConfigSource, listen: Option<String>) -> anyhow::Result<Daemon> {
+        crate::install_crypto_provider();
+        let plan = source.load().map_err(crate::exit::UsageError::from)?;
+        let listen = listen.unwrap_or_else(|| plan.listen.clone());
+        let addr: SocketAddr = match listen.parse() {
+            Ok(a) => a,
+            Err(_) => crate::usage_bail!(
+                "--listen {listen:?} is not an address such as 0.0.0.0:9464 or 127.0.0.1:0"
+            ),
+        };
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let metrics = Metrics::new(plan.buckets.clone())?;
+        let status = StatusBoard::new();
+        let shutdown = CancellationToken::new();
+        let (reload_tx, reload_rx) = mpsc::channel(4);
+        let shared = Shared {
+            metrics: metrics.clone(),
+            status: status.clone(),
+            grace_period: plan.grace_period,
+            engine_scrape_interval: plan.engine_scrape_interval,
+            run_nonce: run_nonce(),
+        };
+        let mut control = Control {
+            source,
+            shared,
+            plan: None,
+            targets: BTreeMap::new(),
+            stopping: Vec::new(),
+        };
+        control.apply(plan);
+        metrics.set_reload(true);
+        let server_stop = CancellationToken::new();
+        let server = tokio::spawn(crate::export::serve(
+            listener,
+            ServerState {
+                metrics: metrics.clone(),
+                status,
+                reload: reload_tx.clone(),
+            },
+            server_stop.clone(),
+        ));
+        let control = tokio::spawn(control.run(reload_rx, shutdown.clone(), server_stop));
+        tracing::info!(%addr, "llmprobe daemon listening");
+        Ok(Daemon {
+            addr,
+            reload: reload_tx,
+            shutdown,
+            control,
+            server,
+            metrics,
+        })
+    }
+
+    /// The address the HTTP server is bound to (the real port when 0 was asked).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Reloads the config like SIGHUP does; `Err` carries the rejected config's error.
+    pub async fn reload(&self) -> Result<(), String> {
+        request_reload(&self.reload).await
+    }
+
+    /// A sender for reload requests (the SIGHUP handler uses it).
+    pub fn reloader(&self) -> mpsc::Sender<ReloadRequest> {
+        self.reload.clone()
+    }
+
+    /// Stops scheduling, lets in-flight probes finish within the grace period, then
+    /// stops the HTTP server.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        let _ = self.control.await;
+        match self.server.await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("HTTP server task failed: {e}")),
+        }
+    }
+}
+
+/// Sends a reload request and waits for its outcome.
+pub async fn request_reload(tx: &mpsc::Sender<ReloadRequest>) -> Result<(), String> {
+    let (reply, rx) = oneshot::channel();
+    tx.send(reply)
+        .await
+        .map_err(|_| "the daemon is shutting down".to_string())?;
+    rx.await
+        .map_err(|_| "the daemon is shutting down".to_string())?
+}
+
+/// A nonce part that differs between daemon starts (wall clock), see [`Shared::run_nonce`].
+fn run_nonce() -> u32 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    (nanos ^ (nanos >> 32)) as u32
+}
+
+struct Control {
+    source: ConfigSource,
+    shared: Shared,
+    plan: Option<Plan>,
+    targets: BTreeMap<String, RunningTarget>,
+    /// Targets stopped by a reload, still finishing their in-flight probes.
+    stopping: Vec<JoinHandle<()>>,
+}
+
+impl Control {
+    async fn run(
+        mut self,
+        mut reloads: mpsc::Receiver<ReloadRequest>,
+        shutdown: CancellationToken,
+        server_stop: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                req = reloads.recv() => match req {
+                    Some(reply) => {
+                        let result = self.reload();
+                        let _ = reply.send(result);
+                    }
+                    None => break,
+                },
+            }
+            self.stopping.retain(|h| !h.is_finished());
+        }
+        tracing::info!(
+            grace_period = ?self.shared.grace_period,
+            "shutting down: no new probes, waiting for in-flight ones"
+        );
+        let mut waits: Vec<JoinHandle<()>> = std::mem::take(&mut self.stopping);
+        for (_, t) in std::mem::take(&mut self.targets) {
+            waits.push(t.stop());
+        }
+        // The runner cancels what is still in flight at the end of the grace period;
+        // the extra second covers the cancellation itself.
+        let deadline = self.shared.grace_period + Duration::from_secs(1);
+        let all = async {
+            for w in waits {
+                let _ = w.await;
+            }
+        };
+        if tokio::time::timeout(deadline, all).await.is_err() {
+            tracing::warn!("some probes did not end within the grace period");
+        }
+        server_stop.cancel();
+    }
+
+    fn reload(&mut self) -> Result<(), String> {
+        match self.source.load() {
+            Ok(plan) => {
+                self.apply(plan);
+                self.shared.metrics.set_reload(true);
+                tracing::info!("configuration reloaded");
+                Ok(())
+            }
+            Err(e) => {
+                self.shared.metrics.set_reload(false);
+                tracing::error!(error = %e, "reload failed; keeping the running configuration");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// Makes the running targets match `plan`.
+    fn apply(&mut self, plan: Plan) {
+        let metrics = self.shared.metrics.clone();
+        if let Some(old) = &self.plan
+            && old.listen != plan.listen
+        {
+            tracing::warn!(
+                old = %old.listen, new = %plan.listen,
+                "listen address changes take effect on restart"
+            );
+        }
+        if let Some(old) = &self.plan
+            && (old.grace_period != plan.grace_period
+                || old.engine_scrape_interval != plan.engine_scrape_interval)
+        {
+            // Shared settings changed: every target restarts to pick them up.
+            self.shared.grace_period = plan.grace_period;
+            self.shared.engine_scrape_interval = plan.engine_scrape_interval;
+            self.stop_all_but_keep_series();
+        }
+        let buckets_changed = match metrics.set_buckets(plan.buckets.clone()) {
+            Ok(changed) => changed,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot rebuild histograms; keeping the old buckets");
+                false
+            }
+        };
+        if buckets_changed {
+            // The histogram children of running targets belong to the old families.
+            self.stop_all_but_keep_series();
+        }
+        let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
+        let mut to_start = Vec::new();
+        let mut old = std::mem::take(&mut self.targets);
+        for t in &plan.targets {
+            match old.remove(&t.name) {
+                Some(running) if running.plan == *t => {
+                    next.insert(t.name.clone(), running);
+                }
+                Some(running) => {
+                    tracing::info!(target = %t.name, "target changed; restarting it");
+                    self.remove_series_not_in(&running.plan, Some(t));
+                    self.stopping.push(running.stop());
+                    to_start.push(t.clone());
+                }
+                None => to_start.push(t.clone()),
+            }
+        }
+        for (name, running) in old {
+            tracing::info!(target = %name, "target removed");
+            self.remove_series_not_in(&running.plan, None);
+            self.stopping.push(running.stop());
+        }
+        let count: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
+        let mut position = 0;
+        for t in &plan.targets {
+            let n = t.scenarios.len();
+            if to_start.iter().any(|s| s.name == t.name) {
+                match target::start(t.clone(), &self.shared, (position, count)) {
+                    Ok(running) => {
+                        next.insert(t.name.clone(), running);
+                    }
+                    Err(e) => tracing::error!(
+                        target = %t.name,
+                        error = %target::scrub(&format!("{e:#}"), &t.secrets),
+                        "cannot start target"
+                    ),
+                }
+            }
+            position += n;
+        }
+        self.targets = next;
+        metrics.set_targets(plan.targets.len());
+        self.shared.status.set_config(plan.redacted_yaml.clone());
+        self.plan = Some(plan);
+    }
+
+    /// Stops every running target so `apply` starts them again; their series stay.
+    fn stop_all_but_keep_series(&mut self) {
+        for (_, running) in std::mem::take(&mut self.targets) {
+            self.stopping.push(running.stop());
+        }
+    }
+
+    /// Deletes the series of `old` that `new` (the same target after reload, or `None`
+    /// when it is gone) will not continue.
+    fn remove_series_not_in(
+        &self,
+        old: &crate::config::TargetPlan,
+        new: Option<&crate::config::TargetPlan>,
+    ) {
+        let metrics = &self.shared.metrics;
+        let same_model = new.is_some_and(|n| n.model == old.model);
+        for s in &old.scenarios {
+            let kept =
+                same_model && new.is_some_and(|n| n.scenarios.iter().any(|ns| ns.name == s.name));
+            if !kept {
+                metrics.remove_scenario(&old.name, &old.model, &s.name);
+                self.shared.status.remove(&old.name, &s.name);
+            }
+        }
+        match new {
+            Some(n) if same_model => {
+                if n.capacity.is_none() {
+                    metrics.remove_capacity(&old.name, &old.model);
+                }
+                if n.engine_metrics_url.is_none() {
+                    metrics.remove_engine(&old.name, &old.model);
+                }
+            }
+            _ => {
+                metrics.remove_capacity(&old.name, &old.model);
+                metrics.remove_engine(&old.name, &old.model);
+            }
+        }
+    }
+}
+
+/// Runs the daemon until SIGTERM or SIGINT; SIGHUP reloads. Prints the listening line
+/// on stdout once bound (scripts parse it).
+pub async fn run_until_signalled(
+    source: ConfigSource,
+    listen: Option<String>,
+) -> anyhow::Result<()> {
+    let daemon = Daemon::start(source, listen).await?;
+    println!("llmprobe daemon listening on http://{}", daemon.addr());
+    wait_for_signals(&daemon).await?;
+    daemon.shutdown().await
+}
+
+#[cfg(unix)]
+async fn wait_for_signals(daemon: &Daemon) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let reloader = daemon.reloader();
+    loop {
+        tokio::select! {
+            _ = hup.recv() => {
+                tracing::info!("SIGHUP: reloading the configuration");
+                // The outcome is logged and exported by the control task.
+                let _ = request_reload(&reloader).await;
+            }
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signals(_daemon: &Daemon) -> anyhow::Result<()> {
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+}
+
+/// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
+pub async fn run_cli(args: crate::cli::DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
+    if let Some(l) = &args.listen
+        && l.parse::<SocketAddr>().is_err()
+    {
+        crate::usage_bail!("--listen {l:?} is not an address such as 0.0.0.0:9464 or 127.0.0.1:0");
+    }
+    if args.mock {
+        let (mock, source) = demo::start(&args.mock_fault).await?;
+        tracing::info!(mock = %mock.base_url(), "probing the embedded mock engine");
+        let listen = args
+            .listen
+            .or_else(|| Some(crate::config::DEFAULT_LISTEN.to_string()));
+        let result = run_until_signalled(source, listen).await;
+        mock.shutdown().await;
+        result?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let Some(path) = args.config else {
+        crate::usage_bail!("--config FILE is required (or --mock for a demo)");
+    };
+    if args.config_check {
+        let plan = plan::load(&path).map_err(crate::exit::UsageError::from)?;
+        let scenarios: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
+        println!(
+            "{}: OK ({} targets, {} scenarios)",
+            path.display(),
+            plan.targets.len(),
+            scenarios
+        );
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    run_until_signalled(ConfigSource::File(path), args.listen).await?;
+    Ok(std::process::ExitCode::SUCCESS)
+}

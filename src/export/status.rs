@@ -1,0 +1,183 @@
+//! The status board: what `/` shows and what `/-/ready` decides on. One entry per
+//! target × scenario with its last result, last error (already scrubbed of secrets by
+//! the daemon) and SLO attainment since it started. Plus the running config as
+//! redacted YAML for `/config`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::record::Outcome;
+
+/// Live state of one target × scenario.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScenarioStatus {
+    pub target: String,
+    pub model: String,
+    pub scenario: String,
+    /// Probes completed since this scenario started.
+    pub requests: u64,
+    /// Probes that succeeded and met every SLO.
+    pub good: u64,
+    /// Probes that failed.
+    pub failures: u64,
+    /// Arrivals skipped (max in-flight, token budget).
+    pub skipped: u64,
+    /// Outcome of the last probe (`ok`, or a failure reason).
+    pub last_outcome: Option<&'static str>,
+    /// Error text of the last failed probe.
+    pub last_error: Option<String>,
+    /// Unix time of the last probe's completion.
+    pub last_at: Option<f64>,
+}
+
+impl ScenarioStatus {
+    /// Good probes / all probes, when any completed.
+    pub fn attainment(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.good as f64 / self.requests as f64)
+    }
+
+    /// Records one finished probe.
+    pub fn record(&mut self, outcome: Outcome, good: bool, error: Option<String>, at: f64) {
+        self.requests += 1;
+        if good {
+            self.good += 1;
+        }
+        if !outcome.is_ok() {
+            self.failures += 1;
+            self.last_error = error;
+        }
+        self.last_outcome = Some(outcome.as_str());
+        self.last_at = Some(at);
+    }
+}
+
+/// A handle to one scenario's entry; the daemon's record consumer holds it.
+pub type ScenarioHandle = Arc<Mutex<ScenarioStatus>>;
+
+#[derive(Default)]
+struct Board {
+    config_yaml: String,
+    loaded: bool,
+    scenarios: BTreeMap<(String, String), ScenarioHandle>,
+}
+
+/// Shared between the daemon (writer) and the HTTP server (reader).
+#[derive(Default)]
+pub struct StatusBoard {
+    inner: RwLock<Board>,
+}
+
+impl StatusBoard {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Board> {
+        // Writers only assign whole fields, so a poisoned lock still holds a consistent
+        // board.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Board> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the redacted YAML of the running config and marks the config as loaded.
+    pub fn set_config(&self, yaml: String) {
+        let mut b = self.write();
+        b.config_yaml = yaml;
+        b.loaded = true;
+    }
+
+    pub fn config_yaml(&self) -> String {
+        self.read().config_yaml.clone()
+    }
+
+    /// The entry of a target × scenario, created empty when new (an unchanged target
+    /// keeps its entry across reloads).
+    pub fn scenario(&self, target: &str, model: &str, scenario: &str) -> ScenarioHandle {
+        let mut b = self.write();
+        b.scenarios
+            .entry((target.to_string(), scenario.to_string()))
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(ScenarioStatus {
+                    target: target.to_string(),
+                    model: model.to_string(),
+                    scenario: scenario.to_string(),
+                    ..ScenarioStatus::default()
+                }))
+            })
+            .clone()
+    }
+
+    /// Drops the entries of a target × scenario that left the config.
+    pub fn remove(&self, target: &str, scenario: &str) {
+        self.write()
+            .scenarios
+            .remove(&(target.to_string(), scenario.to_string()));
+    }
+
+    /// Snapshot of every entry, ordered by target then scenario.
+    pub fn snapshot(&self) -> Vec<ScenarioStatus> {
+        self.read()
+            .scenarios
+            .values()
+            .map(|h| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
+    /// Ready: a config is loaded and every scenario completed at least one probe
+    /// (succeeded or failed).
+    pub fn ready(&self) -> bool {
+        let b = self.read();
+        b.loaded
+            && b.scenarios
+                .values()
+                .all(|h| h.lock().unwrap_or_else(|e| e.into_inner()).requests > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_needs_a_config_and_one_result_per_scenario() {
+        let board = StatusBoard::new();
+        assert!(!board.ready());
+        let a = board.scenario("a", "m", "short");
+        let b = board.scenario("b", "m", "short");
+        board.set_config("targets: []".into());
+        assert!(!board.ready());
+        a.lock().unwrap().record(Outcome::Ok, true, None, 1.0);
+        assert!(!board.ready());
+        b.lock()
+            .unwrap()
+            .record(Outcome::Http5xx, false, Some("boom".into()), 2.0);
+        assert!(board.ready());
+        board.remove("b", "short");
+        assert_eq!(board.snapshot().len(), 1);
+    }
+
+    #[test]
+    fn attainment_counts_good_over_all() {
+        let mut s = ScenarioStatus::default();
+        assert_eq!(s.attainment(), None);
+        s.record(Outcome::Ok, true, None, 1.0);
+        s.record(Outcome::Ok, false, None, 2.0);
+        s.record(Outcome::Timeout, false, Some("first token".into()), 3.0);
+        assert_eq!(s.attainment(), Some(1.0 / 3.0));
+        assert_eq!(s.failures, 1);
+        assert_eq!(s.last_outcome, Some("timeout"));
+        assert_eq!(s.last_error.as_deref(), Some("first token"));
+    }
+
+    #[test]
+    fn an_unchanged_scenario_keeps_its_entry() {
+        let board = StatusBoard::new();
+        let a = board.scenario("a", "m", "s");
+        a.lock().unwrap().record(Outcome::Ok, true, None, 1.0);
+        let again = board.scenario("a", "m", "s");
+        assert_eq!(again.lock().unwrap().requests, 1);
+    }
+}

@@ -1,0 +1,325 @@
+//! Daemon configuration: one bad-YAML fixture per validation rule with the exact error
+//! (file:line:column: field: message), the examples validate, the committed JSON Schema
+//! is up to date, and secrets never reach the printed config.
+
+use std::path::{Path, PathBuf};
+
+use llmprobe::config::plan::{load, load_str};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// (fixture name, exact error). Error positions are 1-based line:column of the node.
+/// A trailing `…` stands for a list owned by another module (valid preset names): the
+/// error must start with the text before it.
+const BAD: &[(&str, &str)] = &[
+    (
+        "prompt_too_short",
+        "prompt_too_short.yaml:6:23: targets[0].scenarios[0].input_tokens: input length 40 is too short: the shared prefix (35) and the unique nonce (8) plus one token need 44",
+    ),
+    (
+        "tls_ca_file_missing",
+        "tls_ca_file_missing.yaml:5:10: targets[0].tls: cannot read certificate file /nonexistent/ca.pem: I/O error: No such file or directory (os error 2)",
+    ),
+    (
+        "capacity_unknown_field",
+        "capacity_unknown_field.yaml:5:38: targets[0].capacity: unknown field `gpus`, expected one of `preset`, `hf_config`, `gpu`, `tp`, `weight_bytes`, `kv_bytes`, `context`, `util`, `activation_gib`, `mbu`, `mfu`, `gpu_hourly`, `block_size`, `max_num_seqs`, `gpu_mem_gib`, `gpu_bandwidth_tbs`, `gpu_tflops`",
+    ),
+    (
+        "capacity_unknown_preset",
+        "capacity_unknown_preset.yaml:5:15: targets[0].capacity: unknown preset \"llama-9b\"; valid presets: llama-3.1-8b, …",
+    ),
+    (
+        "api_key_env_unset",
+        "api_key_env_unset.yaml:5:18: targets[0].api_key_env: environment variable LLMPROBE_TEST_UNSET_VARIABLE is not set or empty",
+    ),
+    (
+        "api_key_file_missing",
+        "api_key_file_missing.yaml:5:19: targets[0].api_key_file: reading secret file /nonexistent/llmprobe/key: No such file or directory (os error 2)",
+    ),
+    (
+        "bad_base_url",
+        "bad_base_url.yaml:3:15: targets[0].base_url: \"ftp://files.example\" must be an http:// or https:// URL with a host",
+    ),
+    (
+        "bad_duration",
+        "bad_duration.yaml:7:14: targets[0].scenarios[0].slo: invalid duration \"fast\" (expected number at 0); use e.g. 500ms, 30s, 2m",
+    ),
+    (
+        "bad_endpoint",
+        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant `grpc`, expected `chat` or `completions`",
+    ),
+    (
+        "bad_engine_url",
+        "bad_engine_url.yaml:5:25: targets[0].engine_metrics_url: \"not a url\" is not a URL: relative URL without a base",
+    ),
+    (
+        "bad_header_name",
+        "bad_header_name.yaml:6:16: targets[0].headers.X Bad: \"X Bad\" is not a valid HTTP header name",
+    ),
+    (
+        "bad_listen",
+        "bad_listen.yaml:1:9: listen: \"localhost\" is not an address such as 0.0.0.0:9464 or 127.0.0.1:0",
+    ),
+    (
+        "bad_rate_unit",
+        "bad_rate_unit.yaml:5:11: targets[0].rate: invalid rate \"5/day\": unknown unit \"day\" (use /s, /min or /h)",
+    ),
+    (
+        "both_api_keys",
+        "both_api_keys.yaml:6:18: targets[0].api_key_env: set api_key_file or api_key_env, not both",
+    ),
+    (
+        "buckets_empty",
+        "buckets_empty.yaml:2:8: buckets.itl: needs at least one bucket",
+    ),
+    (
+        "buckets_negative",
+        "buckets_negative.yaml:2:8: buckets.e2e: bucket bounds must be positive seconds, got -1",
+    ),
+    (
+        "buckets_not_increasing",
+        "buckets_not_increasing.yaml:2:9: buckets.ttft: bucket bounds must be strictly increasing",
+    ),
+    (
+        "budget_too_small",
+        "budget_too_small.yaml:5:28: targets[0].token_budget_per_hour: 100 tokens cannot pay for a single probe (the smallest scenario needs 160: input_tokens + output_tokens)",
+    ),
+    (
+        "default_max_inflight_zero",
+        "default_max_inflight_zero.yaml:2:17: defaults.max_inflight: must be at least 1",
+    ),
+    (
+        "default_zero_slo",
+        "default_zero_slo.yaml:3:10: defaults.slo.e2e: must be greater than zero",
+    ),
+    (
+        "duplicate_scenario",
+        "duplicate_scenario.yaml:7:15: targets[0].scenarios[1].name: duplicate scenario name \"s\" in target \"prod\"",
+    ),
+    (
+        "duplicate_target",
+        "duplicate_target.yaml:5:11: targets[1].name: duplicate target name \"prod\" (names must be unique)",
+    ),
+    (
+        "empty_model",
+        "empty_model.yaml:4:12: targets[0].model: must not be empty",
+    ),
+    (
+        "empty_name",
+        "empty_name.yaml:2:11: targets[0].name: must not be empty",
+    ),
+    (
+        "header_env_unset",
+        "header_env_unset.yaml:6:16: targets[0].headers.X-Token: environment variable LLMPROBE_TEST_UNSET_VARIABLE is not set or empty",
+    ),
+    (
+        "max_inflight_zero",
+        "max_inflight_zero.yaml:5:19: targets[0].max_inflight: must be at least 1",
+    ),
+    (
+        "missing_targets",
+        "missing_targets.yaml:1:1: missing field `targets`",
+    ),
+    (
+        "negative_price",
+        "negative_price.yaml:5:32: targets[0].price.input_per_million: must be a number >= 0, got -1",
+    ),
+    (
+        "no_scenarios",
+        "no_scenarios.yaml:5:16: targets[0].scenarios: at least one scenario is required (omit the field for the default one)",
+    ),
+    (
+        "no_targets",
+        "no_targets.yaml:1:10: targets: at least one target is required",
+    ),
+    (
+        "not_a_url",
+        "not_a_url.yaml:3:15: targets[0].base_url: \"llm:8000\" must be an http:// or https:// URL with a host",
+    ),
+    (
+        "prefix_too_long",
+        "prefix_too_long.yaml:7:31: targets[0].scenarios[0].shared_prefix_tokens: must be smaller than input_tokens (100): every prompt needs a unique part",
+    ),
+    (
+        "replicas_zero",
+        "replicas_zero.yaml:5:15: targets[0].replicas: must be at least 1",
+    ),
+    (
+        "syntax",
+        "syntax.yaml:4:11: mapping values are not allowed in this context",
+    ),
+    (
+        "tls_cert_without_key",
+        "tls_cert_without_key.yaml:5:29: targets[0].tls.client_cert_file: is set but tls.client_key_file is not (mutual TLS needs both)",
+    ),
+    (
+        "unknown_field",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
+    ),
+    (
+        "zero_grace_period",
+        "zero_grace_period.yaml:1:15: grace_period: must be greater than zero",
+    ),
+    (
+        "zero_input_tokens",
+        "zero_input_tokens.yaml:6:23: targets[0].scenarios[0].input_tokens: must be at least 1",
+    ),
+    (
+        "zero_output_tokens",
+        "zero_output_tokens.yaml:6:24: targets[0].scenarios[0].output_tokens: must be at least 1",
+    ),
+    (
+        "zero_rate",
+        "zero_rate.yaml:5:11: targets[0].rate: rate must be a positive number, got 0/min",
+    ),
+    (
+        "zero_scrape_interval",
+        "zero_scrape_interval.yaml:1:25: engine_scrape_interval: must be greater than zero",
+    ),
+    (
+        "zero_slo",
+        "zero_slo.yaml:6:21: targets[0].scenarios[0].slo.tpot: must be greater than zero",
+    ),
+    (
+        "zero_timeout",
+        "zero_timeout.yaml:5:29: targets[0].timeouts.first_token: must be greater than zero",
+    ),
+];
+
+#[test]
+fn every_bad_fixture_fails_with_its_exact_error() {
+    let dir = root().join("tests/fixtures/config/bad");
+    let mut seen = Vec::new();
+    for (name, want) in BAD {
+        let file = format!("{name}.yaml");
+        let text = std::fs::read_to_string(dir.join(&file)).unwrap();
+        let err = load_str(&text, &file).expect_err(name);
+        match want.strip_suffix('…') {
+            Some(prefix) => assert!(
+                err.to_string().starts_with(prefix),
+                "fixture {file}: {err} does not start with {prefix}"
+            ),
+            None => assert_eq!(err.to_string(), *want, "fixture {file}"),
+        }
+        seen.push(file);
+    }
+    // Every fixture on disk is in the table (a new rule needs its expected error).
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    seen.sort();
+    assert_eq!(on_disk, seen);
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let err = load(Path::new("/nonexistent/llmprobe.yaml")).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/nonexistent/llmprobe.yaml: cannot read the config file: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn examples_parse_and_validate() {
+    for name in ["daemon.yaml", "daemon-minimal.yaml"] {
+        let path = root().join("examples").join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cfg = llmprobe::config::plan::parse(&text, name).unwrap();
+        llmprobe::config::validate::validate(&cfg).unwrap();
+    }
+    // The minimal example needs no secrets: it resolves completely.
+    let plan = load(&root().join("examples/daemon-minimal.yaml")).unwrap();
+    assert_eq!(plan.targets.len(), 1);
+    let s = &plan.targets[0].scenarios[0];
+    assert_eq!(s.name, "default");
+    assert!((s.rate_hz - 1.0 / 60.0).abs() < 1e-12);
+    assert_eq!(s.slo.ttft, Some(std::time::Duration::from_millis(500)));
+    assert!(plan.buckets.ttft.contains(&0.5));
+}
+
+#[test]
+fn the_full_example_resolves_with_its_secrets_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("examples/daemon.yaml")).unwrap();
+    let key = dir.path().join("prod");
+    let gw = dir.path().join("gateway");
+    std::fs::write(&key, "sk-example-prod\n").unwrap();
+    std::fs::write(&gw, "gw-token\n").unwrap();
+    let text = text
+        .replace("/etc/llmprobe/keys/prod", key.to_str().unwrap())
+        .replace("/etc/llmprobe/keys/gateway", gw.to_str().unwrap())
+        .replace("      ca_file: /etc/llmprobe/ca.pem\n", "")
+        .replace(
+            "api_key_env: STAGING_API_KEY",
+            &format!("api_key_file: {}", key.display()),
+        );
+    let plan = load_str(&text, "daemon.yaml").unwrap();
+    let prod = &plan.targets[0];
+    assert_eq!(prod.scenarios.len(), 2);
+    // 6/min shared by two scenarios.
+    assert!((prod.scenarios[0].rate_hz - 0.05).abs() < 1e-12);
+    // Scenario SLOs fall back field by field to the defaults.
+    assert_eq!(
+        prod.scenarios[0].slo.ttft,
+        Some(std::time::Duration::from_millis(300))
+    );
+    assert_eq!(
+        prod.scenarios[0].slo.tpot,
+        Some(std::time::Duration::from_millis(50))
+    );
+    assert_eq!(
+        prod.scenarios[1].slo.e2e,
+        Some(std::time::Duration::from_secs(20))
+    );
+    assert_ne!(prod.scenarios[0].seed, prod.scenarios[1].seed);
+    assert_eq!(
+        prod.client.api_key.as_ref().unwrap().expose(),
+        "sk-example-prod"
+    );
+    assert!(prod.capacity.is_some());
+    // Every SLO threshold is a bucket boundary.
+    for v in [0.3, 1.5, 0.5] {
+        assert!(plan.buckets.ttft.contains(&v), "{v}");
+    }
+    assert!(plan.buckets.e2e.contains(&20.0));
+}
+
+#[test]
+fn printed_config_shows_secrets_as_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    let canary = "sk-canary-config-7d1c0";
+    std::fs::write(&key, canary).unwrap();
+    let text = format!(
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    api_key_file: {}\n    headers:\n      X-Literal: {canary}\n",
+        key.display()
+    );
+    let plan = load_str(&text, "c.yaml").unwrap();
+    assert!(
+        !plan.redacted_yaml.contains(canary),
+        "{}",
+        plan.redacted_yaml
+    );
+    assert!(plan.redacted_yaml.contains("X-Literal: <secret>"));
+    assert!(!format!("{plan:?}").contains(canary));
+    assert_eq!(plan.targets[0].secrets.len(), 2);
+}
+
+#[test]
+fn committed_schema_is_up_to_date() {
+    let path = root().join("docs/config.schema.json");
+    let want = llmprobe::config::json_schema();
+    if std::env::var_os("LLMPROBE_UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "docs/config.schema.json is stale: run LLMPROBE_UPDATE_SCHEMA=1 cargo test --test daemon_config"
+    );
+}

@@ -1,0 +1,126 @@
+//! The engine scraper against an SGLang-format `/metrics` (the fixture, with its
+//! counters advancing between scrapes like a live server's): running/waiting, KV usage
+//! and capacity, generation rate, server TTFT, live cost and headroom.
+
+mod daemon_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use daemon_support::*;
+use llmprobe::daemon::{ConfigSource, Daemon};
+
+/// Serves the SGLang fixture; every scrape advances the generation counter by 1000
+/// tokens and the TTFT histogram by 10 requests of 150 ms.
+async fn sglang_server() -> SocketAddr {
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/engine/sglang.txt"
+    ))
+    .unwrap();
+    let n = Arc::new(AtomicU64::new(0));
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let k = n.fetch_add(1, Ordering::SeqCst) as f64;
+            let body = fixture
+                .replace(
+                    "} 7.557572e+06",
+                    &format!("}} {}", 7_557_572.0 + 1000.0 * k),
+                )
+                .replace(
+                    "time_to_first_token_seconds_sum{model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 6.4",
+                    &format!(
+                        "time_to_first_token_seconds_sum{{model_name=\"meta-llama/Llama-3.1-8B-Instruct\"}} {}",
+                        6.4 + 1.5 * k
+                    ),
+                )
+                .replace(
+                    "time_to_first_token_seconds_count{model_name=\"meta-llama/Llama-3.1-8B-Instruct\"} 40.0",
+                    &format!(
+                        "time_to_first_token_seconds_count{{model_name=\"meta-llama/Llama-3.1-8B-Instruct\"}} {}",
+                        40.0 + 10.0 * k
+                    ),
+                );
+            async move { body }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglang_metrics_become_engine_gauges() {
+    let engine = sglang_server().await;
+    let (_dir, path) = config_file(&format!(
+        r#"
+engine_scrape_interval: 200ms
+targets:
+  - name: sg
+    base_url: http://127.0.0.1:9
+    model: llama
+    rate: 1/h
+    capacity: {{preset: llama-3.1-8b, gpu: h100, tp: 2, gpu_hourly: 3.6, context: 8192}}
+    engine_metrics_url: http://{engine}/metrics
+"#
+    ));
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let t = [("target", "sg")];
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        value(&s, "llmprobe_engine_ttft_mean_seconds", &t).map(|_| s)
+    })
+    .await;
+    assert_eq!(value(&s, "llmprobe_engine_scrape_success", &t), Some(1.0));
+    assert_eq!(value(&s, "llmprobe_engine_running_requests", &t), Some(7.0));
+    assert_eq!(value(&s, "llmprobe_engine_waiting_requests", &t), Some(1.0));
+    assert_eq!(
+        value(&s, "llmprobe_engine_kv_cache_usage_ratio", &t),
+        Some(0.28)
+    );
+    assert_eq!(
+        value(&s, "llmprobe_engine_kv_cache_tokens", &t),
+        Some(161721.0)
+    );
+    let live_seqs = 161721.0 / 8192.0;
+    let seqs = value(&s, "llmprobe_engine_max_concurrent_sequences", &t).unwrap();
+    assert!((seqs - live_seqs).abs() < 1e-9, "{seqs}");
+    // 10 requests of 150 ms between two scrapes.
+    let ttft = value(&s, "llmprobe_engine_ttft_mean_seconds", &t).unwrap();
+    assert!((ttft - 0.15).abs() < 1e-9, "{ttft}");
+    // 1000 tokens per scrape interval (about 200 ms): about 5000 tok/s.
+    let tps = value(&s, "llmprobe_engine_generation_tokens_per_second", &t).unwrap();
+    assert!((1000.0..=6000.0).contains(&tps), "{tps}");
+    // Live cost: $3.6/h × 2 GPUs / 3600 / tps × 1e6.
+    let cost = value(
+        &s,
+        "llmprobe_engine_cost_per_million_output_tokens_dollars",
+        &t,
+    )
+    .unwrap();
+    assert!(
+        (cost - 3.6 * 2.0 / 3600.0 / tps * 1e6).abs() / cost < 0.05,
+        "{cost} vs {tps}"
+    );
+    // Headroom from the live engine: 1 − 7 / (161721 / 8192).
+    let headroom = value(&s, "llmprobe_capacity_headroom_ratio", &t).unwrap();
+    assert!(
+        (headroom - (1.0 - 7.0 / live_seqs)).abs() < 1e-9,
+        "{headroom}"
+    );
+    // The capacity model's own gauges are there too.
+    assert!(value(&s, "llmprobe_capacity_kv_bytes_per_token", &t).unwrap() > 0.0);
+    // No client TTFT (the target itself is unreachable), so no gap.
+    assert_eq!(
+        value(&s, "llmprobe_ttft_client_server_gap_seconds", &t),
+        None
+    );
+    d.shutdown().await.unwrap();
+}

@@ -1,0 +1,151 @@
+//! Reload: a good file is applied by diffing targets (unchanged ones keep running and
+//! keep their series, removed ones lose theirs, new ones start); a bad file changes
+//! nothing but `llmprobe_config_last_reload_successful`.
+
+mod daemon_support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use daemon_support::*;
+use llmprobe::daemon::{ConfigSource, Daemon};
+use llmprobe::mock::MockConfig;
+
+fn target(name: &str, base: &str, rate: &str, ttft_slo: &str) -> String {
+    format!(
+        "  - name: {name}\n    base_url: {base}\n    model: mock-llm\n    rate: {rate}\n    scenarios:\n      - {{input_tokens: 40, output_tokens: 4, slo: {{ttft: {ttft_slo}}}}}\n"
+    )
+}
+
+async fn requests(addr: SocketAddr, target: &str) -> Option<f64> {
+    value(
+        &scrape(addr).await,
+        "llmprobe_requests_total",
+        &[("target", target)],
+    )
+}
+
+async fn post_reload(addr: SocketAddr) -> (u16, String) {
+    let r = http()
+        .post(format!("http://{addr}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let head = "grace_period: 1s\ntargets:\n";
+    let v1 = format!(
+        "{head}{}{}",
+        target("keep", &base, "20/s", "500ms"),
+        target("gone", &base, "20/s", "500ms")
+    );
+    let (_dir, path) = config_file(&v1);
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    wait_for(Duration::from_secs(20), || async {
+        (requests(addr, "keep").await? >= 5.0 && requests(addr, "gone").await? >= 1.0).then_some(())
+    })
+    .await;
+    let config_v1 = get(&format!("http://{addr}/config")).await.1;
+    assert!(config_v1.contains("name: gone"));
+
+    // Good reload: "gone" leaves, "new" arrives, "keep" is untouched.
+    let before = requests(addr, "keep").await.unwrap();
+    let v2 = format!(
+        "{head}{}{}",
+        target("keep", &base, "20/s", "500ms"),
+        target("new", &base, "20/s", "500ms")
+    );
+    std::fs::write(&path, &v2).unwrap();
+    assert_eq!(post_reload(addr).await, (200, "OK\n".to_string()));
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        (value(&s, "llmprobe_requests_total", &[("target", "new")]).unwrap_or(0.0) >= 1.0)
+            .then_some(s)
+    })
+    .await;
+    let after = value(&s, "llmprobe_requests_total", &[("target", "keep")]).unwrap();
+    assert!(
+        after >= before,
+        "the unchanged target's counter went from {before} to {after}"
+    );
+    assert!(
+        s.iter()
+            .all(|x| x.labels.get("target").map(String::as_str) != Some("gone")),
+        "series of a removed target remain"
+    );
+    assert_eq!(value(&s, "llmprobe_targets", &[]), Some(2.0));
+    assert_eq!(
+        value(&s, "llmprobe_config_last_reload_successful", &[]),
+        Some(1.0)
+    );
+    let page = get(&format!("http://{addr}/")).await.1;
+    assert!(!page.contains("<td>gone</td>") && page.contains("<td>new</td>"));
+
+    // Bad reload: the error names file, line and field; nothing else changes.
+    std::fs::write(&path, format!("{v2}    rate: 0/s\n")).unwrap();
+    let (status, body) = post_reload(addr).await;
+    assert_eq!(status, 500);
+    let want = format!("failed to reload config: {}:", path.display());
+    assert!(body.starts_with(&want), "{body}");
+    assert!(body.contains("targets[1]"), "{body}");
+    let s = scrape(addr).await;
+    assert_eq!(
+        value(&s, "llmprobe_config_last_reload_successful", &[]),
+        Some(0.0)
+    );
+    let still = value(&s, "llmprobe_requests_total", &[("target", "keep")]).unwrap();
+    wait_for(Duration::from_secs(20), || async {
+        (requests(addr, "keep").await? > still + 3.0).then_some(())
+    })
+    .await;
+    assert!(
+        get(&format!("http://{addr}/config"))
+            .await
+            .1
+            .contains("name: new")
+    );
+
+    // A new SLO threshold changes the bucket layout: histograms restart with the new
+    // bound, counters continue.
+    let counted = requests(addr, "keep").await.unwrap();
+    let v3 = format!(
+        "{head}{}{}",
+        target("keep", &base, "20/s", "123ms"),
+        target("new", &base, "20/s", "500ms")
+    );
+    std::fs::write(&path, &v3).unwrap();
+    assert_eq!(post_reload(addr).await.0, 200);
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "keep"), ("le", "0.123")],
+        )
+        .filter(|v| *v >= 0.0)
+        .map(|_| s)
+    })
+    .await;
+    assert_eq!(
+        value(&s, "llmprobe_config_last_reload_successful", &[]),
+        Some(1.0)
+    );
+    assert!(value(&s, "llmprobe_requests_total", &[("target", "keep")]).unwrap() >= counted);
+    assert_eq!(
+        value(&s, "llmprobe_slo_ttft_seconds", &[("target", "keep")]),
+        Some(0.123)
+    );
+
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}
