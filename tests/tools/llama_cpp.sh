@@ -95,9 +95,6 @@ EOF
 
 n=8
 out_len=24
-# --- GUARD: remove once `llmprobe bench` has landed ---------------------------------------
-if "$bin" bench --help >/dev/null 2>&1; then
-# ------------------------------------------------------------------------------------------
 for endpoint in chat completions; do
   say "bench $endpoint: $n requests, $out_len output tokens, 1 req/s"
   rc=0
@@ -116,9 +113,6 @@ for endpoint in chat completions; do
   }
   say "bench $endpoint: $summary"
 done
-else
-  say "SKIP bench part: '$bin bench --help' failed (no bench subcommand in this binary)"
-fi
 
 say "daemon: both endpoints for ${daemon_secs}s"
 cat >"$scratch/daemon.yaml" <<EOF

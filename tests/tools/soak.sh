@@ -11,12 +11,6 @@ cd "$repo_root"
 bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 [ -x "$bin" ] || fail "llmprobe binary $bin not found (build it or set LLMPROBE_BIN)"
 make_scratch
-# --- GUARD: remove once `llmprobe daemon` has landed --------------------------------------
-if ! "$bin" daemon --help >/dev/null 2>&1; then
-  say "SKIP: '$bin daemon --help' failed (no daemon yet)"
-  exit 0
-fi
-# ------------------------------------------------------------------------------------------
 
 # The bounds check itself must catch a leak: a synthetic run whose RSS and fds climb.
 python3 - "$scratch/leak.csv" <<'PY'
