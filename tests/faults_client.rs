@@ -124,7 +124,7 @@ fn expectations() -> Vec<Expect> {
             t_first: None,
             tokens: Some(0),
             t_end: None,
-            error: Some("http_503"),
+            error: Some("service unavailable"),
         },
         Expect {
             fault: "http_429",
