@@ -192,6 +192,9 @@ pub struct RequestRecord {
     /// Error detail for failures: the server's message or the client's error. Never used
     /// as a metric label.
     pub error: Option<String>,
+    /// A 429's `Retry-After` (delta-seconds form), for `bench --respect-retry-after`.
+    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<Duration>,
 }
 
 impl RequestRecord {
@@ -214,6 +217,7 @@ impl RequestRecord {
             outcome: Outcome::Ok,
             token_source: TokenSource::Chunks,
             error: None,
+            retry_after: None,
         }
     }
 

@@ -4,6 +4,8 @@
 //! are kept, and the exit code follows the gates: failures alone are data (exit 0), an
 //! `error-ratio` gate turns them into exit 3. A separately started `llmprobe mock
 //! --fault …` with a mix of faults gives the same reasons over the network.
+//! `--respect-retry-after` pauses sending for a 429's `Retry-After`; without it the
+//! schedule is kept.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -41,6 +43,10 @@ const FAULTS: &[(&str, &str)] = &[
 ];
 
 fn bench(args: &[&str], dir: &Path, name: &str) -> (Output, Value, Vec<Value>) {
+    bench_at("inf", args, dir, name)
+}
+
+fn bench_at(rate: &str, args: &[&str], dir: &Path, name: &str) -> (Output, Value, Vec<Value>) {
     let json = dir.join(format!("{name}.json"));
     let records = dir.join(format!("{name}.records.jsonl"));
     let out = llmprobe()
@@ -48,7 +54,7 @@ fn bench(args: &[&str], dir: &Path, name: &str) -> (Output, Value, Vec<Value>) {
         .args(args)
         .args([
             "--rate",
-            "inf",
+            rate,
             "--num-requests",
             &N.to_string(),
             "--input-len",
@@ -269,4 +275,71 @@ fn a_separate_mock_with_a_fault_mix_gives_the_reasons_over_the_network() {
     assert_eq!(summary["failed"].as_u64(), Some(failed));
     assert_eq!(summary["completed"].as_u64(), Some(60 - failed));
     assert!(failed > 0 && failed < 60, "{got:?}");
+}
+
+fn secs(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn retry_after_pauses_sending_only_when_asked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--mock",
+        "--mock-ttft-ms",
+        "10",
+        "--mock-itl-ms",
+        "2",
+        "--mock-fault",
+        "http_429=1",
+        "--seed",
+        "3",
+    ];
+    // N requests at 20/s: the schedule spans a fraction of a second.
+    let (out, _, recs) = bench_at("20", &args, dir.path(), "keep-schedule");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(recs.len() as u64, N);
+    for r in &recs {
+        assert_eq!(r["outcome"], "http_429", "{r}");
+        assert_eq!(r["retry_after"].as_f64(), Some(1.0), "{r}");
+        let lag = secs(r, "t_send") - secs(r, "t_sched");
+        assert!(
+            lag < 0.5,
+            "without the flag requests keep their schedule: {r}"
+        );
+    }
+
+    let mut respect = args.to_vec();
+    respect.push("--respect-retry-after");
+    let (out, _, recs) = bench_at("20", &respect, dir.path(), "respect");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(recs.len() as u64, N);
+    let first = recs
+        .iter()
+        .min_by(|a, b| secs(a, "t_end").total_cmp(&secs(b, "t_end")))
+        .expect("records");
+    let first_end = secs(first, "t_end");
+    let mut paused = 0;
+    for r in &recs {
+        assert_eq!(r["outcome"], "http_429", "{r}");
+        // Scheduled after the first 429 came back: held until its Retry-After passed.
+        if secs(r, "t_sched") > first_end + 0.005 {
+            paused += 1;
+            assert!(
+                secs(r, "t_send") >= first_end + 1.0 - 0.005,
+                "sent during the Retry-After pause (first 429 ended at {first_end}): {r}"
+            );
+        }
+    }
+    assert!(paused >= 1, "no request was scheduled after the first 429");
 }

@@ -310,6 +310,8 @@ pub struct BenchOptions {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
+    /// Pause sending for a 429's `Retry-After`.
+    pub respect_retry_after: bool,
     pub ignore_eos: bool,
     pub tokenizer: Option<PathBuf>,
 
@@ -655,6 +657,7 @@ impl BenchOptions {
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
             headers,
             timeout,
+            respect_retry_after: a.respect_retry_after,
             ignore_eos: a.ignore_eos,
             tokenizer: a.tokenizer.clone(),
             rates,

@@ -377,13 +377,26 @@ impl Bench {
             timer: self.timer.clone(),
         };
         let client = self.client.clone();
-        // The dispatcher only clones two Arcs; the spec is looked up (or built) inside
+        // --respect-retry-after: the instant before which nothing is sent, pushed out by
+        // each 429 that carries a Retry-After. Requests wait for it in their own task, so
+        // the schedule itself is untouched and the wait shows as dispatch lag.
+        let pause: Option<Arc<std::sync::Mutex<Option<tokio::time::Instant>>>> = opts
+            .respect_retry_after
+            .then(|| Arc::new(std::sync::Mutex::new(None)));
+        // The dispatcher only clones a few Arcs; the spec is looked up (or built) inside
         // the request's own task.
         let probe = move |d: runner::Dispatch| {
             let client = client.clone();
             let prebuilt = prebuilt.clone();
             let workload = workload.clone();
+            let pause = pause.clone();
             async move {
+                let paused_until = pause
+                    .as_ref()
+                    .and_then(|p| *p.lock().unwrap_or_else(|e| e.into_inner()));
+                if let Some(until) = paused_until {
+                    tokio::time::sleep_until(until).await;
+                }
                 let built;
                 let spec = match prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
                     Some(spec) => spec,
@@ -395,7 +408,15 @@ impl Bench {
                         Err(e) => return workload_failure(d, &e),
                     },
                 };
-                client.send(spec, d.id, d.t_sched, d.run_start).await
+                let record = client.send(spec, d.id, d.t_sched, d.run_start).await;
+                if let (Some(p), Some(wait)) = (&pause, record.retry_after) {
+                    let until = tokio::time::Instant::now() + wait;
+                    let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                    if p.is_none_or(|t| t < until) {
+                        *p = Some(until);
+                    }
+                }
+                record
             }
         };
 

@@ -297,6 +297,9 @@ impl Client {
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
         if !status.is_success() {
+            if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                rec.retry_after = retry_after(resp.headers());
+            }
             let snippet =
                 read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
             let mut msg = format!("HTTP {status}");
@@ -554,6 +557,17 @@ impl Client {
     }
 }
 
+/// Longest `Retry-After` taken from a server: a bogus huge value must not stall a run.
+const RETRY_AFTER_MAX: Duration = Duration::from_secs(600);
+
+/// `Retry-After` in its delta-seconds form (RFC 9110 §10.2.3), capped at
+/// [`RETRY_AFTER_MAX`]. The HTTP-date form is ignored: it depends on the server's clock.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: u64 = text.trim().parse().ok()?;
+    Some(Duration::from_secs(secs).min(RETRY_AFTER_MAX))
+}
+
 /// Up to [`ERROR_BODY_BYTES`] of a response body as text, for error messages.
 async fn read_snippet(resp: &mut reqwest::Response, deadline: Instant) -> String {
     let mut buf = Vec::new();
@@ -658,6 +672,21 @@ mod tests {
         // Three bytes of a secret are not treated as one (they would hit ordinary text).
         assert_eq!(scrub("ends with sk-"), "ends with sk-");
         assert_eq!(scrub("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn retry_after_takes_delta_seconds_capped() {
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::RETRY_AFTER, HeaderValue::from_str(v).unwrap());
+            retry_after(&m)
+        };
+        assert_eq!(h("7"), Some(Duration::from_secs(7)));
+        assert_eq!(h(" 0 "), Some(Duration::ZERO));
+        assert_eq!(h("99999999"), Some(RETRY_AFTER_MAX));
+        assert_eq!(h("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(h("-1"), None);
+        assert_eq!(retry_after(&HeaderMap::new()), None);
     }
 
     #[test]
