@@ -12,6 +12,7 @@
 //! The tests in this file run one at a time (a process-wide lock) because they count
 //! the process's tasks and file descriptors.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use llmprobe::client::{Client, ClientConfig, Endpoint, Limits, Timeouts};
@@ -393,8 +394,9 @@ async fn every_fault_configured_in_the_mock_gives_its_reason_on_completions() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// Many faults at once, concurrently, from one client with a pooled connection set, in
-/// real time: every request ends with its reason, and nothing is left running.
+/// Many faults at once, concurrently (each fault kind three times, its own client with
+/// a connection pool), in real time: every request ends with its reason, and nothing
+/// is left running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_faults_in_real_time_leave_nothing_behind() {
     let _serial = SERIAL.lock().await;
@@ -409,11 +411,12 @@ async fn concurrent_faults_in_real_time_leave_nothing_behind() {
     )
     .await
     .unwrap();
+    // Generous against a loaded 2-core CI machine, still shorter than the 3 s stalls.
     let fast = Timeouts {
         connect: ms(1000),
-        first_token: ms(400),
-        idle: ms(300),
-        total: ms(5000),
+        first_token: ms(2000),
+        idle: ms(1000),
+        total: ms(8000),
     };
     let plain = ClientConfig {
         timeouts: fast,
@@ -427,18 +430,26 @@ async fn concurrent_faults_in_real_time_leave_nothing_behind() {
     tokio::time::sleep(ms(200)).await;
     let (tasks, fds) = (alive_tasks(), open_fds());
 
-    let mut handles = Vec::new();
-    for round in 0..3 {
-        for e in expectations() {
+    // Clients (TLS roots and all) are built before any request starts, so building
+    // them cannot eat into the requests' timeouts.
+    let clients: Vec<(Expect, Arc<Client>)> = expectations()
+        .into_iter()
+        .map(|e| {
             let cfg = ClientConfig {
                 headers: vec![("x-mock-fault".to_string(), Secret::new(e.fault))],
                 ..plain.clone()
             };
+            (e, Arc::new(Client::new(cfg, None).unwrap()))
+        })
+        .collect();
+    let mut handles = Vec::new();
+    for round in 0..3 {
+        for (e, client) in &clients {
+            let (fault, outcome, client) = (e.fault, e.outcome, client.clone());
             handles.push(tokio::spawn(async move {
-                let client = Client::new(cfg, None).unwrap();
                 let start = Instant::now();
                 let r = client.send(&spec(), round, Duration::ZERO, start).await;
-                (e.fault, e.outcome, r, start.elapsed())
+                (fault, outcome, r, start.elapsed())
             }));
         }
     }
@@ -460,6 +471,7 @@ async fn concurrent_faults_in_real_time_leave_nothing_behind() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    drop(clients);
 
     // The mock's stalled handlers end after `stall` (3 s); connections close after.
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
