@@ -192,7 +192,7 @@ pub struct RequestRecord {
     /// Error detail for failures: the server's message or the client's error. Never used
     /// as a metric label.
     pub error: Option<String>,
-    /// A 429's `Retry-After` (delta-seconds form), for `bench --respect-retry-after`.
+    /// The server's `Retry-After` on a 429 or 503 response, as a delay.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
 }
@@ -278,6 +278,17 @@ impl RequestRecord {
         }
     }
 
+    /// Sets the per-chunk token counts to sum to `total`, in proportion to the counts
+    /// they have (largest-remainder rounding). Used when a tokenizer counted each chunk
+    /// but the whole text's count is the truth.
+    pub fn rescale_chunk_tokens(&mut self, total: u32) {
+        let weights: Vec<u64> = self.chunks.iter().map(|c| u64::from(c.tokens)).collect();
+        let counts = apportion(&weights, total);
+        for (c, n) in self.chunks.iter_mut().zip(counts) {
+            c.tokens = n;
+        }
+    }
+
     /// Arrival of the last content chunk (t_last).
     pub fn t_last(&self) -> Option<Duration> {
         self.chunks.last().map(|c| c.at)
@@ -288,7 +299,11 @@ impl RequestRecord {
     pub fn output_tokens(&self) -> u32 {
         match self.usage_completion_tokens {
             Some(n) => n,
-            None => self.chunks.iter().map(|c| c.tokens).sum(),
+            // Summed in u64: records read back from files can hold any counts.
+            None => {
+                let sum: u64 = self.chunks.iter().map(|c| u64::from(c.tokens)).sum();
+                u32::try_from(sum).unwrap_or(u32::MAX)
+            }
         }
     }
 
@@ -389,27 +404,40 @@ impl RequestRecord {
     }
 }
 
+/// Splits `total` in proportion to `weights` (a zero weight counts as 1, so every part
+/// can get a share), with largest-remainder rounding so the parts sum to `total`.
+fn apportion(weights: &[u64], total: u32) -> Vec<u32> {
+    let weights: Vec<u64> = weights.iter().map(|&w| w.max(1)).collect();
+    let sum: u64 = weights.iter().sum();
+    let total64 = u64::from(total);
+    if sum == 0 {
+        return Vec::new();
+    }
+    let mut parts = Vec::with_capacity(weights.len());
+    let mut remainders = Vec::with_capacity(weights.len());
+    let mut assigned = 0u64;
+    for (i, &w) in weights.iter().enumerate() {
+        // u128: total (≤ 2^32) × weight (≤ 2^32 in practice, u64 in general).
+        let share = u128::from(total64) * u128::from(w);
+        let whole = (share / u128::from(sum)) as u64;
+        parts.push(u32::try_from(whole).unwrap_or(u32::MAX));
+        assigned += whole;
+        remainders.push((share % u128::from(sum), i));
+    }
+    // Largest remainder first; ties go to the earlier part (stable order).
+    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in remainders.iter().take((total64 - assigned) as usize) {
+        parts[i] += 1;
+    }
+    parts
+}
+
 /// Spreads `total` tokens over `chunks` in proportion to their text bytes, with
 /// largest-remainder rounding so the counts sum to exactly `total`.
 fn spread_tokens(chunks: &mut [Chunk], total: u32) {
-    if chunks.is_empty() {
-        return;
-    }
-    let bytes: u64 = chunks.iter().map(|c| u64::from(c.text_bytes.max(1))).sum();
-    let total64 = u64::from(total);
-    let mut assigned = 0u64;
-    let mut remainders: Vec<(u64, usize)> = Vec::with_capacity(chunks.len());
-    for (i, c) in chunks.iter_mut().enumerate() {
-        let share = total64 * u64::from(c.text_bytes.max(1));
-        let whole = share / bytes;
-        c.tokens = u32::try_from(whole).unwrap_or(u32::MAX);
-        assigned += whole;
-        remainders.push((share % bytes, i));
-    }
-    // Largest remainder first; ties go to the earlier chunk (stable order).
-    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    for &(_, i) in remainders.iter().take((total64 - assigned) as usize) {
-        chunks[i].tokens += 1;
+    let weights: Vec<u64> = chunks.iter().map(|c| u64::from(c.text_bytes)).collect();
+    for (c, n) in chunks.iter_mut().zip(apportion(&weights, total)) {
+        c.tokens = n;
     }
 }
 
@@ -539,10 +567,13 @@ mod tests {
         r.push_chunk(ms(30), 2, Some(2));
         r.usage_completion_tokens = Some(3);
         r.resolve_tokens(Some(TokenSource::Tokenizer));
-        // final usage (3) wins over tokenizer counts and is spread by bytes: 2,1,2 bytes
+        // final usage (3) wins over tokenizer counts and is spread by bytes (2, 1, 2):
+        // shares 1.2, 0.6, 1.2 → 1, 0, 1 plus the largest remainder (0.6) → 1, 1, 1.
         assert_eq!(r.token_source, TokenSource::Usage);
         let tokens: Vec<_> = r.chunks.iter().map(|c| c.tokens).collect();
-        assert_eq!(tokens.iter().sum::<u32>(), 3);
+        assert_eq!(tokens, vec![1, 1, 1]);
+        let itl: Vec<_> = r.itl().collect();
+        assert_eq!(itl, vec![(ms(10), 1), (ms(10), 1)]);
     }
 
     #[test]
@@ -584,6 +615,31 @@ mod tests {
             spread_tokens(&mut chunks, total);
             assert_eq!(chunks.iter().map(|c| c.tokens).sum::<u32>(), total);
         }
+    }
+
+    #[test]
+    fn tokenizer_counts_are_rescaled_to_the_whole_text_count() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        // Per-chunk encodes over-count (a prefix token per encode call): 3, 3, 2 …
+        r.push_chunk(ms(10), 8, Some(3));
+        r.push_chunk(ms(20), 8, Some(3));
+        r.push_chunk(ms(30), 4, Some(2));
+        // … while the whole text is 6 tokens.
+        r.rescale_chunk_tokens(6);
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        assert_eq!(r.token_source, TokenSource::Tokenizer);
+        let tokens: Vec<_> = r.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(tokens, vec![2, 2, 2]);
+        assert_eq!(r.output_tokens(), 6);
+    }
+
+    #[test]
+    fn output_tokens_do_not_overflow() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(10), 1, Some(u32::MAX));
+        r.push_chunk(ms(20), 1, Some(u32::MAX));
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        assert_eq!(r.output_tokens(), u32::MAX);
     }
 
     #[test]

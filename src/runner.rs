@@ -428,7 +428,11 @@ where
             report.stopped_by = StopReason::Duration;
             break;
         }
-        let due = run_start + t_sched;
+        // An offset beyond what the clock can represent ends the schedule.
+        let Some(due) = run_start.checked_add(t_sched) else {
+            report.stopped_by = StopReason::Exhausted;
+            break;
+        };
         tokio::select! {
             biased;
             () = stop.cancel.cancelled() => {

@@ -13,6 +13,10 @@ use rand_distr::{Distribution, Exp, Gamma};
 
 use crate::exit::UsageError;
 
+/// The lowest accepted request rate: one request a year. Slower schedules are almost
+/// certainly a unit mistake, and their offsets soon stop fitting a `Duration`.
+pub const MIN_RATE: f64 = 1.0 / (365.0 * 24.0 * 3600.0);
+
 /// The shape of the arrival process.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ArrivalProcess {
@@ -41,6 +45,11 @@ impl Schedule {
         if rate.is_nan() || rate <= 0.0 {
             return Err(UsageError::new(format!(
                 "request rate {rate} is out of range: expected a positive number or inf"
+            )));
+        }
+        if rate < MIN_RATE {
+            return Err(UsageError::new(format!(
+                "request rate {rate:e}/s is below the minimum of one request a year ({MIN_RATE:.3e}/s)"
             )));
         }
         if let ArrivalProcess::Gamma { burstiness } = process
@@ -169,8 +178,9 @@ impl Iterator for Arrivals {
             }
         };
         self.index += 1;
-        // Saturates past ~584 years; NaN cannot occur (gaps are finite and ≥ 0).
-        Some(Duration::try_from_secs_f64(at).unwrap_or(Duration::MAX))
+        // An offset past u64::MAX seconds is not representable: the schedule ends there
+        // (NaN cannot occur: gaps are finite and ≥ 0).
+        Duration::try_from_secs_f64(at).ok()
     }
 }
 
@@ -197,6 +207,19 @@ mod tests {
     }
 
     const N: usize = 400_000;
+
+    #[test]
+    fn absurdly_low_rates_are_refused() {
+        let err = Schedule::poisson(1e-300).unwrap_err();
+        assert!(
+            err.0.contains("below the minimum of one request a year"),
+            "{err}"
+        );
+        assert!(Schedule::poisson(MIN_RATE).is_ok());
+        // At the minimum rate offsets are years apart, and still representable.
+        let last = Schedule::poisson(MIN_RATE).unwrap().arrivals(1).nth(1000);
+        assert!(last.is_some_and(|d| d > Duration::from_secs(100 * 365 * 24 * 3600)));
+    }
 
     #[test]
     fn poisson_gaps_have_mean_and_variance_of_an_exponential() {

@@ -753,3 +753,56 @@ async fn cancellation_keeps_the_partial_record() {
         .await;
     assert_eq!(r.outcome, Outcome::Ok);
 }
+
+/// A server's usage counts are input too: an absurd final `completion_tokens` (here 4e9
+/// after two text chunks) must fail the request instead of becoming N_out (TPOT ≈ 0 and
+/// billions of per-token ITL samples downstream).
+#[tokio::test(start_paused = true)]
+async fn absurd_usage_counts_are_stream_errors() {
+    let server = serve(vec![
+        Script::sse()
+            .content("aaaa", None)
+            .content("bbbb", None)
+            .data(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4000000000}}"#)
+            .done()
+            .end(),
+        Script::sse()
+            .content("aaaa", None)
+            .data(r#"{"choices":[],"usage":{"prompt_tokens":4000000000,"completion_tokens":1}}"#)
+            .done()
+            .end(),
+    ])
+    .await;
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.outcome, Outcome::StreamError);
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("usage.completion_tokens 4000000000 exceeds limits.max_output_tokens"),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(r.usage_completion_tokens, None);
+    assert_eq!(r.chunks.len(), 2, "the partial record is kept");
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.outcome, Outcome::StreamError);
+    assert!(r.error.as_deref().unwrap().contains("usage.prompt_tokens"));
+}
+
+/// A redirect is reported, not followed (following would turn the POST into a GET
+/// against another URL and time that instead).
+#[tokio::test(start_paused = true)]
+async fn redirects_are_not_followed() {
+    let server = serve(vec![Script::full(
+        307,
+        "Temporary Redirect",
+        "text/plain",
+        "moved",
+    )])
+    .await;
+    let r = send(cfg(&server), None).await;
+    assert_eq!(r.http_status, Some(307));
+    assert!(!r.is_success());
+    assert_eq!(server.requests().len(), 1);
+}

@@ -310,9 +310,9 @@ pub struct BenchOptions {
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
-    /// Pause sending for a 429's `Retry-After`.
-    pub respect_retry_after: bool,
     pub ignore_eos: bool,
+    /// Pause new requests for a server's Retry-After (429/503).
+    pub respect_retry_after: bool,
     pub tokenizer: Option<PathBuf>,
 
     pub rates: RatePlan,
@@ -657,8 +657,8 @@ impl BenchOptions {
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
             headers,
             timeout,
-            respect_retry_after: a.respect_retry_after,
             ignore_eos: a.ignore_eos,
+            respect_retry_after: a.respect_retry_after,
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,

@@ -377,25 +377,19 @@ impl Bench {
             timer: self.timer.clone(),
         };
         let client = self.client.clone();
-        // --respect-retry-after: the instant before which nothing is sent, pushed out by
-        // each 429 that carries a Retry-After. Requests wait for it in their own task, so
-        // the schedule itself is untouched and the wait shows as dispatch lag.
-        let pause: Option<Arc<std::sync::Mutex<Option<tokio::time::Instant>>>> = opts
-            .respect_retry_after
-            .then(|| Arc::new(std::sync::Mutex::new(None)));
+        // With --respect-retry-after, the latest Retry-After deadline any response asked
+        // for; requests due before it wait (their wait is dispatch lag, as it should be).
+        let retry_gate = opts.respect_retry_after.then(RetryGate::default);
         // The dispatcher only clones a few Arcs; the spec is looked up (or built) inside
         // the request's own task.
         let probe = move |d: runner::Dispatch| {
             let client = client.clone();
             let prebuilt = prebuilt.clone();
             let workload = workload.clone();
-            let pause = pause.clone();
+            let retry_gate = retry_gate.clone();
             async move {
-                let paused_until = pause
-                    .as_ref()
-                    .and_then(|p| *p.lock().unwrap_or_else(|e| e.into_inner()));
-                if let Some(until) = paused_until {
-                    tokio::time::sleep_until(until).await;
+                if let Some(gate) = &retry_gate {
+                    gate.wait().await;
                 }
                 let built;
                 let spec = match prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
@@ -409,12 +403,8 @@ impl Bench {
                     },
                 };
                 let record = client.send(spec, d.id, d.t_sched, d.run_start).await;
-                if let (Some(p), Some(wait)) = (&pause, record.retry_after) {
-                    let until = tokio::time::Instant::now() + wait;
-                    let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
-                    if p.is_none_or(|t| t < until) {
-                        *p = Some(until);
-                    }
+                if let (Some(gate), Some(delay)) = (&retry_gate, record.retry_after) {
+                    gate.hold_for(delay);
                 }
                 record
             }
@@ -673,5 +663,50 @@ mod tests {
         assert_eq!(nonces.len(), 100);
         assert_eq!(run_nonce(42, 3), run_nonce(42, 3));
         assert_ne!(run_nonce(42, 3), run_nonce(43, 3));
+    }
+}
+
+/// `--respect-retry-after`: a shared "not before" instant set from servers' Retry-After.
+#[derive(Clone, Default)]
+struct RetryGate(Arc<std::sync::Mutex<Option<tokio::time::Instant>>>);
+
+impl RetryGate {
+    /// Extends the pause to at least `delay` from now.
+    fn hold_for(&self, delay: std::time::Duration) {
+        let until = tokio::time::Instant::now() + delay;
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none_or(|t| t < until) {
+            *slot = Some(until);
+        }
+    }
+
+    /// Waits until every pause asked for so far has passed.
+    async fn wait(&self) {
+        loop {
+            let until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match until {
+                Some(t) if t > tokio::time::Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod retry_gate_tests {
+    use super::RetryGate;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_for_the_longest_pause() {
+        let gate = RetryGate::default();
+        let t0 = Instant::now();
+        gate.wait().await;
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        gate.hold_for(Duration::from_secs(3));
+        gate.hold_for(Duration::from_secs(1)); // a shorter pause does not shorten it
+        gate.wait().await;
+        assert_eq!(t0.elapsed(), Duration::from_secs(3));
     }
 }

@@ -50,14 +50,14 @@ pub struct BenchArgs {
     /// Total time limit per request (e.g. `600s`, `2m`; a bare number is seconds).
     #[arg(long, default_value = "600s", help_heading = "Target")]
     pub timeout: String,
-    /// After a 429 with `Retry-After: N` (seconds), send nothing for N seconds (at most
-    /// 600); the delayed requests show it in their dispatch lag. Off by default: an
-    /// open-loop test keeps its schedule.
-    #[arg(long, help_heading = "Target")]
-    pub respect_retry_after: bool,
     /// Ask the server to ignore EOS so every request generates exactly --output-len tokens.
     #[arg(long, help_heading = "Target")]
     pub ignore_eos: bool,
+    /// After a 429 or 503 with a Retry-After header, hold every new request until that
+    /// delay has passed (off by default: an open-loop test keeps its schedule). The pause
+    /// shows as dispatch lag, so the report says the schedule was not kept.
+    #[arg(long, help_heading = "Target")]
+    pub respect_retry_after: bool,
     /// Hugging Face tokenizer.json: exact prompt lengths, and token counts when the
     /// server sends no usage.
     #[arg(long, value_name = "PATH", help_heading = "Target")]

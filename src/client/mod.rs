@@ -40,6 +40,10 @@ use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
 use sse::SseParser;
 
+/// Largest `usage.prompt_tokens` believed from a server: far above any context window
+/// served today (10M tokens); larger is a broken or hostile count.
+const MAX_USAGE_PROMPT_TOKENS: u32 = 16 << 20;
+
 /// How much of an error response body is kept in `record.error`.
 const ERROR_BODY_BYTES: usize = 4 * 1024;
 /// After `[DONE]`, how long to wait for the end of the body so the connection can go
@@ -104,6 +108,9 @@ struct StreamState {
     tokens_seen: u64,
     response_bytes: u64,
     done: bool,
+    /// With a tokenizer: the whole generated text, so N_out is counted on it at the end
+    /// (per-chunk counts over-count where tokens merge across chunk boundaries).
+    text: String,
 }
 
 impl Client {
@@ -155,6 +162,9 @@ impl Client {
             // A prober measures the endpoint itself, not a proxy picked up from the
             // environment.
             .no_proxy()
+            // Following a redirect would turn the POST into a GET against another URL
+            // and time that instead: a 3xx is reported as what it is.
+            .redirect(reqwest::redirect::Policy::none())
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
             .context("building the HTTP client")?;
@@ -230,6 +240,7 @@ impl Client {
             tokens_seen: 0,
             response_bytes: 0,
             done: false,
+            text: String::new(),
         };
         let result = match body {
             Ok(body) => {
@@ -257,6 +268,13 @@ impl Client {
             _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
             _ => None,
         };
+        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
+            (known, rec.usage_completion_tokens, &self.token_counter)
+        {
+            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
+            // counts only weight how it is spread over the chunks.
+            rec.rescale_chunk_tokens(counter(&st.text));
+        }
         rec.resolve_tokens(known);
         match result {
             Err(f) => {
@@ -296,10 +314,13 @@ impl Client {
         rec.t_headers = Some(offset(Instant::now()));
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
+        if matches!(status.as_u16(), 429 | 503) {
+            rec.retry_after = resp
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
+        }
         if !status.is_success() {
-            if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                rec.retry_after = retry_after(resp.headers());
-            }
             let snippet =
                 read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
             let mut msg = format!("HTTP {status}");
@@ -485,6 +506,20 @@ impl Client {
         })?;
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
+            // A server's counts are input too: an absurd usage (a buggy or hostile
+            // endpoint) would otherwise become N_out, TPOT ≈ 0 and billions of per-token
+            // ITL observations downstream.
+            let max_out = self.cfg.limits.max_output_tokens;
+            if let Some(c) = u.completion_tokens.filter(|&c| c > max_out) {
+                return Err(Failure::stream(format!(
+                    "usage.completion_tokens {c} exceeds limits.max_output_tokens ({max_out})"
+                )));
+            }
+            if let Some(p) = u.prompt_tokens.filter(|&p| p > MAX_USAGE_PROMPT_TOKENS) {
+                return Err(Failure::stream(format!(
+                    "usage.prompt_tokens {p} exceeds {MAX_USAGE_PROMPT_TOKENS}"
+                )));
+            }
             if let Some(p) = u.prompt_tokens {
                 rec.usage_prompt_tokens = Some(p);
             }
@@ -515,6 +550,8 @@ impl Client {
             } else if let Some(counter) = &self.token_counter {
                 let n = chunk.content.as_deref().map_or(0, |s| counter(s))
                     + chunk.reasoning.as_deref().map_or(0, |s| counter(s));
+                st.text.push_str(chunk.reasoning.as_deref().unwrap_or(""));
+                st.text.push_str(chunk.content.as_deref().unwrap_or(""));
                 st.tokens_seen += u64::from(n);
                 Some(n)
             } else {
@@ -555,17 +592,6 @@ impl Client {
             }
         }
     }
-}
-
-/// Longest `Retry-After` taken from a server: a bogus huge value must not stall a run.
-const RETRY_AFTER_MAX: Duration = Duration::from_secs(600);
-
-/// `Retry-After` in its delta-seconds form (RFC 9110 §10.2.3), capped at
-/// [`RETRY_AFTER_MAX`]. The HTTP-date form is ignored: it depends on the server's clock.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let text = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    let secs: u64 = text.trim().parse().ok()?;
-    Some(Duration::from_secs(secs).min(RETRY_AFTER_MAX))
 }
 
 /// Up to [`ERROR_BODY_BYTES`] of a response body as text, for error messages.
@@ -675,21 +701,6 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_takes_delta_seconds_capped() {
-        let h = |v: &str| {
-            let mut m = HeaderMap::new();
-            m.insert(header::RETRY_AFTER, HeaderValue::from_str(v).unwrap());
-            retry_after(&m)
-        };
-        assert_eq!(h("7"), Some(Duration::from_secs(7)));
-        assert_eq!(h(" 0 "), Some(Duration::ZERO));
-        assert_eq!(h("99999999"), Some(RETRY_AFTER_MAX));
-        assert_eq!(h("Wed, 21 Oct 2015 07:28:00 GMT"), None);
-        assert_eq!(h("-1"), None);
-        assert_eq!(retry_after(&HeaderMap::new()), None);
-    }
-
-    #[test]
     fn truncation_respects_char_boundaries() {
         assert_eq!(truncate_text("abc", 5), "abc");
         assert_eq!(truncate_text("ééé", 3), "é…");
@@ -709,5 +720,43 @@ mod tests {
         };
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
+    }
+}
+
+/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
+/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
+fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::*;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn seconds_and_http_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        assert_eq!(
+            parse_retry_after(b"120", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(parse_retry_after(b" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after(b"Wed, 21 Oct 2015 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after(b"Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after(b"soon", now), None);
+        assert_eq!(parse_retry_after(b"-5", now), None);
+        assert_eq!(parse_retry_after(&[0xff, 0xfe], SystemTime::now()), None);
     }
 }

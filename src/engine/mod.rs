@@ -116,6 +116,9 @@ pub async fn scrape(
             .header(reqwest::header::ACCEPT, "text/plain;version=0.0.4")
             .send()
             .await
+            // The URL may carry credentials (user:pass@, a token in the query): keep it
+            // out of the error, which is logged.
+            .map_err(reqwest::Error::without_url)
             .context("engine metrics request failed")?;
         let status = resp.status();
         if !status.is_success() {
@@ -124,14 +127,22 @@ pub async fn scrape(
         let mut body = Vec::new();
         let mut stream = resp.bytes_stream();
         while let Some(piece) = stream.next().await {
-            let piece = piece.context("reading engine metrics body")?;
+            let piece = piece
+                .map_err(reqwest::Error::without_url)
+                .context("reading engine metrics body")?;
             if body.len() + piece.len() > MAX_BODY_BYTES {
                 anyhow::bail!("engine metrics body exceeds {MAX_BODY_BYTES} bytes");
             }
             body.extend_from_slice(&piece);
         }
         let text = String::from_utf8(body).context("engine metrics body is not UTF-8")?;
-        Ok(parse(&text)?)
+        let snap = parse(&text)?;
+        if snap.kind.is_none() {
+            // A wrong URL (node-exporter, the gateway's own metrics) must not pass as a
+            // successful engine scrape with no data.
+            anyhow::bail!("no vllm: or sglang: metrics found at the engine metrics URL");
+        }
+        Ok(snap)
     };
     tokio::time::timeout(timeout, fetch)
         .await
@@ -290,6 +301,10 @@ mod tests {
         let app = axum::Router::new()
             .route("/metrics", axum::routing::get(|| async { VLLM }))
             .route(
+                "/not-an-engine",
+                axum::routing::get(|| async { "process_cpu_seconds_total 3\n" }),
+            )
+            .route(
                 "/broken",
                 axum::routing::get(|| async { (axum::http::StatusCode::BAD_GATEWAY, "no") }),
             );
@@ -304,13 +319,25 @@ mod tests {
             .await
             .unwrap_err();
         assert!(format!("{err:#}").contains("HTTP 502"), "{err:#}");
+        let err = scrape(&http, &format!("http://{addr}/not-an-engine"), t)
+            .await
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("no vllm: or sglang: metrics"),
+            "{err:#}"
+        );
         // A port that was just released: nothing listens there.
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let closed_addr = closed.local_addr().unwrap();
         drop(closed);
-        let err = scrape(&http, &format!("http://{closed_addr}/metrics"), t)
-            .await
-            .unwrap_err();
+        let err = scrape(
+            &http,
+            &format!("http://user:CANARY-PASS@{closed_addr}/metrics?token=CANARY-TOKEN"),
+            t,
+        )
+        .await
+        .unwrap_err();
+        assert!(!format!("{err:#} {err:?}").contains("CANARY"), "{err:#}");
         assert!(format!("{err:#}").contains("request failed"), "{err:#}");
     }
 }

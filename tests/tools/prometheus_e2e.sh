@@ -22,13 +22,6 @@ need_tool LLMPROBE_PROMETHEUS prometheus
 prometheus=$LLMPROBE_PROMETHEUS
 exporter=${LLMPROBE_E2E_EXPORTER:-daemon}
 bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
-# --- GUARD: remove once `llmprobe daemon` has landed --------------------------------------
-if [ "$exporter" = daemon ] && ! "$bin" daemon --help >/dev/null 2>&1; then
-  say "SKIP: '$bin daemon --help' failed (no daemon yet); checking every query against the fake exporter instead"
-  exporter=fake
-fi
-# ------------------------------------------------------------------------------------------
-
 make_scratch
 pids=()
 cleanup() {
