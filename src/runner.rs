@@ -11,9 +11,9 @@
 //! late, so `sleep_until` alone gives dispatch lags up to ~1–2 ms. [`Timer::Precise`]
 //! sleeps with tokio until [`COARSE_MARGIN`] before the deadline, then hands the last
 //! stretch to a dedicated OS thread that sleeps with `std::thread::sleep` (timer slack
-//! set to 1 µs on Linux), spins only for the final [`SPIN`] and wakes the dispatcher
-//! [`IN_TASK_SPIN`] early, which spins the rest in place (the wake-up itself takes
-//! most of it). [`Timer::Tokio`] is the
+//! set to 1 µs on Linux) and wakes the dispatcher; with [`Spins::TIGHT`] it also spins
+//! for the final [`SPIN`] and wakes the dispatcher [`IN_TASK_SPIN`] early, which spins
+//! the rest in place (the wake-up itself takes most of it). [`Timer::Tokio`] is the
 //! pure tokio path; under a paused test clock it dispatches at the deadline rounded up
 //! to the next millisecond, deterministically.
 
@@ -151,7 +151,8 @@ impl Timer {
         Ok(Timer::Precise(PreciseTimer::spawn()?))
     }
 
-    async fn wait_until(&self, deadline: Instant) {
+    /// Resolves at `deadline`, never before (see the variants for the precision).
+    pub async fn wait_until(&self, deadline: Instant) {
         match self {
             Timer::Tokio => tokio::time::sleep_until(deadline).await,
             Timer::Precise(t) => {
@@ -191,21 +192,31 @@ pub struct Spins {
 }
 
 impl Spins {
-    /// No busy-waiting at all: about 30–50 µs median lag instead of 5–15 µs, for a
-    /// fraction of the CPU. For clients that share their cores or run under a CPU quota
-    /// (a Kubernetes limit throttles a process that spins), e.g. the daemon.
+    /// No busy-waiting at all: about 30–90 µs median lag and a p99 well under 1 ms,
+    /// for a fraction of the CPU of [`Spins::TIGHT`]. The default (see [`Default`]).
     pub const NONE: Spins = Spins {
         thread: Duration::ZERO,
         task: Duration::ZERO,
     };
+
+    /// [`SPIN`] in the thread and [`IN_TASK_SPIN`] in the task: 5–35 µs median lag,
+    /// for about 130 µs of busy CPU per dispatch (docs/measurement.md), and a worker
+    /// blocked for the in-task spin, which delays the reads (and so the timestamps) of
+    /// every stream on it. Only for no-op or very cheap probes on a dedicated machine.
+    pub const TIGHT: Spins = Spins {
+        thread: SPIN,
+        task: IN_TASK_SPIN,
+    };
 }
 
+/// [`Spins::NONE`]. With real streaming probes (BENCHMARKS.md, issue 8) the spins cost
+/// 25–30 % of the client's CPU at 100 requests/s (130–230 µs per request, 2–4 µs per
+/// streamed token of a 64-token response) and bought 40 µs of median dispatch lag,
+/// which no TTFT includes (it starts at `t_send`), while the lag p99 without them is
+/// still far under the 1 ms target. CPU is what a benchmark client must not waste.
 impl Default for Spins {
     fn default() -> Self {
-        Spins {
-            thread: SPIN,
-            task: IN_TASK_SPIN,
-        }
+        Spins::NONE
     }
 }
 

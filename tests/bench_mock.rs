@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 
 fn bench() -> Command {
@@ -304,6 +305,11 @@ fn bad_input_exits_2_before_sending_anything() {
         ("--mock --rate 5 --shard 2/2", "--shard"),
         ("--rate 5", "--model is required"),
         ("--mock --rate 5 --metric-percentiles 0", "(0, 100]"),
+        ("--mock --rate 5 --input-len 2000000", "--input-len"),
+        (
+            "--mock --rate 5 --output-len 2000000",
+            "more than the client accepts",
+        ),
     ] {
         bench()
             .args(args(flags))
@@ -381,6 +387,59 @@ fn shards_split_the_requests_and_report_merge_recombines_them() {
         .args(["--gate", "ttft-p99<=1ms"])
         .assert()
         .code(3);
+}
+
+#[test]
+fn report_merge_of_sequential_runs_keeps_their_rate() {
+    // Two runs at 20 req/s one after the other, written to one --records file each:
+    // the merge offers and achieves about 20 req/s (between the two runs' own
+    // figures), not the 40 a union of their windows would claim.
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    let mut summaries = Vec::new();
+    for i in 0..2 {
+        let records = dir.path().join(format!("run{i}.jsonl"));
+        let out = dir.path().join(format!("summary{i}.jsonl"));
+        bench()
+            .args(args(
+                "--mock --mock-ttft-ms 5 --mock-itl-ms 1 --rate 20 --num-requests 40 \
+                 --input-len 16 --output-len 3 --warmup 2",
+            ))
+            .arg("--records")
+            .arg(&records)
+            .arg("--json-out")
+            .arg(&out)
+            .assert()
+            .success();
+        summaries.push(jsonl(&out).remove(0));
+        files.push(records);
+    }
+    let merged = dir.path().join("merged.jsonl");
+    let mut cmd = Command::cargo_bin("llmprobe").unwrap();
+    cmd.args(["report", "merge"])
+        .args(&files)
+        .arg("--json-out")
+        .arg(&merged)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("shards").not());
+    let m = &jsonl(&merged)[0];
+    assert_eq!(m["requests"], 80);
+    assert_eq!(m["warmup_excluded"], 4);
+    for key in ["offered_rate", "achieved_rate"] {
+        let each: Vec<f64> = summaries.iter().map(|s| s[key].as_f64().unwrap()).collect();
+        let (lo, hi) = (each[0].min(each[1]), each[0].max(each[1]));
+        let v = m[key].as_f64().unwrap();
+        assert!(
+            lo - 1e-6 <= v && v <= hi + 1e-6,
+            "{key}: {v} not in [{lo}, {hi}]"
+        );
+    }
+    let d: f64 = summaries
+        .iter()
+        .map(|s| s["duration_s"].as_f64().unwrap())
+        .sum();
+    assert!((m["duration_s"].as_f64().unwrap() - d).abs() < 1e-3);
 }
 
 #[test]

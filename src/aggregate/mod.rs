@@ -20,11 +20,11 @@
 //!   rate, or a single arrival).
 //! - Warmup: records and skips with `id < warmup` are left out of every figure.
 //!
-//! Merging: [`Collector::merge`] is exact (it keeps every value), for shards of one run
-//! that started together; the window becomes the union of the shards' windows.
-//! [`Summary::merge`] works without the values: counts, totals, means, standard
-//! deviations, min and max stay exact, rates are recomputed over the longer window,
-//! percentiles are dropped.
+//! Combining: both ways keep every value, so counts, totals and percentiles are exact.
+//! [`Collector::merge`] is for shards of one run that started together: their windows
+//! overlap, so the window becomes the union of theirs. [`Collector::append`] is for
+//! separate runs (one after another): their windows add up (durations, arrival gaps
+//! and the spans those gaps cover), so two runs at 20 req/s still offer 20 req/s.
 
 pub mod samples;
 
@@ -57,6 +57,8 @@ pub struct Collector {
     first_sched: Option<Duration>,
     last_sched: Option<Duration>,
     end: Duration,
+    /// The windows of runs added with [`Collector::append`] (summed).
+    prior: Window,
     ttft: Samples,
     tpot: Samples,
     itl: Samples,
@@ -69,6 +71,29 @@ pub struct Collector {
 
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
+}
+
+/// A measurement window: its length, and the arrival gaps the schedule drew in it with
+/// the time they span (offered rate = gaps / span).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Window {
+    duration: Duration,
+    /// Counted arrivals in it.
+    arrivals: u64,
+    gaps: u64,
+    span: Duration,
+}
+
+impl Window {
+    /// Windows of runs that did not overlap lie end to end.
+    fn add(self, other: Window) -> Window {
+        Window {
+            duration: self.duration + other.duration,
+            arrivals: self.arrivals + other.arrivals,
+            gaps: self.gaps + other.gaps,
+            span: self.span + other.span,
+        }
+    }
 }
 
 impl Collector {
@@ -102,10 +127,16 @@ impl Collector {
         self.note_sched(t_sched);
     }
 
+    /// A warmup arrival known as such (a `--records` line flagged `warmup`): not
+    /// counted; it moves the window origin to the last warmup arrival.
+    pub fn push_warmup(&mut self, t_sched: Duration) {
+        self.warmup_excluded += 1;
+        self.origin = Some(self.origin.map_or(t_sched, |o| o.max(t_sched)));
+    }
+
     fn is_warmup(&mut self, id: u64, t_sched: Duration) -> bool {
         if id < self.warmup {
-            self.warmup_excluded += 1;
-            self.origin = Some(self.origin.map_or(t_sched, |o| o.max(t_sched)));
+            self.push_warmup(t_sched);
             true
         } else {
             false
@@ -163,8 +194,31 @@ impl Collector {
         }
     }
 
-    /// Adds a shard's values (exact). Both must use the same SLO and warmup.
+    /// Adds the values of a shard of the same run (exact). The shards started together,
+    /// so the window becomes the union of both. Both must use the same SLO.
     pub fn merge(&mut self, other: &Collector) {
+        self.add_values(other);
+        self.origin = match (self.origin, other.origin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.first_sched = match (self.first_sched, other.first_sched) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_sched = self.last_sched.max(other.last_sched);
+        self.end = self.end.max(other.end);
+        self.prior = self.prior.add(other.prior);
+    }
+
+    /// Adds the values of a separate run (exact). Its timestamps count from its own
+    /// start, so its window does not overlap this one: the windows add up.
+    pub fn append(&mut self, other: &Collector) {
+        self.add_values(other);
+        self.prior = self.prior.add(other.own_window()).add(other.prior);
+    }
+
+    fn add_values(&mut self, other: &Collector) {
         self.requests += other.requests;
         self.completed += other.completed;
         self.good += other.good;
@@ -180,16 +234,6 @@ impl Collector {
         }
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
-        self.origin = match (self.origin, other.origin) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.first_sched = match (self.first_sched, other.first_sched) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.last_sched = self.last_sched.max(other.last_sched);
-        self.end = self.end.max(other.end);
         for (mine, theirs) in [
             (&mut self.ttft, &other.ttft),
             (&mut self.tpot, &other.tpot),
@@ -204,11 +248,16 @@ impl Collector {
         }
     }
 
-    /// The summary, with `percentiles` (0–100) for every latency.
-    pub fn summary(&self, percentiles: &[f64]) -> Summary {
+    /// Counted arrivals, sent or skipped.
+    fn arrivals(&self) -> u64 {
+        self.requests + self.skipped.values().sum::<u64>()
+    }
+
+    /// The window of the records pushed (or merged) here, without appended runs.
+    fn own_window(&self) -> Window {
         let origin = self.origin.unwrap_or_default();
-        let duration = secs(self.end.saturating_sub(origin));
-        let arrivals = self.requests + self.skipped.values().sum::<u64>();
+        // Appended runs' arrivals are in the totals but not in this window.
+        let arrivals = self.arrivals() - self.prior.arrivals;
         // Gaps between arrivals and the time they span (see the module docs).
         let (gaps, from) = match self.origin {
             Some(o) => (arrivals, o),
@@ -217,9 +266,22 @@ impl Collector {
                 self.first_sched.unwrap_or_default(),
             ),
         };
-        let span = self
-            .last_sched
-            .map_or(0.0, |l| secs(l.saturating_sub(from)));
+        Window {
+            duration: self.end.saturating_sub(origin),
+            arrivals,
+            gaps,
+            span: self
+                .last_sched
+                .map_or(Duration::ZERO, |l| l.saturating_sub(from)),
+        }
+    }
+
+    /// The summary, with `percentiles` (0–100) for every latency.
+    pub fn summary(&self, percentiles: &[f64]) -> Summary {
+        let window = self.own_window().add(self.prior);
+        let duration = secs(window.duration);
+        let arrivals = self.arrivals();
+        let (gaps, span) = (window.gaps, secs(window.span));
         let per_sec = |n: f64| if duration > 0.0 { n / duration } else { 0.0 };
         let own = |m: &BTreeMap<&'static str, u64>| -> BTreeMap<String, u64> {
             m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -308,70 +370,6 @@ pub struct Summary {
     pub e2e_from_sched: Stats,
     /// t_send − t_sched over every dispatched request.
     pub dispatch_lag: Stats,
-}
-
-impl Summary {
-    /// Combines the summaries of shards that ran together, without their records:
-    /// counts, token totals, means, standard deviations, min and max are exact; rates
-    /// are recomputed over the longer of the two windows; offered rates add up (shards
-    /// are independent streams); percentiles are dropped. Use [`Collector::merge`] when
-    /// the records are at hand.
-    pub fn merge(&self, other: &Summary) -> Summary {
-        let add = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| {
-            let mut m = a.clone();
-            for (k, v) in b {
-                *m.entry(k.clone()).or_default() += v;
-            }
-            m
-        };
-        let duration = self.duration_s.max(other.duration_s);
-        let per_sec = |n: u64| {
-            if duration > 0.0 {
-                n as f64 / duration
-            } else {
-                0.0
-            }
-        };
-        let requests = self.requests + other.requests;
-        let completed = self.completed + other.completed;
-        let good = self.good + other.good;
-        let (input_tokens, output_tokens) = (
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-        );
-        Summary {
-            requests,
-            completed,
-            failed: self.failed + other.failed,
-            failures: add(&self.failures, &other.failures),
-            skipped: add(&self.skipped, &other.skipped),
-            warmup_excluded: self.warmup_excluded + other.warmup_excluded,
-            duration_s: duration,
-            arrivals: self.arrivals + other.arrivals,
-            offered_rate: match (self.offered_rate, other.offered_rate) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            },
-            achieved_rate: per_sec(completed),
-            input_tokens,
-            output_tokens,
-            output_tokens_per_s: per_sec(output_tokens),
-            total_tokens_per_s: per_sec(input_tokens + output_tokens),
-            good,
-            goodput: per_sec(good),
-            goodput_ratio: (requests > 0).then(|| good as f64 / requests as f64),
-            slo: self.slo,
-            token_sources: add(&self.token_sources, &other.token_sources),
-            ttft: self.ttft.merge(&other.ttft),
-            tpot: self.tpot.merge(&other.tpot),
-            itl: self.itl.merge(&other.itl),
-            chunk_gap: self.chunk_gap.merge(&other.chunk_gap),
-            e2e: self.e2e.merge(&other.e2e),
-            ttft_from_sched: self.ttft_from_sched.merge(&other.ttft_from_sched),
-            e2e_from_sched: self.e2e_from_sched.merge(&other.e2e_from_sched),
-            dispatch_lag: self.dispatch_lag.merge(&other.dispatch_lag),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -541,25 +539,36 @@ mod tests {
     }
 
     #[test]
-    fn summary_merge_keeps_exact_moments_and_drops_percentiles() {
-        let mut a = Collector::new(Slo::default(), 0);
-        let mut b = Collector::new(Slo::default(), 0);
-        let mut whole = Collector::new(Slo::default(), 0);
-        for r in [ok(0, 0, 0, 100, 2, 1, 20), ok(1, 50, 0, 300, 2, 1, 20)] {
-            a.push(&r);
-            whole.push(&r);
-        }
-        let r = ok(0, 0, 0, 200, 2, 1, 30);
-        b.push(&r);
-        whole.push(&r);
-        let m = a.summary(&[50.0]).merge(&b.summary(&[50.0]));
-        let w = whole.summary(&[50.0]);
-        assert_eq!((m.requests, m.completed, m.output_tokens), (3, 3, 9));
-        assert!(close(m.ttft.mean.unwrap(), w.ttft.mean.unwrap()));
-        assert!(close(m.ttft.std.unwrap(), w.ttft.std.unwrap()));
-        assert_eq!(m.ttft.max, w.ttft.max);
-        assert!(m.ttft.percentiles.is_empty());
-        assert!(close(m.duration_s, w.duration_s));
-        assert!(close(m.achieved_rate, w.achieved_rate));
+    fn separate_runs_add_their_windows() {
+        // Each run: arrivals at 0, 100, 200 ms, the last ending at 300 ms:
+        // offered 2 gaps / 200 ms = 10 req/s, 3 completed over 300 ms.
+        let run = || {
+            let mut c = Collector::new(Slo::default(), 0);
+            c.push(&ok(0, 0, 0, 50, 1, 1, 10));
+            c.push(&ok(1, 100, 0, 50, 1, 1, 10));
+            c.push(&ok(2, 200, 0, 80, 1, 1, 20)); // ends 300
+            c
+        };
+        let one = run().summary(&[50.0]);
+        let mut both = run();
+        both.append(&run());
+        let s = both.summary(&[50.0]);
+        assert_eq!((s.requests, s.completed, s.arrivals), (6, 6, 6));
+        assert!(close(s.duration_s, 0.6));
+        assert!(close(s.offered_rate.unwrap(), one.offered_rate.unwrap()));
+        assert!(close(s.offered_rate.unwrap(), 10.0));
+        assert!(close(s.achieved_rate, one.achieved_rate));
+        assert!(close(s.achieved_rate, 10.0));
+        // Shards of one run instead overlap: 6 arrivals in the same 200 ms.
+        let mut shards = run();
+        shards.merge(&run());
+        let m = shards.summary(&[50.0]);
+        assert!(close(m.duration_s, 0.3));
+        assert!(close(m.offered_rate.unwrap(), 25.0));
+        // A run appended after a sharded one keeps both kinds of window.
+        shards.append(&run());
+        let t = shards.summary(&[50.0]);
+        assert!(close(t.duration_s, 0.6));
+        assert!(close(t.offered_rate.unwrap(), 7.0 / 0.4));
     }
 }

@@ -129,7 +129,7 @@ pub struct Stats {
     pub std: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
-    /// The requested percentiles, in the order asked. Empty after [`Stats::merge`].
+    /// The requested percentiles, in the order asked.
     pub percentiles: Vec<Percentile>,
 }
 
@@ -140,37 +140,6 @@ impl Stats {
             .iter()
             .find(|q| (q.p - p).abs() < 1e-9)
             .map(|q| q.value)
-    }
-
-    /// Combines the statistics of two disjoint samples: count, mean, standard deviation
-    /// (pooled second moments), min and max are exact; percentiles cannot be recovered
-    /// from percentiles and are dropped (merge the [`Samples`] for those).
-    pub fn merge(&self, other: &Stats) -> Stats {
-        let n = self.count + other.count;
-        let moments = |s: &Stats| {
-            let (m, sd) = (s.mean.unwrap_or(0.0), s.std.unwrap_or(0.0));
-            (s.count as f64 * m, s.count as f64 * (sd * sd + m * m))
-        };
-        let ((s1, q1), (s2, q2)) = (moments(self), moments(other));
-        let (mean, std) = if n == 0 {
-            (None, None)
-        } else {
-            let mean = (s1 + s2) / n as f64;
-            let var = ((q1 + q2) / n as f64 - mean * mean).max(0.0);
-            (Some(mean), Some(var.sqrt()))
-        };
-        let pick = |a: Option<f64>, b: Option<f64>, f: fn(f64, f64) -> f64| match (a, b) {
-            (Some(a), Some(b)) => Some(f(a, b)),
-            (a, b) => a.or(b),
-        };
-        Stats {
-            count: n,
-            mean,
-            std,
-            min: pick(self.min, other.min, f64::min),
-            max: pick(self.max, other.max, f64::max),
-            percentiles: Vec::new(),
-        }
     }
 }
 
@@ -243,22 +212,6 @@ mod tests {
         assert!(close(ws.percentile(25.0).unwrap(), 1.0));
         assert!(close(ws.mean.unwrap(), flat.mean.unwrap()));
         assert!(close(ws.std.unwrap(), flat.std.unwrap()));
-    }
-
-    #[test]
-    fn stats_merge_is_exact_for_moments() {
-        let a = of(&[1.0, 2.0, 3.0]);
-        let b = of(&[10.0, 20.0]);
-        let mut all = a.clone();
-        all.merge(&b);
-        let whole = all.stats(&[50.0]);
-        let merged = a.stats(&[50.0]).merge(&b.stats(&[50.0]));
-        assert_eq!(merged.count, 5);
-        assert!(close(merged.mean.unwrap(), whole.mean.unwrap()));
-        assert!(close(merged.std.unwrap(), whole.std.unwrap()));
-        assert_eq!((merged.min, merged.max), (Some(1.0), Some(20.0)));
-        assert!(merged.percentiles.is_empty());
-        assert_eq!(whole.percentile(50.0), Some(3.0));
     }
 
     /// numpy's linear method on an explicit array, written the plain way.

@@ -12,8 +12,13 @@ use crate::bench::gate::Gate;
 use crate::cli::BenchArgs;
 use crate::exit::UsageError;
 use crate::record::Slo;
+use crate::schedule::splitmix64;
 
 type Result<T> = std::result::Result<T, UsageError>;
+
+/// Largest `--input-len` (2^20 tokens, past the longest context windows served today):
+/// a longer prompt is a typo, and would take gigabytes to build.
+pub const MAX_INPUT_LEN: u32 = 1 << 20;
 
 /// A request rate in requests per second; `f64::INFINITY` sends everything at t = 0.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -169,15 +174,11 @@ impl Shard {
         total / n + u64::from(i < total % n)
     }
 
-    /// A seed for this shard's streams. Distinct shards get unrelated seeds (SplitMix64
-    /// finaliser, Steele et al., "Fast splittable pseudorandom number generators",
-    /// OOPSLA 2014), so their Poisson streams are independent and superpose into one
-    /// Poisson stream at the full rate.
+    /// A seed for this shard's streams. Distinct shards get unrelated seeds
+    /// ([`splitmix64`]), so their Poisson streams are independent and superpose into
+    /// one Poisson stream at the full rate.
     pub fn seed(self, base: u64) -> u64 {
-        let mut z = base ^ (u64::from(self.index) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        splitmix64(base ^ splitmix64(u64::from(self.index)))
     }
 }
 
@@ -535,6 +536,12 @@ impl BenchOptions {
             return Err(UsageError::new(
                 "--input-len and --output-len must be at least 1",
             ));
+        }
+        if a.input_len > MAX_INPUT_LEN {
+            return Err(UsageError::new(format!(
+                "--input-len {} is more than {MAX_INPUT_LEN} tokens",
+                a.input_len
+            )));
         }
         let dataset = match (a.dataset.as_str(), &a.dataset_path) {
             ("random", None) => Dataset::Random,
@@ -895,6 +902,12 @@ mod tests {
     }
 
     #[test]
+    fn input_len_has_a_sane_maximum() {
+        assert!(opts("--mock --rate 1 --input-len 1048576").is_ok());
+        assert!(err("--mock --rate 1 --input-len 1048577").contains("--input-len 1048577"));
+    }
+
+    #[test]
     fn loadgen_examples_parse() {
         let o =
             opts("--mock --rate 8 --num-requests 100 --slo-ttft-ms 200 --slo-tpot-ms 20").unwrap();
@@ -1010,6 +1023,33 @@ mod tests {
         let o = opts("--mock --rate 8 --shard 1/4 --seed 7").unwrap();
         assert_eq!(o.seed, Shard { index: 1, count: 4 }.seed(7));
         assert_eq!(o.base_seed, 7);
+    }
+
+    #[test]
+    fn poisson_shards_superpose_into_the_full_rate() {
+        // What `--shard I/4` runs: the rate divided by 4, each with its shard's seed.
+        let full = Rate(100.0);
+        let mut all: Vec<f64> = Vec::new();
+        for index in 0..4 {
+            let part = full.divided(4);
+            assert_eq!(part.per_second(), 25.0);
+            let seed = Shard { index, count: 4 }.seed(1);
+            all.extend(
+                crate::schedule::Schedule::poisson(part.per_second())
+                    .unwrap()
+                    .arrivals(seed)
+                    .take_while(|t| t.as_secs() < 2000)
+                    .map(|t| t.as_secs_f64()),
+            );
+        }
+        all.sort_by(f64::total_cmp);
+        let g: Vec<f64> = all.windows(2).map(|w| w[1] - w[0]).collect();
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        let v = g.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (g.len() - 1) as f64;
+        // 200k gaps: mean 10 ms, CV 1 (Poisson), both within a few standard errors.
+        assert!((m - 0.01).abs() < 1e-4, "mean {m}");
+        assert!((v.sqrt() / m - 1.0).abs() < 0.01, "cv {}", v.sqrt() / m);
+        assert_eq!(Rate(f64::INFINITY).divided(4).per_second(), f64::INFINITY);
     }
 
     #[test]

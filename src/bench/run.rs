@@ -42,17 +42,21 @@ pub const MOCK_BATCH_SLOWDOWN: f64 = 0.02;
 /// How long in-flight requests may finish after Ctrl-C before they are cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// Largest count whose requests are all built before a run starts (a 1k-token prompt
-/// is ~5 KB, so this bounds the memory to ~100 MB).
-const PREBUILD_MAX: u64 = 20_000;
+/// Most prompt bytes built before a run starts. Beyond it (many requests, or long
+/// prompts) each request is built just before it is sent instead.
+const PREBUILD_MAX_BYTES: u64 = 256 << 20;
 
-/// The prompt nonce of the `run`-th run of this invocation (SplitMix64 finaliser of
-/// the invocation's clock-derived base and the run number).
+/// Whether `n` requests of at most `prompt_bytes` each may all be built up front.
+fn prebuild_fits(n: u64, prompt_bytes: u64) -> bool {
+    n.checked_mul(prompt_bytes)
+        .is_some_and(|total| total <= PREBUILD_MAX_BYTES)
+}
+
+/// The prompt nonce of the `run`-th run of this invocation: the `run`-th output of a
+/// SplitMix64 generator started at the invocation's clock-derived base.
 fn run_nonce(base: u64, run: u32) -> u32 {
-    let mut z = base.wrapping_add(u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    ((z ^ (z >> 31)) >> 32) as u32
+    let state = base.wrapping_add(u64::from(run).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    (crate::schedule::splitmix64(state) >> 32) as u32
 }
 
 /// `llmprobe bench`.
@@ -157,6 +161,17 @@ impl Bench {
             },
             ..ClientConfig::default()
         };
+        // A request asking for more tokens than the client accepts would fail every
+        // time as stream_error: say so before the run instead.
+        let max_output = workload.max_output_tokens();
+        if max_output > cfg.limits.max_output_tokens {
+            return Err(exit::UsageError::new(format!(
+                "requests may ask for up to {max_output} output tokens (--output-len or the \
+                 dataset), more than the client accepts ({})",
+                cfg.limits.max_output_tokens
+            ))
+            .into());
+        }
         let client = Client::new(cfg, counter).context("cannot build the HTTP client")?;
         let records_out = opts
             .records
@@ -344,24 +359,21 @@ impl Bench {
         };
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
-        let workload = Arc::new(
-            (*self.workload)
-                .clone()
-                .with_run_nonce(run_nonce(self.nonce_base, self.runs)),
-        );
+        let nonce = run_nonce(self.nonce_base, self.runs);
+        let workload = Arc::new((*self.workload).clone().with_run_nonce(nonce));
         self.runs += 1;
-        // With a count (up to PREBUILD_MAX), every request is built before the clock
-        // starts; otherwise each is built in its own task just before it is sent, which
-        // shows in its dispatch lag.
+        // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
+        // before the clock starts; otherwise each is built in its own task just before
+        // it is sent, which shows in its dispatch lag.
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
-            Some(n) if n <= PREBUILD_MAX => Some(Arc::new(
-                (0..n)
-                    .map(|i| workload.spec(i))
-                    .collect::<anyhow::Result<Vec<_>>>()
-                    .context("cannot build prompts")?,
-            )),
+            Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
+                Some(Arc::new(prebuild(n, |i| workload.spec(i))?))
+            }
             _ => None,
         };
+        let stop = self.cancel.child_token();
+        // A prompt that cannot be built on the fly stops the run (see BuildFailure).
+        let build_failure = BuildFailure::new(stop.clone());
         let config = RunConfig {
             cap: opts.max_concurrency.map(|c| ConcurrencyCap {
                 max_inflight: c as usize,
@@ -370,7 +382,7 @@ impl Bench {
             stop: runner::Stop {
                 max_requests,
                 duration,
-                cancel: self.cancel.child_token(),
+                cancel: stop,
             },
             drain: None,
             cancel_grace: CANCEL_GRACE,
@@ -382,11 +394,13 @@ impl Bench {
         let retry_gate = opts.respect_retry_after.then(RetryGate::default);
         // The dispatcher only clones a few Arcs; the spec is looked up (or built) inside
         // the request's own task.
+        let probe_failure = build_failure.clone();
         let probe = move |d: runner::Dispatch| {
             let client = client.clone();
             let prebuilt = prebuilt.clone();
             let workload = workload.clone();
             let retry_gate = retry_gate.clone();
+            let build_failure = probe_failure.clone();
             async move {
                 if let Some(gate) = &retry_gate {
                     gate.wait().await;
@@ -399,7 +413,10 @@ impl Bench {
                             built = spec;
                             &built
                         }
-                        Err(e) => return workload_failure(d, &e),
+                        Err(e) => {
+                            build_failure.fail(d.id, &e);
+                            return unsent(d);
+                        }
                     },
                 };
                 let record = client.send(spec, d.id, d.t_sched, d.run_start).await;
@@ -412,6 +429,8 @@ impl Bench {
 
         let progress = self.progress_bar(rate, max_requests, duration);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        // Tells this run's --records lines from another run's in `report merge`.
+        let run_id = format!("{started_at}/{nonce:08x}");
         let (tx, mut rx) = mpsc::unbounded_channel();
         let arrivals = schedule.arrivals(opts.seed);
         let runner = runner::run(arrivals, config, None, probe, tx);
@@ -425,6 +444,13 @@ impl Bench {
             let mut collector = Collector::new(slo, warmup);
             let mut kept = Vec::new();
             while let Some(ev) = rx.recv().await {
+                // The request whose prompt could not be built was never sent: it is no
+                // result (the run fails below).
+                if let RunEvent::Record(r) = &ev
+                    && build_failure.is(r.id)
+                {
+                    continue;
+                }
                 collector.push_event(&ev);
                 if let RunEvent::Record(r) = ev {
                     let is_warmup = r.id < warmup;
@@ -432,6 +458,7 @@ impl Bench {
                         w.write(&RecordLine::new(
                             r.clone(),
                             rate_value,
+                            &run_id,
                             shard,
                             is_warmup,
                             &slo,
@@ -448,6 +475,9 @@ impl Bench {
         let (_run_report, collected) = tokio::join!(runner, collect);
         progress.finish_and_clear();
         let (collector, mut records) = collected?;
+        if let Some(e) = build_failure.error() {
+            return Err(e.into());
+        }
         records.sort_by_key(|r| r.id);
 
         let ctx = ReportContext {
@@ -594,15 +624,68 @@ impl Bench {
     }
 }
 
-/// A record for a request whose prompt could not be built: it fails like any other
-/// request, with the reason in `error`, and is never sent.
-fn workload_failure(d: runner::Dispatch, e: &anyhow::Error) -> RequestRecord {
+/// Builds the first `n` requests before the clock starts. A prompt that cannot be built
+/// is a bad input (dataset, tokenizer, lengths): the run does not start, exit 2.
+fn prebuild<T>(
+    n: u64,
+    build: impl Fn(u64) -> anyhow::Result<T>,
+) -> Result<Vec<T>, exit::UsageError> {
+    (0..n)
+        .map(|i| {
+            build(i).map_err(|e| {
+                exit::UsageError::new(format!("cannot build the prompt of request {i}: {e:#}"))
+            })
+        })
+        .collect()
+}
+
+/// The first request whose prompt could not be built just before sending. It was never
+/// sent, so no outcome describes it (they are all about the server, and a label
+/// contract): the run stops instead, its record is dropped, and the run fails with an
+/// error naming the request (a bad input, exit 2).
+#[derive(Clone)]
+struct BuildFailure {
+    first: Arc<std::sync::Mutex<Option<(u64, String)>>>,
+    stop: CancellationToken,
+}
+
+impl BuildFailure {
+    fn new(stop: CancellationToken) -> Self {
+        BuildFailure {
+            first: Arc::default(),
+            stop,
+        }
+    }
+
+    /// Request `id` could not be built: remember it (the lowest id wins) and stop the run.
+    fn fail(&self, id: u64, e: &anyhow::Error) {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        if first.as_ref().is_none_or(|(f, _)| id < *f) {
+            *first = Some((id, format!("{e:#}")));
+        }
+        self.stop.cancel();
+    }
+
+    /// Whether `id` is a request that could not be built.
+    fn is(&self, id: u64) -> bool {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first.as_ref().is_some_and(|(f, _)| *f == id)
+    }
+
+    fn error(&self) -> Option<exit::UsageError> {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        first.as_ref().map(|(id, e)| {
+            exit::UsageError::new(format!(
+                "cannot build the prompt of request {id}, the run was stopped: {e}"
+            ))
+        })
+    }
+}
+
+/// The record handed back for a request that was not sent (it is dropped unread).
+fn unsent(d: runner::Dispatch) -> RequestRecord {
     let now = d.elapsed();
-    let mut r = RequestRecord::new(d.id, d.t_sched, now);
-    r.t_end = Some(now);
-    r.outcome = crate::record::Outcome::Cancelled;
-    r.error = Some(format!("workload: {e:#}"));
-    r
+    RequestRecord::new(d.id, d.t_sched, now)
 }
 
 fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
@@ -655,6 +738,50 @@ mod tests {
     fn compact_stamp_is_vllms_date_format() {
         let t = std::time::UNIX_EPOCH + Duration::from_secs(1_795_977_277); // 2026-11-29T18:34:37Z
         assert_eq!(compact_utc(t), "20261129-183437");
+    }
+
+    #[test]
+    fn prebuilding_is_bounded_by_bytes_not_requests() {
+        // 20k requests of 1k tokens (~6 KB each): ~117 MiB, built up front.
+        assert!(prebuild_fits(20_000, 1024 * 6));
+        // 100 requests of 1M tokens: ~600 MiB, built one by one.
+        assert!(!prebuild_fits(100, (1 << 20) * 6));
+        assert!(!prebuild_fits(u64::MAX, 2));
+        assert!(prebuild_fits(0, u64::MAX));
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_be_built_fails_the_run_before_it_starts() {
+        let built = prebuild(5, |i| Ok(i * 2)).unwrap();
+        assert_eq!(built, vec![0, 2, 4, 6, 8]);
+        let err = prebuild(5, |i| {
+            if i == 3 {
+                anyhow::bail!("token id out of range")
+            }
+            Ok(i)
+        })
+        .unwrap_err();
+        assert!(err.0.contains("request 3"), "{}", err.0);
+        assert!(err.0.contains("token id out of range"), "{}", err.0);
+        assert_eq!(exit::code_for(&err.into()), exit::USAGE);
+    }
+
+    #[test]
+    fn a_prompt_that_cannot_be_built_on_the_fly_stops_the_run() {
+        let stop = CancellationToken::new();
+        let f = BuildFailure::new(stop.clone());
+        assert!(f.error().is_none() && !f.is(7));
+        f.fail(9, &anyhow::anyhow!("later"));
+        f.fail(7, &anyhow::anyhow!("decode failed"));
+        assert!(stop.is_cancelled());
+        assert!(f.is(7) && !f.is(9));
+        let e = f.error().unwrap();
+        assert!(
+            e.0.contains("request 7") && e.0.contains("decode failed"),
+            "{}",
+            e.0
+        );
+        assert_eq!(exit::code_for(&e.into()), exit::USAGE);
     }
 
     #[test]

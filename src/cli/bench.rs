@@ -276,4 +276,7 @@ pub struct MergeArgs {
     /// Write the merged summaries as JSONL (one per rate).
     #[arg(long, value_name = "FILE")]
     pub json_out: Option<PathBuf>,
+    /// Warn when the merged dispatch lag p99 exceeds this many ms (as in bench).
+    #[arg(long, default_value_t = 1.0)]
+    pub dispatch_lag_warn_ms: f64,
 }

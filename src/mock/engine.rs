@@ -16,9 +16,12 @@ use super::MockConfig;
 use super::fault::FaultKind;
 use super::jitter::{Jitter, scale};
 use super::metrics::{E2E_BUCKETS, Histogram, ITL_BUCKETS, Snapshot, TTFT_BUCKETS};
+use crate::runner::Timer;
 
 pub struct Engine {
     pub cfg: MockConfig,
+    /// How chunk deadlines are waited for (`MockConfig::precise_timer`).
+    pub timer: Timer,
     slots: Option<Arc<Semaphore>>,
     running: AtomicU64,
     waiting: AtomicU64,
@@ -39,13 +42,14 @@ struct Hists {
 }
 
 impl Engine {
-    pub fn new(cfg: MockConfig, shutdown: CancellationToken) -> Self {
+    pub fn new(cfg: MockConfig, timer: Timer, shutdown: CancellationToken) -> Self {
         let slots = cfg
             .max_running
             .map(|n| Arc::new(Semaphore::new(n as usize)));
         let fault_rng = StdRng::seed_from_u64(cfg.seed);
         Self {
             cfg,
+            timer,
             slots,
             running: AtomicU64::new(0),
             waiting: AtomicU64::new(0),

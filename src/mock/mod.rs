@@ -70,6 +70,11 @@ pub struct MockConfig {
     #[serde(deserialize_with = "de_duration")]
     #[schemars(with = "String")]
     pub shutdown_grace: Duration,
+    /// Write chunks on time to tens of microseconds instead of tokio's whole-millisecond
+    /// timer ticks: a dedicated timer thread (`runner::PreciseTimer`, no busy-waiting)
+    /// finishes each wait. Real time only: it must stay off under a paused tokio clock
+    /// (tests), so it is off by default and on in the `llmprobe mock` process.
+    pub precise_timer: bool,
 }
 
 impl Default for MockConfig {
@@ -91,6 +96,7 @@ impl Default for MockConfig {
             block_size: DEFAULT_BLOCK_SIZE,
             stall: DEFAULT_STALL,
             shutdown_grace: Duration::from_secs(5),
+            precise_timer: false,
         }
     }
 }
@@ -127,6 +133,7 @@ impl fmt::Debug for MockConfig {
             .field("block_size", &self.block_size)
             .field("stall", &self.stall)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("precise_timer", &self.precise_timer)
             .finish()
     }
 }
@@ -225,6 +232,8 @@ impl MockConfig {
             block_size: args.block_size,
             stall: millis("--stall-ms", args.stall_ms)?,
             shutdown_grace: Duration::from_secs(5),
+            // A process always runs in real time (see the field's doc).
+            precise_timer: true,
         };
         config.validate()?;
         Ok(config)
@@ -287,6 +296,9 @@ mod tests {
             (4, Some(3), false)
         );
         assert_eq!(c.faults.len(), 2);
+        // The process runs in real time: precise timer; embedders (paused-clock tests)
+        // get tokio's unless they ask.
+        assert!(c.precise_timer && !MockConfig::default().precise_timer);
         assert_eq!(
             c.faults[1].kind,
             FaultKind::StallAfterTokens { after_tokens: 3 }

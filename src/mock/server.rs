@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::{Instant, sleep, sleep_until};
+use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
@@ -36,6 +36,7 @@ use super::openai::{
     ChunkWriter, Endpoint, GenRequest, Usage, done_event, error_body, parse_request, sse,
     tokens_text,
 };
+use crate::runner::{PreciseTimer, Spins, Timer};
 
 /// Gap between bytes of the `trickle` fault.
 pub const TRICKLE_BYTE_GAP: Duration = Duration::from_millis(1);
@@ -95,7 +96,18 @@ pub async fn start(config: MockConfig, listen: SocketAddr) -> anyhow::Result<Moc
     let addr = listener.local_addr().context("reading the bound address")?;
     let cancel = CancellationToken::new();
     let grace = config.shutdown_grace;
-    let engine = Arc::new(Engine::new(config, cancel.clone()));
+    let timer = if config.precise_timer {
+        // No busy-waiting: the mock's lateness is then the OS's sleep overshoot plus
+        // one cross-thread wake-up (tens of µs, docs/measurement.md), while spinning
+        // for every chunk of every stream would cost a core at a few thousand
+        // chunks/s and take it from the client under test.
+        Timer::Precise(
+            PreciseTimer::with_spins(Spins::NONE).context("starting the mock's timer thread")?,
+        )
+    } else {
+        Timer::Tokio
+    };
+    let engine = Arc::new(Engine::new(config, timer, cancel.clone()));
     let app = routes(engine);
     let join = tokio::spawn(accept_loop(listener, app, cancel.clone(), grace));
     tracing::debug!(%addr, "mock listening");
@@ -435,7 +447,7 @@ async fn generate(
         output_tokens: engine.output_tokens(req.max_tokens),
         writer: ChunkWriter::new(endpoint, seq, &req.model),
         // Per-request jitter stream: reproducible from --seed and the arrival order.
-        seed: engine.cfg.seed ^ seq.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        seed: crate::schedule::splitmix64(engine.cfg.seed ^ seq),
         engine,
         req,
         fault,
@@ -488,12 +500,12 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
     let n = if empty { 0 } else { job.output_tokens };
     let mut sched = Schedule::new(&engine.cfg, run.start, n, job.seed);
     if empty {
-        sleep_until(sched.first_due()).await;
+        engine.timer.wait_until(sched.first_due()).await;
     }
     let mut text = String::new();
     let mut stalled = false;
     while let Some((due, k)) = sched.next_for(&run) {
-        sleep_until(due).await;
+        engine.timer.wait_until(due).await;
         let to = sched.emitted();
         text.push_str(&tokens_text(to - k, to));
         run.record_chunk(k);
@@ -551,6 +563,7 @@ fn stream_response(job: Job, ctl: ConnCtl) -> Response {
     let out = SseOut {
         tx,
         trickle: job.fault == Some(FaultKind::Trickle),
+        timer: job.engine.timer.clone(),
     };
     tokio::spawn(run_stream(job, out));
     let body = futures_util::stream::unfold((rx, ctl), |(mut rx, ctl)| async move {
@@ -578,6 +591,7 @@ fn stream_response(job: Job, ctl: ConnCtl) -> Response {
 struct SseOut {
     tx: mpsc::Sender<Frame>,
     trickle: bool,
+    timer: Timer,
 }
 
 impl SseOut {
@@ -598,7 +612,7 @@ impl SseOut {
 
     async fn wait_until(&self, t: Instant) -> bool {
         tokio::select! {
-            _ = sleep_until(t) => true,
+            _ = self.timer.wait_until(t) => true,
             _ = self.tx.closed() => false,
         }
     }

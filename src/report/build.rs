@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use crate::aggregate::{Collector, Stats, Summary};
+use crate::aggregate::{Stats, Summary};
 use crate::bench::gate::Gate;
 use crate::bench::options::Shard;
-use crate::record::{RequestRecord, Slo};
 use crate::report::{LagStats, LatencyStats, RateReport, RateValue, RunInputs, SCHEMA_VERSION};
 
 /// Everything a rate's report needs besides the summary.
@@ -88,18 +87,4 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
     };
     report.gates = ctx.gates.iter().map(|g| g.check(&report)).collect();
     report
-}
-
-/// The report of one rate straight from its records (`warmup` first ids excluded).
-pub fn from_records(
-    records: &[RequestRecord],
-    slo: Slo,
-    warmup: u64,
-    ctx: &ReportContext,
-) -> RateReport {
-    let mut c = Collector::new(slo, warmup);
-    for r in records {
-        c.push(r);
-    }
-    from_summary(&c.summary(&ctx.percentiles), ctx)
 }

@@ -1,4 +1,4 @@
-//! JSONL output: `--json-out` (one [`RateReport`] per line) and `--records` (one
+//! JSONL output: `--json-out` (one [`RateReport`](crate::report::RateReport) per line) and `--records` (one
 //! [`RecordLine`] per request). Each line is flushed as soon as it is written, so a
 //! crash or Ctrl-C loses nothing already measured.
 
@@ -95,6 +95,11 @@ pub struct RecordLine {
     /// Rate of the whole run this request belongs to (req/s or `"inf"`); the key that
     /// groups records of a sweep.
     pub rate: RateValue,
+    /// Which run sent it: the run's start (RFC 3339) and prompt nonce, unique per run
+    /// of each process. `report merge` tells separate runs apart by it (empty in files
+    /// written before it existed: the file then stands for the run).
+    #[serde(default)]
+    pub run: String,
     /// Which shard sent it (null when not sharded).
     pub shard: Option<Shard>,
     /// True for a `--warmup` request (left out of every figure).
@@ -112,6 +117,7 @@ impl RecordLine {
     pub fn new(
         record: RequestRecord,
         rate: RateValue,
+        run: &str,
         shard: Option<Shard>,
         warmup: bool,
         slo: &Slo,
@@ -119,6 +125,7 @@ impl RecordLine {
         RecordLine {
             schema_version: SCHEMA_VERSION,
             rate,
+            run: run.to_string(),
             shard,
             warmup,
             derived: Some(Derived::of(&record, slo)),
@@ -165,7 +172,14 @@ mod tests {
             ttft: Some(Duration::from_millis(50)),
             ..Slo::default()
         };
-        let line = RecordLine::new(record(), RateValue(8.0), None, false, &slo);
+        let line = RecordLine::new(
+            record(),
+            RateValue(8.0),
+            "2026-11-29T18:00:00Z/0badc0de",
+            None,
+            false,
+            &slo,
+        );
         let v = serde_json::to_value(&line).unwrap();
         insta::assert_json_snapshot!(v);
         let d = line.derived.unwrap();
@@ -184,6 +198,7 @@ mod tests {
         let line = RecordLine::new(
             rec.clone(),
             RateValue(f64::INFINITY),
+            "2026-11-29T18:00:00Z/0badc0de",
             Some(Shard { index: 1, count: 2 }),
             true,
             &Slo::default(),
@@ -194,6 +209,7 @@ mod tests {
         assert!(back.rate.0.is_infinite());
         assert_eq!(back.shard, Some(Shard { index: 1, count: 2 }));
         assert!(back.warmup);
+        assert_eq!(back.run, "2026-11-29T18:00:00Z/0badc0de");
         assert_eq!(back.derived, None);
     }
 

@@ -1,13 +1,16 @@
 //! `llmprobe report merge`: exact combined summaries from the `--records` files of
-//! several shards (or several runs at the same rates).
+//! several shards, several runs at the same rates, or both.
 //!
-//! Each shard's records go into their own [`Collector`] (its warmup excluded by id, as
-//! in the run), and the collectors are merged: every value is kept, so counts, tokens
-//! and every percentile are exactly those of one run over all records, not averages of
-//! shard summaries. Timestamps are offsets from each shard's own run start; shards
-//! launched together (an indexed Kubernetes Job) share that origin to within their
-//! start skew, which is the only inexact part (it can stretch the merged duration by
-//! at most that skew).
+//! Every line names its run (start time and prompt nonce) and shard, so each
+//! (run, shard) is one source: lines flagged `warmup` are dropped (they only set the
+//! window origin) and the rest go into the source's own [`Collector`]. Shards of one
+//! run ran at the same time, so their windows are united ([`Collector::merge`]);
+//! separate runs ran one after another, each with timestamps from its own start, so
+//! their windows add up ([`Collector::append`]). Every value is kept, so counts,
+//! tokens and every percentile are exactly those of one run over all records, not
+//! averages of summaries. The one inexact part: shards launched together (an indexed
+//! Kubernetes Job) share their origin only to within their start skew, which can
+//! stretch the merged duration by at most that skew.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -36,21 +39,25 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The records of one shard at one rate (warmup lines included, flagged).
+/// The records one process sent at one rate: one run, or one shard of a run.
 #[derive(Debug, Default)]
-pub struct ShardRecords {
+pub struct Source {
+    /// Which shard of its run (None when not sharded).
+    pub shard: Option<Shard>,
+    /// Counted records.
     pub records: Vec<RequestRecord>,
-    pub warmup: u64,
+    /// Scheduled times of the lines flagged `warmup` (left out; they set the origin).
+    pub warmup: Vec<Duration>,
 }
 
-/// Every shard's records at one rate.
+/// Every source's records at one rate.
 #[derive(Debug)]
 pub struct RateGroup {
     pub rate: f64,
-    /// Keyed by (file index, shard index): two unsharded files are two sources.
-    pub sources: BTreeMap<(usize, u32), ShardRecords>,
-    /// The shard count the lines declare (to warn when a shard is missing).
-    pub shard_count: Option<u32>,
+    /// Keyed by (run id, shard index): the run id is written in every line (the file
+    /// stands in for it in files written before it was), so two runs of the same shard,
+    /// or an unsharded run and shard 0 of another, stay apart.
+    pub sources: BTreeMap<(String, Option<u32>), Source>,
 }
 
 /// Reads `--records` files and groups lines by rate (ascending) and source. A
@@ -79,42 +86,75 @@ pub fn read_groups(files: &[impl AsRef<Path>]) -> anyhow::Result<Vec<RateGroup>>
                 .or_insert_with(|| RateGroup {
                     rate: rec.rate.0,
                     sources: BTreeMap::new(),
-                    shard_count: None,
                 });
-            let shard = rec.shard.map_or(0, |s: Shard| s.index);
-            if let Some(s) = rec.shard {
-                g.shard_count = Some(s.count);
-            }
-            // Shards of one run are one source each; the same shard index in two files
-            // is two runs and stays two sources.
-            let key = match rec.shard {
-                Some(_) => (0, shard),
-                None => (file_index, 0),
+            let run = if rec.run.is_empty() {
+                format!("file {file_index}")
+            } else {
+                rec.run
             };
-            let src = g.sources.entry(key).or_default();
+            let src = g
+                .sources
+                .entry((run, rec.shard.map(|s| s.index)))
+                .or_default();
+            src.shard = rec.shard;
             if rec.warmup {
-                src.warmup += 1;
+                src.warmup.push(rec.record.t_sched);
+            } else {
+                src.records.push(rec.record);
             }
-            src.records.push(rec.record);
         }
     }
     Ok(groups.into_values().collect())
 }
 
-/// The exact merged summary of one rate.
+/// The sources of one rate as runs: each run is a set of sources that ran at the same
+/// time. An unsharded source is a run by itself. Shards carry no id shared by the
+/// whole run (each process has its own), so the shards of an N-shard run are matched
+/// by order: the k-th run (by start time) of each shard index belong together, which
+/// holds when the shard sets were launched together, as an indexed Job does.
+pub fn runs(g: &RateGroup) -> Vec<Vec<&Source>> {
+    let mut out: Vec<Vec<&Source>> = Vec::new();
+    // (shard count, shard index) → that shard's runs, in run id (start time) order.
+    let mut by_shard: BTreeMap<(u32, u32), Vec<&Source>> = BTreeMap::new();
+    for src in g.sources.values() {
+        match src.shard {
+            None => out.push(vec![src]),
+            Some(s) => by_shard.entry((s.count, s.index)).or_default().push(src),
+        }
+    }
+    let mut sharded: BTreeMap<(u32, usize), Vec<&Source>> = BTreeMap::new();
+    for ((count, _), srcs) in by_shard {
+        for (k, src) in srcs.into_iter().enumerate() {
+            sharded.entry((count, k)).or_default().push(src);
+        }
+    }
+    out.extend(sharded.into_values());
+    out
+}
+
+/// The exact merged summary of one rate: the shards of one run overlap in time, so
+/// their windows are united; separate runs' windows add up.
 pub fn merged_report(
     g: &RateGroup,
     slo: Slo,
     percentiles: Vec<f64>,
     gates: Vec<Gate>,
+    dispatch_lag_warn: Duration,
 ) -> RateReport {
     let mut all = Collector::new(slo, 0);
-    for src in g.sources.values() {
-        let mut c = Collector::new(slo, src.warmup);
-        for r in &src.records {
-            c.push(r);
+    for run in runs(g) {
+        let mut together = Collector::new(slo, 0);
+        for src in run {
+            let mut c = Collector::new(slo, 0);
+            for t in &src.warmup {
+                c.push_warmup(*t);
+            }
+            for r in &src.records {
+                c.push(r);
+            }
+            together.merge(&c);
         }
-        all.merge(&c);
+        all.append(&together);
     }
     let ctx = ReportContext {
         inputs: None,
@@ -123,7 +163,7 @@ pub fn merged_report(
         shard: None,
         percentiles,
         gates,
-        dispatch_lag_warn: Duration::from_millis(1),
+        dispatch_lag_warn,
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
     from_summary(&all.summary(&ctx.percentiles), &ctx)
@@ -141,6 +181,12 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| UsageError::new(format!("--gate: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if !(a.dispatch_lag_warn_ms >= 0.0 && a.dispatch_lag_warn_ms.is_finite()) {
+        return Err(
+            UsageError::new("--dispatch-lag-warn-ms must be a finite number of ms >= 0").into(),
+        );
+    }
+    let lag_warn = Duration::from_secs_f64(a.dispatch_lag_warn_ms / 1000.0);
     let groups = read_groups(&a.files)?;
     if groups.is_empty() {
         return Err(UsageError::new("no records in the given files").into());
@@ -148,20 +194,15 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
     let mut out = a.json_out.as_deref().map(JsonlWriter::create).transpose()?;
     let mut reports = Vec::new();
     for g in &groups {
-        if let Some(n) = g.shard_count {
-            let seen = g.sources.keys().filter(|(f, _)| *f == 0).count();
-            if seen as u32 != n {
-                eprintln!(
-                    "WARNING: rate {}: records from {seen} of {n} shards: the merged figures miss the others",
-                    RateValue(g.rate)
-                );
-            }
+        for w in missing_shards(g) {
+            eprintln!("WARNING: rate {}: {w}", RateValue(g.rate));
         }
         let r = merged_report(
             g,
             slo,
             computed_percentiles(&percentiles, &gates),
             gates.clone(),
+            lag_warn,
         );
         if let Some(w) = out.as_mut() {
             w.write(&r)?;
@@ -178,6 +219,21 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::SLO_FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One warning per sharded run of `g` that lacks some of its shards (unsharded runs
+/// are complete by definition).
+pub fn missing_shards(g: &RateGroup) -> Vec<String> {
+    runs(g)
+        .into_iter()
+        .filter_map(|run| {
+            let n = run.first()?.shard?.count;
+            let seen = run.len();
+            (seen as u32 != n).then(|| {
+                format!("records from {seen} of {n} shards: the merged figures miss the others")
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -218,6 +274,24 @@ mod tests {
             .collect()
     }
 
+    /// Writes `recs` as one file of run `run` (shard `shard`, first `warmup` ids
+    /// flagged as warmup).
+    fn write_file(
+        path: &Path,
+        run: &str,
+        shard: Option<Shard>,
+        recs: &[RequestRecord],
+        warmup: u64,
+        slo: &Slo,
+    ) -> std::path::PathBuf {
+        let mut w = JsonlWriter::create(path).unwrap();
+        for r in recs {
+            let line = RecordLine::new(r.clone(), RateValue(8.0), run, shard, r.id < warmup, slo);
+            w.write(&line).unwrap();
+        }
+        path.to_path_buf()
+    }
+
     /// Writes each shard's records to its own file; returns the paths.
     fn write_shards(
         dir: &Path,
@@ -230,18 +304,14 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, recs)| {
-                let path = dir.join(format!("shard{i}.jsonl"));
-                let mut w = JsonlWriter::create(&path).unwrap();
                 let shard = Some(Shard {
                     index: i as u32,
                     count: n,
                 });
-                for r in recs {
-                    let line =
-                        RecordLine::new(r.clone(), RateValue(8.0), shard, r.id < warmup, slo);
-                    w.write(&line).unwrap();
-                }
-                path
+                let path = dir.join(format!("shard{i}.jsonl"));
+                // Each shard process has its own run id.
+                let run = format!("2026-11-29T18:00:0{i}Z/0000000{i}");
+                write_file(&path, &run, shard, recs, warmup, slo)
             })
             .collect()
     }
@@ -259,7 +329,7 @@ mod tests {
         assert_eq!(groups.len(), 1);
         let ps = vec![50.0, 90.0, 99.0];
         let gates: Vec<Gate> = vec!["ttft-p99<=80ms".parse().unwrap()];
-        let merged = merged_report(&groups[0], slo, ps.clone(), gates.clone());
+        let merged = merged_report(&groups[0], slo, ps.clone(), gates.clone(), ms(1));
 
         // One piece: every record of both shards through one collector.
         let mut whole = Collector::new(slo, 0);
@@ -289,9 +359,108 @@ mod tests {
         let slo = Slo::default();
         let files = write_shards(dir.path(), &[shard_records(3), shard_records(5)], 2, &slo);
         let groups = read_groups(&files).unwrap();
-        let r = merged_report(&groups[0], slo, vec![50.0], vec![]);
+        let r = merged_report(&groups[0], slo, vec![50.0], vec![], ms(1));
         assert_eq!(r.requests, 36);
         assert_eq!(r.warmup_excluded, 4);
+    }
+
+    #[test]
+    fn sequential_runs_add_their_windows() {
+        // The same 20 requests run twice, one run after the other (two unsharded
+        // files): offered and achieved rates are those of one run, not twice them.
+        let dir = tempfile::tempdir().unwrap();
+        let slo = Slo::default();
+        let recs = shard_records(3);
+        let one = write_file(&dir.path().join("a.jsonl"), "run a", None, &recs, 0, &slo);
+        let two = write_file(&dir.path().join("b.jsonl"), "run b", None, &recs, 0, &slo);
+        let single = merged_report(
+            &read_groups(&[&one]).unwrap()[0],
+            slo,
+            vec![50.0],
+            vec![],
+            ms(1),
+        );
+        let groups = read_groups(&[&one, &two]).unwrap();
+        assert_eq!(groups[0].sources.len(), 2);
+        assert!(missing_shards(&groups[0]).is_empty());
+        let both = merged_report(&groups[0], slo, vec![50.0], vec![], ms(1));
+        assert_eq!(both.requests, 40);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(both.duration_s, 2.0 * single.duration_s));
+        assert!(close(
+            both.offered_rate.unwrap(),
+            single.offered_rate.unwrap()
+        ));
+        assert!(close(both.achieved_rate, single.achieved_rate));
+    }
+
+    #[test]
+    fn two_runs_of_the_same_shard_stay_apart() {
+        // Shard 0 of 2 run twice (say two Job attempts), each with 2 warmup requests.
+        let dir = tempfile::tempdir().unwrap();
+        let slo = Slo::default();
+        let shard = Some(Shard { index: 0, count: 2 });
+        let recs = shard_records(3);
+        let a = write_file(&dir.path().join("a.jsonl"), "r1", shard, &recs, 2, &slo);
+        let b = write_file(&dir.path().join("b.jsonl"), "r2", shard, &recs, 2, &slo);
+        let groups = read_groups(&[&a, &b]).unwrap();
+        assert_eq!(groups[0].sources.len(), 2);
+        // Each run misses shard 1.
+        assert_eq!(missing_shards(&groups[0]).len(), 2);
+        let r = merged_report(&groups[0], slo, vec![50.0], vec![], ms(1));
+        // Each run leaves out its own 2 warmup lines: 36 counted, not 32.
+        assert_eq!((r.requests, r.warmup_excluded), (36, 4));
+        let single = merged_report(
+            &read_groups(&[&a]).unwrap()[0],
+            slo,
+            vec![50.0],
+            vec![],
+            ms(1),
+        );
+        assert!((r.offered_rate.unwrap() - single.offered_rate.unwrap()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unsharded_file_and_shard_zero_stay_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let slo = Slo::default();
+        let recs = shard_records(5);
+        let plain = write_file(&dir.path().join("a.jsonl"), "r1", None, &recs, 0, &slo);
+        let shard0 = write_file(
+            &dir.path().join("b.jsonl"),
+            "r2",
+            Some(Shard { index: 0, count: 2 }),
+            &recs,
+            0,
+            &slo,
+        );
+        let groups = read_groups(&[&plain, &shard0]).unwrap();
+        assert_eq!(groups[0].sources.len(), 2);
+        assert_eq!(runs(&groups[0]).len(), 2);
+        // Only the sharded run counts towards the shard warning: 1 of its 2 shards.
+        let warnings = missing_shards(&groups[0]);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("1 of 2"), "{warnings:?}");
+        let r = merged_report(&groups[0], slo, vec![50.0], vec![], ms(1));
+        assert_eq!(r.requests, 40);
+    }
+
+    #[test]
+    fn dispatch_lag_threshold_comes_from_the_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let slo = Slo::default();
+        // Every record has 1 ms of dispatch lag (sent 1 ms after its schedule).
+        let f = write_file(
+            &dir.path().join("a.jsonl"),
+            "r1",
+            None,
+            &shard_records(3),
+            0,
+            &slo,
+        );
+        let g = &read_groups(&[&f]).unwrap()[0];
+        assert!(merged_report(g, slo, vec![99.0], vec![], ms(0)).client_behind);
+        assert!(!merged_report(g, slo, vec![99.0], vec![], ms(5)).client_behind);
     }
 
     #[test]

@@ -14,6 +14,11 @@ use crate::exit::UsageError;
 /// e^{2.33σ} ≈ 3.2, close to the spread of prompt lengths in ShareGPT-like chat traffic.
 pub const DEFAULT_LOGNORMAL_SIGMA: f64 = 0.5;
 
+/// Largest length a lognormal draw may return (2^20 tokens, the longest context
+/// windows served today): its tail is unbounded, and a draw of billions of tokens
+/// would build a prompt that cannot fit in memory.
+pub const MAX_DRAW: u32 = 1 << 20;
+
 /// The shape of a length distribution (the mean comes separately).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LengthDist {
@@ -23,7 +28,7 @@ pub enum LengthDist {
     /// dataset (`vllm/benchmarks/datasets.py`, `RandomDataset.get_sampling_params`).
     /// `0 ≤ r < 1`.
     Uniform { range_ratio: f64 },
-    /// Log-normal with mean `n`: μ = ln n − σ²/2, so E[X] = e^{μ+σ²/2} = n.
+    /// Log-normal with mean `n`: μ = ln n − σ²/2, so `E[X] = e^(μ+σ²/2) = n`.
     LogNormal { sigma: f64 },
 }
 
@@ -120,12 +125,12 @@ impl Lengths {
         self.dist
     }
 
-    /// The smallest and largest value `sample` can return (`u32::MAX` when unbounded).
+    /// The smallest and largest value `sample` can return.
     pub fn bounds(&self) -> (u32, u32) {
         match self.dist {
             LengthDist::Fixed => (self.mean, self.mean),
             LengthDist::Uniform { range_ratio } => uniform_bounds(self.mean, range_ratio),
-            LengthDist::LogNormal { .. } => (1, u32::MAX),
+            LengthDist::LogNormal { .. } => (1, MAX_DRAW.max(self.mean)),
         }
     }
 
@@ -138,8 +143,9 @@ impl Lengths {
             }
             (LengthDist::LogNormal { .. }, Some(d)) => {
                 let x = d.sample(rng).round();
-                // `as` saturates for floats: huge draws become u32::MAX, NaN becomes 0.
-                (x as u32).max(1)
+                // `as` saturates for floats (NaN becomes 0); the tail is cut at MAX_DRAW
+                // (or the mean, should that be larger).
+                (x as u32).clamp(1, MAX_DRAW.max(self.mean))
             }
             _ => self.mean,
         }
@@ -163,6 +169,16 @@ mod tests {
     fn draws(l: &Lengths, n: usize) -> Vec<u32> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
         (0..n).map(|_| l.sample(&mut rng)).collect()
+    }
+
+    #[test]
+    fn lognormal_tail_is_bounded() {
+        // sigma 4 around a mean of 2^19: draws far beyond 2^20 are common.
+        let l = Lengths::new(1 << 19, LengthDist::LogNormal { sigma: 4.0 }).unwrap();
+        assert_eq!(l.bounds(), (1, MAX_DRAW));
+        let d = draws(&l, 2000);
+        assert!(d.iter().all(|&x| (1..=MAX_DRAW).contains(&x)));
+        assert!(d.contains(&MAX_DRAW));
     }
 
     #[test]

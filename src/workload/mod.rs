@@ -29,6 +29,7 @@ pub mod tokenizer;
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
+use crate::schedule::splitmix64;
 use dataset::DatasetEntry;
 use lengths::Lengths;
 use prompt::{Nonce, PromptGenerator};
@@ -120,6 +121,33 @@ impl Workload {
         self.seed
     }
 
+    /// An upper bound on the prompt bytes of one request: the longest possible input
+    /// at [`PROMPT_BYTES_PER_TOKEN`], or the longest dataset prompt with the shared
+    /// prefix and nonce around it.
+    pub fn max_prompt_bytes(&self) -> u64 {
+        let per_token = PROMPT_BYTES_PER_TOKEN;
+        match &self.source {
+            PromptSource::Synthetic { input } => u64::from(input.bounds().1) * per_token,
+            PromptSource::Dataset(entries) => {
+                let longest = entries.iter().map(|e| e.prompt.len()).max().unwrap_or(0);
+                longest as u64 + u64::from(self.prompts.min_prompt_tokens()) * per_token
+            }
+        }
+    }
+
+    /// The most output tokens any request may ask for.
+    pub fn max_output_tokens(&self) -> u32 {
+        let drawn = self.output.bounds().1;
+        match &self.source {
+            PromptSource::Dataset(entries) if !self.override_output => entries
+                .iter()
+                .filter_map(|e| e.output_len)
+                .max()
+                .map_or(drawn, |m| m.max(drawn)),
+            _ => drawn,
+        }
+    }
+
     pub fn prompts(&self) -> &PromptGenerator {
         &self.prompts
     }
@@ -162,6 +190,11 @@ impl Workload {
     }
 }
 
+/// Generous bytes per token of generated prompt text (English words average ~4 to 5
+/// characters with the space, and a token is at most a word here); the exact
+/// tokenizer's text is of the same order.
+pub const PROMPT_BYTES_PER_TOKEN: u64 = 6;
+
 /// The default run nonce: derived from the seed, so a seeded run is reproducible.
 fn default_run_nonce(seed: u64) -> u32 {
     (splitmix64(seed ^ 0x6e6f_6e63_6500_0000) >> 32) as u32
@@ -172,13 +205,6 @@ fn default_run_nonce(seed: u64) -> u32 {
 /// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
 pub fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed) ^ splitmix64(index.wrapping_add(0x9e37)))
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -217,6 +243,36 @@ mod tests {
             assert!((50..=150).contains(&s.prompt_tokens), "{}", s.prompt_tokens);
             assert_eq!(s.prompt.split(' ').count() as u32, s.prompt_tokens);
             assert!(s.max_tokens >= 1);
+        }
+    }
+
+    #[test]
+    fn upper_bounds_cover_every_spec() {
+        let w = synthetic(5);
+        let d = Workload::dataset(
+            vec![
+                DatasetEntry {
+                    prompt: "x".repeat(500),
+                    output_len: Some(900),
+                },
+                DatasetEntry {
+                    prompt: "short".into(),
+                    output_len: None,
+                },
+            ],
+            Lengths::fixed(77).unwrap(),
+            false,
+            PromptGenerator::approximate(0),
+            4,
+        )
+        .unwrap();
+        assert_eq!(d.max_output_tokens(), 900);
+        for w in [&w, &d] {
+            for i in 0..100 {
+                let s = w.spec(i).unwrap();
+                assert!(s.prompt.len() as u64 <= w.max_prompt_bytes());
+                assert!(s.max_tokens <= w.max_output_tokens());
+            }
         }
     }
 
