@@ -212,6 +212,16 @@ def attainment(metric: str, var: str) -> list[tuple[str, str]]:
     )]
 
 
+def slo_met(sli: str) -> list[tuple[str, str]]:
+    """Fraction of probes that met their own scenario's threshold for `sli` (counted by the
+    daemon, llmprobe_slo_met_requests_total); failures count as misses, like the SLI rules."""
+    return [(
+        f'sum by ({BY}) (rate(llmprobe_slo_met_requests_total{{{SEL}, sli="{sli}"}}[$__range]))\n'
+        f"/\nsum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[$__range]))",
+        f"{sli.upper()} {{{{target}}}}/{{{{scenario}}}}",
+    )]
+
+
 def burn(sli: str) -> list[tuple[str, str]]:
     return [
         (
@@ -233,26 +243,42 @@ def slo_dashboard() -> dict:
                f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[$__range]))",
                "{{target}}/{{scenario}}")],
              thresholds=ATTAINMENT, decimals=2),
-        stat("TTFT <= ${ttft_slo}s",
-             "Fraction of first tokens within the TTFT threshold (a histogram bucket boundary, "
-             "chosen in the ttft_slo variable).",
+        stat("TTFT <= ${ttft_slo}s (what-if)",
+             "Fraction of first tokens within the threshold chosen in the ttft_slo variable "
+             "(a histogram bucket boundary), to explore thresholds; the SLI and alerts use "
+             "each scenario's own threshold (the tiles below).",
              "percentunit", attainment("llmprobe_ttft_seconds", "ttft_slo"),
              thresholds=ATTAINMENT, decimals=2),
-        stat("TPOT <= ${tpot_slo}s",
+        stat("TPOT <= ${tpot_slo}s (what-if)",
              "Fraction of probes whose time per output token is within the threshold "
-             "(a bucket boundary, chosen in the tpot_slo variable).",
+             "chosen in the tpot_slo variable (a bucket boundary).",
              "percentunit", attainment("llmprobe_tpot_seconds", "tpot_slo"),
              thresholds=ATTAINMENT, decimals=2),
-        stat("E2E <= ${e2e_slo}s",
+        stat("E2E <= ${e2e_slo}s (what-if)",
              "Fraction of probes whose end-to-end latency is within the threshold "
-             "(a bucket boundary, chosen in the e2e_slo variable).",
+             "chosen in the e2e_slo variable (a bucket boundary).",
              "percentunit", attainment("llmprobe_request_duration_seconds", "e2e_slo"),
              thresholds=ATTAINMENT, decimals=2),
+        stat("TTFT SLO met (own threshold)",
+             "Probes that succeeded with a TTFT within their scenario's own threshold, over "
+             "all probes: the TTFT SLI the alerts burn (failures count as misses).",
+             "percentunit", slo_met("ttft"), w=8, thresholds=ATTAINMENT, decimals=2),
+        stat("TPOT SLO met (own threshold)",
+             "Probes that succeeded with a TPOT within their scenario's own threshold, over "
+             "all probes.", "percentunit", slo_met("tpot"), w=8, thresholds=ATTAINMENT,
+             decimals=2),
+        stat("E2E SLO met (own threshold)",
+             "Probes that succeeded within their scenario's own end-to-end threshold, over "
+             "all probes.", "percentunit", slo_met("e2e"), w=8, thresholds=ATTAINMENT,
+             decimals=2),
         stat("Time since last success",
-             "Seconds since the last successful probe (LlmprobeProbeDown fires after 10 minutes).",
+             "Seconds since the last successful probe, and the LlmprobeProbeDown threshold: "
+             "max(600 s, 5 / configured rate).",
              "s",
              [(f"time() - max by ({BY}) (llmprobe_last_success_timestamp_seconds{{{SEL}}})",
-               "{{target}}/{{scenario}}")],
+               "{{target}}/{{scenario}}"),
+              (f"clamp_min(5 / max by ({BY}) (llmprobe_probe_rate_per_second{{{SEL}}}), 600)",
+               "alert after {{target}}/{{scenario}}")],
              w=12, thresholds=[("green", None), ("orange", 120), ("red", 600)]),
         stat("Configured SLO thresholds",
              "The scenario's SLO thresholds from the daemon config (absent when unset).",
@@ -276,9 +302,13 @@ def slo_dashboard() -> dict:
                    [(f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))\n/\n"
                      f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
                      "{{target}}/{{scenario}}")]),
-        timeseries("Probe rate", "Probes completed per second, and the good ones.", "reqps",
+        timeseries("Probe rate", "Probes completed per second, the good ones, and the "
+                   "configured rate (arrivals are Poisson, so the completed rate scatters "
+                   "around it).", "reqps",
                    [(f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
                      "all {{target}}/{{scenario}}"),
+                    (f"max by ({BY}) (llmprobe_probe_rate_per_second{{{SEL}}})",
+                     "configured {{target}}/{{scenario}}"),
                     (f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))",
                      "good {{target}}/{{scenario}}")]),
         timeseries("Failures by reason", "Failed probes per second by reason (http_4xx, "
@@ -297,8 +327,15 @@ def slo_dashboard() -> dict:
                    "exactly over the SLO period; pages at 14.4 (1h and 5m) and 6 (6h and 30m).",
                    "suffix:x", burn("goodput"), thresholds=[("green", None), ("orange", 6),
                                                             ("red", 14.4)]),
-        timeseries("TTFT error budget burn rate", "Slow-TTFT ratio (TTFT > 0.5 s, the bucket the "
-                   "recording rules use) over the error budget.", "suffix:x", burn("ttft"),
+        timeseries("TTFT error budget burn rate", "Ratio of probes missing their scenario's "
+                   "TTFT threshold (failures included) over the error budget.", "suffix:x",
+                   burn("ttft"), thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
+        timeseries("TPOT error budget burn rate", "Ratio of probes missing their scenario's "
+                   "TPOT threshold (failures included) over the error budget.", "suffix:x",
+                   burn("tpot"), thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
+        timeseries("E2E error budget burn rate", "Ratio of probes missing their scenario's "
+                   "end-to-end threshold (failures included) over the error budget.",
+                   "suffix:x", burn("e2e"), w=24,
                    thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
         row("Client health"),
         timeseries("Dispatch lag p99", "Actual send minus scheduled send. When this grows the "
@@ -321,6 +358,18 @@ def slo_dashboard() -> dict:
     return dashboard("llmprobe-slo", "llmprobe / SLO overview",
                      "Latency, goodput and error-budget burn of the endpoints llmprobe probes.",
                      panels, variables)
+
+
+def client_ttft(window: str) -> str:
+    return (f"(sum by (target, model) (rate(llmprobe_ttft_seconds_sum{{{SEL}}}[{window}]))\n"
+            f"/ sum by (target, model) (rate(llmprobe_ttft_seconds_count{{{SEL}}}[{window}])))")
+
+
+def server_ttft(window: str) -> str:
+    return (f"(sum by (target, model) "
+            f"(rate(llmprobe_engine_ttft_observed_seconds_total{{{SEL_TM}}}[{window}]))\n"
+            f"/ sum by (target, model) "
+            f"(rate(llmprobe_engine_ttft_observations_total{{{SEL_TM}}}[{window}])))")
 
 
 def capacity_dashboard() -> dict:
@@ -406,16 +455,20 @@ def capacity_dashboard() -> dict:
                     (f"sum by (target, model) (rate(llmprobe_output_tokens_total{{{SEL}}}[{RATE}]))",
                      "output {{target}}")], w=24),
         row("Client vs server"),
-        timeseries("TTFT: client vs server", "Mean TTFT measured by the probes, the engine's "
-                   "own server-side mean over the last scrape interval, and their gap "
-                   "(network, TLS, proxies, queueing in front of the engine).", "s",
-                   [(f"sum by (target, model) (rate(llmprobe_ttft_seconds_sum{{{SEL}}}[{RATE}]))\n/\n"
-                     f"sum by (target, model) (rate(llmprobe_ttft_seconds_count{{{SEL}}}[{RATE}]))",
-                     "client {{target}}"),
-                    (f"max by (target, model) (llmprobe_engine_ttft_mean_seconds{{{SEL_TM}}})",
-                     "server {{target}}"),
-                    (f"max by (target, model) (llmprobe_ttft_client_server_gap_seconds{{{SEL_TM}}})",
-                     "gap {{target}}")], minimum=None, w=24),
+        timeseries("TTFT: client vs server", "Mean TTFT of the probes and the engine's own "
+                   "server-side mean (llmprobe_engine_ttft_observed_seconds_total over "
+                   "_observations_total, the engine histogram's sum and count as counters), both "
+                   "over the same window, and their gap: network, TLS, proxies, queueing in "
+                   "front of the engine. Caveat: the server mean covers ALL the engine's traffic "
+                   "(production prompts of other lengths, prefix-cache hits), the client mean "
+                   "only the probes; a gap that moves matters more than its value, and it can "
+                   "be negative. At low probe rates most $__rate_interval windows hold no probe "
+                   "(no client line): the 1h gap is the steady one.", "s",
+                   [(client_ttft(RATE), "client {{target}}"),
+                    (server_ttft(RATE), "server {{target}}"),
+                    (f"{client_ttft(RATE)}\n-\n{server_ttft(RATE)}", "gap {{target}}"),
+                    (f"{client_ttft('1h')}\n-\n{server_ttft('1h')}", "gap 1h {{target}}")],
+                   minimum=None, w=24),
     ]
     return dashboard("llmprobe-capacity", "llmprobe / Capacity & cost",
                      "Capacity model next to live engine load, headroom and $ per token.",

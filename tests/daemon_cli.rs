@@ -229,6 +229,7 @@ async fn a_canary_key_never_leaks() {
     const KEY: &str = "sk-canary-file-0d6f1b2e";
     const ENV_KEY: &str = "sk-canary-env-7a3c9e11";
     const HEADER: &str = "canary-header-55e2a0";
+    const YAML_CANARY: &str = "sk-canary-yaml-3b9d04";
     let m = llmprobe::mock::start(
         llmprobe::mock::MockConfig {
             api_key: Some(KEY.to_string()),
@@ -296,6 +297,26 @@ async fn a_canary_key_never_leaks() {
         .await
         .unwrap();
     seen.push_str(&r.text().await.unwrap());
+    // Nor one whose parse error would quote a secret pasted in the wrong place.
+    std::fs::write(
+        &path,
+        format!(
+            "{text}- name: pasted\n  base_url: http://127.0.0.1:1\n  model: m\n  headers: \"Bearer {YAML_CANARY}\"\n"
+        ),
+    )
+    .unwrap();
+    let r = http()
+        .post(format!("http://{addr}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("headers") && body.contains("<value>"),
+        "{body}"
+    );
+    seen.push_str(&body);
     let (ok, stderr) = terminate(child);
     assert!(ok);
     seen.push_str(&stderr);
@@ -316,7 +337,11 @@ async fn a_canary_key_never_leaks() {
         stderr.contains("probe failed"),
         "the logs were captured: {stderr}"
     );
-    for canary in [KEY, ENV_KEY, HEADER] {
+    assert!(
+        stderr.contains("reload failed"),
+        "the reload errors were logged: {stderr}"
+    );
+    for canary in [KEY, ENV_KEY, HEADER, YAML_CANARY] {
         assert!(!seen.contains(canary), "{canary} leaked");
     }
     m.shutdown().await;

@@ -44,11 +44,11 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_duration",
-        "bad_duration.yaml:7:14: targets[0].scenarios[0].slo: invalid duration \"fast\" (expected number at 0); use e.g. 500ms, 30s, 2m",
+        "bad_duration.yaml:7:14: targets[0].scenarios[0].slo: invalid duration <value> (expected number at 0); use e.g. 500ms, 30s, 2m",
     ),
     (
         "bad_endpoint",
-        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant `grpc`, expected `chat` or `completions`",
+        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected `chat` or `completions`",
     ),
     (
         "bad_engine_url",
@@ -64,7 +64,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_rate_unit",
-        "bad_rate_unit.yaml:5:11: targets[0].rate: invalid rate \"5/day\": unknown unit \"day\" (use /s, /min or /h)",
+        "bad_rate_unit.yaml:5:11: targets[0].rate: invalid rate <value>: unknown unit <value> (use /s, /min or /h)",
     ),
     (
         "both_api_keys",
@@ -84,7 +84,11 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "budget_too_small",
-        "budget_too_small.yaml:5:28: targets[0].token_budget_per_hour: 100 tokens cannot pay for a single probe (the smallest scenario needs 160: input_tokens + output_tokens)",
+        "budget_too_small.yaml:5:28: targets[0].token_budget_per_hour: 100 tokens cannot pay for one probe of scenario \"default\" (it needs 160: input_tokens + output_tokens); every scenario must fit",
+    ),
+    (
+        "budget_too_small_for_one_scenario",
+        "budget_too_small_for_one_scenario.yaml:5:28: targets[0].token_budget_per_hour: 1000 tokens cannot pay for one probe of scenario \"long\" (it needs 4200: input_tokens + output_tokens); every scenario must fit",
     ),
     (
         "default_max_inflight_zero",
@@ -282,11 +286,19 @@ fn the_full_example_resolves_with_its_secrets_in_place() {
         "sk-example-prod"
     );
     assert!(prod.capacity.is_some());
-    // Every SLO threshold is a bucket boundary.
+    // Every SLO threshold is a bucket boundary of its own scenario's series.
+    let ttft: Vec<f64> = plan
+        .targets
+        .iter()
+        .flat_map(|t| &t.scenarios)
+        .flat_map(|s| s.buckets.ttft.iter().copied())
+        .collect();
     for v in [0.3, 1.5, 0.5] {
-        assert!(plan.buckets.ttft.contains(&v), "{v}");
+        assert!(ttft.contains(&v), "{v}");
     }
-    assert!(plan.buckets.e2e.contains(&20.0));
+    assert!(prod.scenarios[1].buckets.e2e.contains(&20.0));
+    // The base layout carries no threshold that is not vLLM's.
+    assert!(!plan.buckets.ttft.contains(&0.3));
 }
 
 #[test]
@@ -321,5 +333,57 @@ fn committed_schema_is_up_to_date() {
     assert!(
         have == want,
         "docs/config.schema.json is stale: run LLMPROBE_UPDATE_SCHEMA=1 cargo test --test daemon_config"
+    );
+}
+
+/// Review #4: configured buckets extend vLLM's (the rules rely on le="0.5" for TTFT).
+#[test]
+fn configured_buckets_extend_vllms() {
+    let text = "buckets:\n  ttft: [0.05, 0.1, 0.25, 1, 3.3]\n  e2e: [0.7]\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - {input_tokens: 40, output_tokens: 4, slo: {ttft: 123ms}}\n";
+    let plan = load_str(text, "c.yaml").unwrap();
+    let vllm = llmprobe::export::Buckets::vllm();
+    for v in vllm.ttft.iter().chain([&3.3]) {
+        assert!(
+            plan.buckets.ttft.contains(v),
+            "{v} missing: {:?}",
+            plan.buckets.ttft
+        );
+    }
+    let own = &plan.targets[0].scenarios[0].buckets;
+    for v in plan.buckets.ttft.iter().chain([&0.123]) {
+        assert!(own.ttft.contains(v), "{v} missing: {:?}", own.ttft);
+    }
+    for v in vllm.e2e.iter().chain([&0.7]) {
+        assert!(plan.buckets.e2e.contains(v), "{v} missing");
+    }
+    assert!(plan.buckets.ttft.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(plan.buckets.tpot, vllm.tpot);
+}
+
+/// Review #12: credentials inside URLs are masked in `/config`.
+#[test]
+fn printed_config_masks_url_credentials() {
+    let text = "targets:\n  - name: t\n    base_url: http://bob:sk-url-canary@127.0.0.1:1/v1\n    model: m\n    engine_metrics_url: http://127.0.0.1:2/metrics?token=sk-engine-canary\n";
+    let plan = load_str(text, "c.yaml").unwrap();
+    let y = &plan.redacted_yaml;
+    for canary in ["sk-url-canary", "sk-engine-canary"] {
+        assert!(!y.contains(canary), "{canary} in\n{y}");
+    }
+    assert!(
+        y.contains("base_url: http://bob:<secret>@127.0.0.1:1/v1\n"),
+        "{y}"
+    );
+    assert!(
+        y.contains("engine_metrics_url: http://127.0.0.1:2/metrics?<secret>"),
+        "{y}"
+    );
+    // The probes still use the real URL.
+    assert!(plan.targets[0].client.base_url.contains("sk-url-canary"));
+    // A rejected base_url is not echoed with its password either.
+    let bad = text.replace("/v1\n", "/v1?q=1\n");
+    let e = load_str(&bad, "c.yaml").unwrap_err().to_string();
+    assert!(
+        !e.contains("sk-url-canary") && e.contains("<secret>"),
+        "{e}"
     );
 }

@@ -154,17 +154,34 @@ targets:
         Some(0.03)
     );
     assert_eq!(value(&s, "llmprobe_slo_tpot_seconds", &l("strict")), None);
-    // Every SLO threshold is a bucket bound, so le="0.25" and le="0.03" exist.
-    for b in ["0.25", "0.03"] {
-        assert!(
-            value(
-                &s,
-                "llmprobe_ttft_seconds_bucket",
-                &[("target", "good"), ("scenario", "lenient"), ("le", b)]
-            )
-            .is_some()
-        );
-    }
+    // Per-SLI attainment uses each scenario's own threshold: 50 ms meets 250 ms always
+    // and 30 ms never; only configured SLIs are exported.
+    let met = |scenario: &str, sli: &str| {
+        value(
+            &s,
+            "llmprobe_slo_met_requests_total",
+            &[("target", "good"), ("scenario", scenario), ("sli", sli)],
+        )
+    };
+    assert_eq!(
+        met("lenient", "ttft"),
+        value(&s, "llmprobe_requests_total", &l("lenient"))
+    );
+    assert_eq!(met("strict", "ttft"), Some(0.0));
+    assert_eq!(met("strict", "tpot"), None);
+    assert!(value(&s, "llmprobe_probe_rate_per_second", &l("strict")).unwrap() > 0.0);
+    // Every SLO threshold is a bucket bound of its own scenario's series only (0.25 is
+    // also one of vLLM's bounds, 0.03 is not).
+    let bucket = |scenario: &str, le: &str| {
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "good"), ("scenario", scenario), ("le", le)],
+        )
+    };
+    assert!(bucket("lenient", "0.25").is_some() && bucket("strict", "0.25").is_some());
+    assert!(bucket("strict", "0.03").is_some());
+    assert!(bucket("lenient", "0.03").is_none());
 
     // The broken target: every probe fails with reason http_5xx, none is good.
     let b = [("target", "broken"), ("scenario", "default")];
@@ -190,7 +207,10 @@ targets:
     for sample in &s {
         for k in sample.labels.keys() {
             assert!(
-                ["target", "model", "scenario", "reason", "le", "version"].contains(&k.as_str()),
+                [
+                    "target", "model", "scenario", "reason", "sli", "le", "version"
+                ]
+                .contains(&k.as_str()),
                 "unexpected label {k} on {}",
                 sample.name
             );
@@ -256,14 +276,16 @@ targets:
     })
     .await;
     assert_eq!(value(&s, "llmprobe_engine_scrape_success", &e), Some(1.0));
-    // KV capacity = num_gpu_blocks × block_size; with a 48-token context that is
-    // 16000 / 48 sequences.
+    // KV capacity = num_gpu_blocks × block_size. Without a capacity block there is no
+    // context to divide it by (the probes' 48 tokens are not production's).
     assert_eq!(
         value(&s, "llmprobe_engine_kv_cache_tokens", &e),
         Some(16000.0)
     );
-    let seqs = value(&s, "llmprobe_engine_max_concurrent_sequences", &e).unwrap();
-    assert!((seqs - 16000.0 / 48.0).abs() < 1e-9, "{seqs}");
+    assert_eq!(
+        value(&s, "llmprobe_engine_max_concurrent_sequences", &e),
+        None
+    );
     // The server's TTFT is the mock's 50 ms; the client sees a little more.
     let server = value(&s, "llmprobe_engine_ttft_mean_seconds", &e).unwrap();
     assert!((0.045..0.06).contains(&server), "server ttft {server}");
@@ -271,8 +293,10 @@ targets:
     assert!((-0.005..0.02).contains(&gap), "gap {gap}");
     assert!(value(&s, "llmprobe_engine_running_requests", &e).is_some());
     assert!(value(&s, "llmprobe_engine_generation_tokens_per_second", &e).unwrap() > 0.0);
+    // Headroom is the free KV share (no queue: the mock admits everything).
     let headroom = value(&s, "llmprobe_capacity_headroom_ratio", &e).unwrap();
     assert!((0.9..=1.0).contains(&headroom), "headroom {headroom}");
+    assert_eq!(value(&s, "llmprobe_engine_waiting_requests", &e), Some(0.0));
     // A dead engine endpoint is a gauge, not a crash; its live numbers are absent.
     let dn = [("target", "down")];
     assert_eq!(value(&s, "llmprobe_engine_scrape_success", &dn), Some(0.0));
@@ -478,6 +502,15 @@ async fn the_mock_demo_populates_every_documented_family() {
     })
     .await;
     assert_eq!(missing, 0);
+    // The demo engine is as big as its capacity block says: a few probes in flight
+    // leave nearly all of it free (no false HeadroomLow).
+    let s = scrape(addr).await;
+    let t = [("target", "mock")];
+    let headroom = value(&s, "llmprobe_capacity_headroom_ratio", &t).unwrap();
+    assert!(headroom > 0.8, "headroom {headroom}");
+    let seqs = value(&s, "llmprobe_engine_max_concurrent_sequences", &t).unwrap();
+    let model = value(&s, "llmprobe_capacity_max_concurrent_sequences", &t).unwrap();
+    assert!((seqs - model).abs() / model < 0.01, "{seqs} vs {model}");
     d.shutdown().await.unwrap();
     mock.shutdown().await;
 }

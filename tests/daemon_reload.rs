@@ -149,3 +149,196 @@ async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
     d.shutdown().await.unwrap();
     m.shutdown().await;
 }
+
+/// Review #2: a reload that removes a target while also changing the bucket layout (a
+/// new SLO threshold on a kept target) must still delete the removed target's series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_with_new_buckets_still_removes_gone_targets() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let head = "grace_period: 1s\ntargets:\n";
+    let v1 = format!(
+        "{head}{}{}",
+        target("a", &base, "20/s", "500ms"),
+        target("gone", &base, "20/s", "500ms")
+    );
+    let (_dir, path) = config_file(&v1);
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    wait_for(Duration::from_secs(20), || async {
+        (requests(addr, "a").await? >= 1.0 && requests(addr, "gone").await? >= 1.0).then_some(())
+    })
+    .await;
+    let v2 = format!("{head}{}", target("a", &base, "20/s", "123ms"));
+    std::fs::write(&path, &v2).unwrap();
+    assert_eq!(post_reload(addr).await, (200, "OK\n".to_string()));
+    // Let the stopped runner's in-flight probes end, then look.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let s = scrape(addr).await;
+    let left: Vec<_> = s
+        .iter()
+        .filter(|x| x.labels.get("target").map(String::as_str) == Some("gone"))
+        .map(|x| x.name.clone())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "series of the removed target remain: {left:?}"
+    );
+    assert_eq!(value(&s, "llmprobe_targets", &[]), Some(1.0));
+    let page = get(&format!("http://{addr}/")).await.1;
+    assert!(!page.contains("<td>gone</td>"), "{page}");
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}
+
+/// Review #3: a new SLO threshold on a new target, and new shared settings (grace
+/// period, scrape interval), leave an unchanged target running: its histograms continue
+/// and carry no bound of the other target's threshold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let v1 = format!(
+        "grace_period: 1s\nengine_scrape_interval: 15s\ntargets:\n{}",
+        target("a", &base, "20/s", "500ms")
+    );
+    let (_dir, path) = config_file(&v1);
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let ttft_count = |s: &[Sample]| value(s, "llmprobe_ttft_seconds_count", &[("target", "a")]);
+    let before = wait_for(Duration::from_secs(20), || async {
+        ttft_count(&scrape(addr).await).filter(|c| *c >= 10.0)
+    })
+    .await;
+    let v2 = format!(
+        "grace_period: 2s\nengine_scrape_interval: 5s\ntargets:\n{}{}",
+        target("a", &base, "20/s", "500ms"),
+        target("b", &base, "20/s", "123ms")
+    );
+    std::fs::write(&path, &v2).unwrap();
+    assert_eq!(post_reload(addr).await, (200, "OK\n".to_string()));
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "b"), ("le", "0.123")],
+        )
+        .map(|_| s)
+    })
+    .await;
+    let after = ttft_count(&s).unwrap();
+    assert!(
+        after >= before,
+        "a's TTFT histogram restarted: count {before} -> {after}"
+    );
+    assert_eq!(
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "a"), ("le", "0.123")]
+        ),
+        None,
+        "a's layout gained b's threshold"
+    );
+    assert!(
+        value(
+            &s,
+            "llmprobe_ttft_seconds_bucket",
+            &[("target", "a"), ("le", "0.5")]
+        )
+        .is_some()
+    );
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}
+
+/// Review #14: a removed target's engine scraper cannot bring its gauges back (it is
+/// cancelled before the series go, and checks that under the same lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_scraper_never_republishes() {
+    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let base = m.base_url();
+    let engine = |name: &str| {
+        format!(
+            "  - name: {name}\n    base_url: {base}\n    model: mock-llm\n    rate: 1/h\n    engine_metrics_url: {base}/metrics\n"
+        )
+    };
+    let head = "grace_period: 1s\nengine_scrape_interval: 10ms\ntargets:\n";
+    let (_dir, path) = config_file(&format!("{head}{}{}", engine("keep"), engine("gone")));
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let scraped = |t: &'static str| async move {
+        value(
+            &scrape(addr).await,
+            "llmprobe_engine_scrape_success",
+            &[("target", t)],
+        )
+    };
+    wait_for(Duration::from_secs(20), || async {
+        scraped("gone").await.filter(|v| *v == 1.0)
+    })
+    .await;
+    std::fs::write(&path, format!("{head}{}", engine("keep"))).unwrap();
+    assert_eq!(post_reload(addr).await.0, 200);
+    // Many scrape intervals later, nothing of "gone" is back.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = scrape(addr).await;
+    assert!(
+        s.iter()
+            .all(|x| x.labels.get("target").map(String::as_str) != Some("gone")),
+        "series of the removed target came back"
+    );
+    assert_eq!(scraped("keep").await, Some(1.0));
+    d.shutdown().await.unwrap();
+    m.shutdown().await;
+}
+
+/// Review #18: a rotated (here: vanished) key file is noticed within a minute and goes
+/// through the normal reload path, without SIGHUP.
+#[tokio::test(start_paused = true)]
+async fn secret_files_are_checked_every_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "sk-first\n").unwrap();
+    let text = format!(
+        "targets:\n  - name: t\n    base_url: http://127.0.0.1:9\n    model: m\n    rate: 1/h\n    api_key_file: {}\n",
+        key.display()
+    );
+    let path = dir.path().join("daemon.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let reload_ok = |d: &Daemon| {
+        let text = d.metrics().render().unwrap();
+        value(&parse(&text), "llmprobe_config_last_reload_successful", &[])
+    };
+    assert_eq!(reload_ok(&d), Some(1.0));
+    std::fs::remove_file(&key).unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(reload_ok(&d), Some(1.0), "checked too early");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(
+        reload_ok(&d),
+        Some(0.0),
+        "the missing key file went unnoticed"
+    );
+    // A new key: the next check reloads successfully.
+    std::fs::write(&key, "sk-second\n").unwrap();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(reload_ok(&d), Some(1.0));
+    d.shutdown().await.unwrap();
+}

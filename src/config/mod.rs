@@ -49,8 +49,8 @@ pub struct Config {
     #[serde(default = "default_scrape_interval", with = "duration_str")]
     #[schemars(with = "String")]
     pub engine_scrape_interval: Duration,
-    /// Histogram bucket upper bounds in seconds, per metric. Omitted metrics use vLLM's
-    /// own buckets; every configured SLO threshold is added in any case.
+    /// Extra histogram bucket upper bounds in seconds, per metric. They extend vLLM's own
+    /// buckets (never replace them); every configured SLO threshold is added in any case.
     #[serde(default)]
     pub buckets: BucketsConfig,
     /// Values every target inherits unless it sets its own.

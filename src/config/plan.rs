@@ -14,7 +14,7 @@ use super::{Config, HeaderSource, HeaderValue, Scenario, Target};
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::record::Slo;
-use crate::secret::Secret;
+use crate::secret::{REDACTED, Secret};
 use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
@@ -23,11 +23,15 @@ pub struct Plan {
     pub listen: String,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
-    /// Configured (or vLLM's) buckets ∪ every SLO threshold of every scenario.
+    /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
+    /// thresholds ([`ScenarioPlan::buckets`]).
     pub buckets: Buckets,
     pub targets: Vec<TargetPlan>,
     /// The config as YAML with every secret shown as `<secret>` (for `/config`).
     pub redacted_yaml: String,
+    /// Every secret file read (API keys, header files) with the value it held, so the
+    /// daemon can notice a rotated key (`daemon::SECRET_CHECK_INTERVAL`).
+    pub secret_files: Vec<(std::path::PathBuf, Secret)>,
 }
 
 /// One target, ready to run. Two plans of the same target compare equal exactly when
@@ -45,8 +49,9 @@ pub struct TargetPlan {
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
-    /// capacity block's context, else the largest scenario (input + output).
-    pub context_tokens: u32,
+    /// capacity block's context. Never a probe scenario's size: production traffic,
+    /// not the probes, fills the engine.
+    pub context_tokens: Option<u32>,
     /// Every secret value of this target, to scrub from error texts before they are
     /// logged or shown.
     pub secrets: Vec<Secret>,
@@ -72,6 +77,10 @@ pub struct ScenarioPlan {
     pub shared_prefix_tokens: u32,
     pub ignore_eos: bool,
     pub slo: Slo,
+    /// This scenario's histogram bucket layout: vLLM's ∪ configured extras ∪ its own
+    /// SLO thresholds (so `le="<threshold>"` is exact and other series are untouched
+    /// when another scenario's threshold changes).
+    pub buckets: Buckets,
     /// Seed of this runner's arrivals and prompts: derived from the global seed and the
     /// names, so it does not change when other targets come and go.
     pub seed: u64,
@@ -100,10 +109,6 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 /// Resolves a validated config. Errors carry the path of the field to blame.
 pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     let root = Path::root();
-    let mut targets = Vec::with_capacity(cfg.targets.len());
-    for (i, t) in cfg.targets.iter().enumerate() {
-        targets.push(target(cfg, t, &root.key("targets").index(i))?);
-    }
     let mut buckets = Buckets::vllm();
     let b = &cfg.buckets;
     for (dst, src) in [
@@ -113,16 +118,23 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         (&mut buckets.e2e, &b.e2e),
         (&mut buckets.dispatch_lag, &b.dispatch_lag),
     ] {
+        // Configured buckets extend vLLM's, never replace them: the recording rules
+        // and dashboards rely on vLLM's bounds (le="0.5" for TTFT) being there.
         if let Some(v) = src {
-            dst.clone_from(v);
+            dst.extend_from_slice(v);
         }
     }
-    let buckets = buckets.with_slos(
-        targets
-            .iter()
-            .flat_map(|t| t.scenarios.iter().map(|s| &s.slo)),
-    );
-    let redacted_yaml = serde_yaml_ng::to_string(cfg)
+    let buckets = buckets.normalized();
+    let mut targets = Vec::with_capacity(cfg.targets.len());
+    for (i, t) in cfg.targets.iter().enumerate() {
+        targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
+    }
+    let mut shown = cfg.clone();
+    for t in &mut shown.targets {
+        t.base_url = redact_url(&t.base_url);
+        t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
+    }
+    let redacted_yaml = serde_yaml_ng::to_string(&shown)
         .map_err(|e| (root.clone(), format!("cannot print the config: {e}")))?;
     Ok(Plan {
         listen: cfg.listen.clone(),
@@ -131,10 +143,16 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         buckets,
         targets,
         redacted_yaml,
+        secret_files: secret_files(cfg),
     })
 }
 
-fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, String)> {
+fn target(
+    cfg: &Config,
+    t: &Target,
+    path: &Path,
+    buckets: &Buckets,
+) -> Result<TargetPlan, (Path, String)> {
     let mut secrets = Vec::new();
     let api_key = match (&t.api_key_file, &t.api_key_env) {
         (Some(file), _) => Some(
@@ -188,9 +206,11 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
         tls: t.tls.clone(),
         limits: t.limits,
     };
-    client
-        .validate()
-        .map_err(|e| (path.clone(), format!("{e:#}")))?;
+    // The client's message quotes the URL; show it as `/config` would.
+    client.validate().map_err(|e| {
+        let msg = format!("{e:#}").replace(&t.base_url, &redact_url(&t.base_url));
+        (path.clone(), msg)
+    })?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
     crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
@@ -208,7 +228,7 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
                     e.to_string(),
                 )
             })?;
-        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz()));
+        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
     }
 
     let capacity = match &t.capacity {
@@ -231,15 +251,10 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
             })
         }
     };
-    let context_tokens = match &t.capacity {
-        Some(c) => u32::try_from(c.context).unwrap_or(u32::MAX),
-        None => t
-            .scenarios
-            .iter()
-            .map(|s| s.input_tokens.saturating_add(s.output_tokens))
-            .max()
-            .unwrap_or(1),
-    };
+    let context_tokens = t
+        .capacity
+        .as_ref()
+        .map(|c| u32::try_from(c.context).unwrap_or(u32::MAX).max(1));
     Ok(TargetPlan {
         name: t.name.clone(),
         model: t.model.clone(),
@@ -258,8 +273,19 @@ fn target(cfg: &Config, t: &Target, path: &Path) -> Result<TargetPlan, (Path, St
     })
 }
 
-fn scenario(cfg: &Config, t: &Target, s: &Scenario, shared_hz: f64) -> ScenarioPlan {
+fn scenario(
+    cfg: &Config,
+    t: &Target,
+    s: &Scenario,
+    shared_hz: f64,
+    buckets: &Buckets,
+) -> ScenarioPlan {
     let slo = s.slo.or(cfg.defaults.slo);
+    let slo = Slo {
+        ttft: slo.ttft,
+        tpot: slo.tpot,
+        e2e: slo.e2e,
+    };
     ScenarioPlan {
         name: s.name.clone(),
         rate_hz: s.rate.map_or(shared_hz, |r| r.hz()),
@@ -267,12 +293,70 @@ fn scenario(cfg: &Config, t: &Target, s: &Scenario, shared_hz: f64) -> ScenarioP
         output_tokens: s.output_tokens,
         shared_prefix_tokens: s.shared_prefix_tokens,
         ignore_eos: s.ignore_eos,
-        slo: Slo {
-            ttft: slo.ttft,
-            tpot: slo.tpot,
-            e2e: slo.e2e,
-        },
+        buckets: buckets.clone().with_slos([&slo]),
+        slo,
         seed: derive_seed(cfg.seed, &t.name, &s.name),
+    }
+}
+
+/// The secret files of a config with their current values (read again: `resolve`
+/// already read each once, so they exist and are readable; one that vanished in
+/// between is simply not watched).
+fn secret_files(cfg: &Config) -> Vec<(std::path::PathBuf, Secret)> {
+    let mut out = Vec::new();
+    for t in &cfg.targets {
+        let files = t
+            .api_key_file
+            .iter()
+            .chain(t.headers.values().filter_map(|v| match v {
+                HeaderValue::From(HeaderSource::File(f)) => Some(f),
+                _ => None,
+            }));
+        for f in files {
+            if let Ok(v) = Secret::from_file(f) {
+                out.push((f.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+/// Which secret files of `plan` hold a different value now (or cannot be read).
+pub fn changed_secret_files(plan: &Plan) -> Vec<std::path::PathBuf> {
+    plan.secret_files
+        .iter()
+        .filter(|(path, old)| Secret::from_file(path).map_or(true, |now| now != *old))
+        .map(|(path, _)| path.clone())
+        .collect()
+}
+
+/// A URL as `/config` shows it: a userinfo password and the query string (where
+/// gateways take tokens, `?key=…`) become `<secret>`; scheme, user, host, port and path
+/// stay. Works on the text, so it never re-encodes what it keeps.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:{REDACTED}@{host}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => match query.split_once('#') {
+            Some((_, fragment)) => format!("{path}?{REDACTED}#{fragment}"),
+            None => format!("{path}?{REDACTED}"),
+        },
+        None => tail.to_string(),
+    };
+    match scheme {
+        Some(s) => format!("{s}://{authority}{tail}"),
+        None => format!("{authority}{tail}"),
     }
 }
 
@@ -291,4 +375,49 @@ pub fn derive_seed(seed: u64, target: &str, scenario: &str) -> u64 {
     eat(&[0xff]);
     eat(scenario.as_bytes());
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_secret_files_are_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        let header = dir.path().join("header");
+        std::fs::write(&key, "sk-old\n").unwrap();
+        std::fs::write(&header, "h-old").unwrap();
+        let text = format!(
+            "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    api_key_file: {}\n    headers:\n      X-Gw: {{file: {}}}\n",
+            key.display(),
+            header.display()
+        );
+        let plan = load_str(&text, "c.yaml").unwrap();
+        assert_eq!(plan.secret_files.len(), 2);
+        assert!(changed_secret_files(&plan).is_empty());
+        std::fs::write(&key, "sk-new\n").unwrap();
+        assert_eq!(changed_secret_files(&plan), vec![key.clone()]);
+        std::fs::remove_file(&header).unwrap();
+        assert_eq!(changed_secret_files(&plan), vec![key, header]);
+        // The plan's Debug never shows the values it watches.
+        assert!(!format!("{plan:?}").contains("sk-old"));
+    }
+
+    #[test]
+    fn urls_lose_passwords_and_query_strings() {
+        assert_eq!(
+            redact_url("https://user:pa:ss@llm.example:8443/v1?key=sk-1&x=2#f"),
+            "https://user:<secret>@llm.example:8443/v1?<secret>#f"
+        );
+        assert_eq!(
+            redact_url("http://user@llm:8000/v1"),
+            "http://user@llm:8000/v1"
+        );
+        assert_eq!(redact_url("http://llm:8000"), "http://llm:8000");
+        assert_eq!(
+            redact_url("http://llm:8000/metrics?token=t"),
+            "http://llm:8000/metrics?<secret>"
+        );
+    }
 }

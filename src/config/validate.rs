@@ -138,7 +138,9 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
         ));
     }
     let mut names = BTreeSet::new();
-    let mut smallest_probe = u64::MAX;
+    // The largest probe (input + output tokens) and its scenario: a budget that cannot
+    // pay for it would skip that scenario forever.
+    let mut largest_probe: Option<(u64, &str)> = None;
     for (i, s) in t.scenarios.iter().enumerate() {
         let sp = path.key("scenarios").index(i);
         if s.name.trim().is_empty() {
@@ -169,16 +171,20 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
             ));
         }
         slo(&s.slo, &sp.key("slo"))?;
-        smallest_probe = smallest_probe.min(u64::from(s.input_tokens) + u64::from(s.output_tokens));
+        let size = u64::from(s.input_tokens) + u64::from(s.output_tokens);
+        if largest_probe.is_none_or(|(l, _)| size > l) {
+            largest_probe = Some((size, s.name.as_str()));
+        }
     }
     if let Some(budget) = t.token_budget_per_hour
-        && budget < smallest_probe
+        && let Some((size, name)) = largest_probe
+        && budget < size
     {
         return Err((
             path.key("token_budget_per_hour"),
             format!(
-                "{budget} tokens cannot pay for a single probe (the smallest scenario needs \
-                 {smallest_probe}: input_tokens + output_tokens)"
+                "{budget} tokens cannot pay for one probe of scenario {name:?} (it needs \
+                 {size}: input_tokens + output_tokens); every scenario must fit"
             ),
         ));
     }

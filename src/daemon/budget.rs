@@ -43,9 +43,12 @@ impl TokenBudget {
     }
 
     /// Replaces an arrival's estimate by the tokens it actually used. Spending more than
-    /// estimated leaves the bucket in debt, which later refills pay off.
+    /// estimated leaves the bucket in debt, which later refills pay off. The actual
+    /// spend counts at most twice the estimate: a server reporting absurd usage (4e9
+    /// tokens) must not put the budget in debt forever.
     pub fn settle(&mut self, now: Instant, estimated: u64, actual: u64) {
         self.refill(now);
+        let actual = actual.min(estimated.saturating_mul(2));
         self.level = (self.level + estimated as f64 - actual as f64).min(self.per_hour);
     }
 
@@ -91,7 +94,12 @@ mod tests {
         assert!(b.try_take(t0, 400));
         b.settle(t0, 400, 100); // the probe used far less
         assert!((b.available(t0) - 900.0).abs() < 1e-9);
-        b.settle(t0, 0, 1500); // more than estimated: debt
+        b.settle(t0, 500, 1500); // more than estimated: debt, up to 2× the estimate
+        assert!((b.available(t0) - 400.0).abs() < 1e-9);
+        b.settle(t0, 300, 4_000_000_000); // absurd usage counts as 600
+        assert!((b.available(t0) - 100.0).abs() < 1e-9);
+        assert!(b.try_take(t0, 100));
+        b.settle(t0, 100, 200);
         assert!(!b.try_take(t0, 1));
         assert!(b.available(t0) < 0.0);
     }

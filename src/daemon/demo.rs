@@ -22,6 +22,7 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSourc
         cfg.faults.push(spec);
     }
     let model = cfg.model.clone();
+    cfg.num_gpu_blocks = demo_kv_blocks(&model, cfg.block_size)?;
     let server = crate::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let text = config_text(&server.base_url(), &model);
     Ok((
@@ -31,6 +32,24 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSourc
             text,
         },
     ))
+}
+
+/// The mock's KV cache in blocks: the pool the demo's capacity block predicts, so the
+/// live max sequences (KV tokens / context) and headroom agree with the model instead of
+/// showing a tiny engine that looks half full with one request.
+fn demo_kv_blocks(model: &str, block_size: u32) -> anyhow::Result<u32> {
+    let plan = crate::config::plan::load_str(&config_text("http://127.0.0.1:9", model), "demo")?;
+    let tokens = plan
+        .targets
+        .first()
+        .and_then(|t| t.capacity.as_ref())
+        .map_or(0.0, |c| c.gauges.kv_cache_tokens);
+    let blocks = (tokens / f64::from(block_size.max(1))).floor();
+    Ok(if blocks >= 1.0 {
+        blocks.min(f64::from(u32::MAX)) as u32
+    } else {
+        crate::mock::DEFAULT_NUM_GPU_BLOCKS
+    })
 }
 
 /// The demo config for a mock at `base_url`.
@@ -81,5 +100,12 @@ mod tests {
         assert_eq!(t.scenarios.len(), 2);
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_demo_mock_has_the_modelled_kv_pool() {
+        // llama-3.1-8b on one H100: about 421k tokens (see `llmprobe capacity`).
+        let blocks = demo_kv_blocks("mock-llm", 16).unwrap();
+        assert!((20_000..40_000).contains(&blocks), "{blocks}");
     }
 }

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
@@ -49,8 +50,10 @@ pub fn gauges(
         .and_then(|r| r.generation_tokens_per_second)
         .or(cur.gen_throughput);
     let server_ttft = rates.and_then(|r| r.ttft_mean_seconds);
-    let context = f64::from(plan.context_tokens.max(1));
-    let live_max_seqs = cur.kv_cache_tokens.map(|t| t / context);
+    let live_max_seqs = match (cur.kv_cache_tokens, plan.context_tokens) {
+        (Some(t), Some(context)) => Some(t / f64::from(context.max(1))),
+        _ => None,
+    };
     // Live cost of one engine (one replica of `tp` GPUs) at the rate it generates now:
     // $/h × GPUs / 3600 / (tok/s) × 1e6 (DESIGN.md, capacity cost rule).
     let cost = plan.capacity.as_ref().and_then(|c| {
@@ -63,9 +66,21 @@ pub fn gauges(
             .as_ref()
             .map(|c| c.gauges.max_concurrent_sequences)
     });
-    let headroom = match (cur.running, max_seqs) {
-        (Some(running), Some(max)) if max > 0.0 => Some(1.0 - running / max),
-        _ => None,
+    let headroom = headroom(cur, max_seqs);
+    // Engine TTFT histogram deltas for the counters: 0 on the first scrape, and 0 when
+    // a sum or count went down (the engine restarted; its new totals are not an
+    // increase since the last scrape).
+    let (ttft_sum_delta, ttft_count_delta) = match (cur.ttft_sum, cur.ttft_count) {
+        (Some(sum), Some(count)) => {
+            let d = prev.and_then(|(p, _)| {
+                let ds = sum - p.ttft_sum?;
+                let dc = count - p.ttft_count?;
+                (ds >= 0.0 && dc >= 0.0).then_some((ds, dc))
+            });
+            let (ds, dc) = d.unwrap_or((0.0, 0.0));
+            (Some(ds), Some(dc))
+        }
+        _ => (None, None),
     };
     let gap = match (client_ttft_mean, server_ttft) {
         (Some(c), Some(s)) => Some(c - s),
@@ -82,9 +97,33 @@ pub fn gauges(
             cost_per_million_output_tokens: cost,
             ttft_mean_seconds: server_ttft,
             ttft_client_server_gap_seconds: gap,
+            ttft_sum_delta,
+            ttft_count_delta,
         },
         headroom,
     )
+}
+
+/// How much more load the engine takes, 0..1: 0 as soon as requests queue (vLLM's
+/// scheduler leaves a request waiting only when it cannot admit it this step: no
+/// sequence slot, no KV blocks or no token budget left, vllm/v1/core/sched/scheduler.py),
+/// else the smaller of the free sequence share
+/// (1 − running / max sequences) and the free KV share (1 − KV usage). `None` when
+/// the engine says neither.
+pub fn headroom(cur: &EngineSnapshot, max_seqs: Option<f64>) -> Option<f64> {
+    if cur.waiting.is_some_and(|w| w > 0.0) {
+        return Some(0.0);
+    }
+    let seqs = match (cur.running, max_seqs) {
+        (Some(running), Some(max)) if max > 0.0 => Some(1.0 - running / max),
+        _ => None,
+    };
+    let kv = cur.kv_usage_ratio.map(|u| 1.0 - u);
+    let free = match (seqs, kv) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    free.map(|f| f.clamp(0.0, 1.0))
 }
 
 /// Builds the scrape loop of a target (its HTTP client uses the target's TLS settings).
@@ -92,32 +131,58 @@ pub fn scrape_loop(
     plan: TargetPlan,
     url: String,
     metrics: Arc<Metrics>,
-    interval: Duration,
+    mut interval: watch::Receiver<Duration>,
     ttft_window: Arc<Mutex<TtftWindow>>,
     stop: CancellationToken,
+    publish: Arc<Mutex<()>>,
 ) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     let http = reqwest::Client::builder()
         .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
         .no_proxy()
         .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
         .build()?;
-    // A scrape must end before the next one is due.
-    let timeout = interval.min(Duration::from_secs(10));
     Ok(async move {
-        let mut tick = tokio::time::interval(interval);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let ticker = |every: Duration| {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            tick
+        };
+        let mut every = *interval.borrow_and_update();
+        let mut tick = ticker(every);
+        let mut watching = true;
         let mut prev: Option<(EngineSnapshot, Instant)> = None;
         loop {
             tokio::select! {
+                biased;
                 () = stop.cancelled() => break,
+                changed = interval.changed(), if watching => {
+                    if changed.is_ok() {
+                        // A reload changed the interval: the scraper keeps running.
+                        every = *interval.borrow_and_update();
+                        tick = ticker(every);
+                    } else {
+                        // The control task is gone: the interval stays as it is.
+                        watching = false;
+                    }
+                    continue;
+                }
                 _ = tick.tick() => {}
             }
+            // A scrape must end before the next one is due.
+            let timeout = every.min(Duration::from_secs(10));
             let started = Instant::now();
             let result = tokio::select! {
+                biased;
                 () = stop.cancelled() => break,
                 r = engine::scrape(&http, &url, timeout) => r,
             };
             let took = started.elapsed().as_secs_f64();
+            // Checked under the lock the control task takes to remove this target's
+            // series after cancelling it: a stopped scraper publishes nothing more.
+            let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
+            if stop.is_cancelled() {
+                break;
+            }
             match result {
                 Ok(snap) => {
                     let client_mean = ttft_window
@@ -180,17 +245,55 @@ mod tests {
     }
 
     #[test]
-    fn headroom_uses_live_kv_capacity_when_the_engine_tells() {
-        let p = plan(Some(model(100.0, Some(2.0))));
+    fn headroom_uses_live_kv_capacity_with_the_capacity_context() {
+        let mut p = plan(Some(model(100.0, Some(2.0))));
+        p.context_tokens = Some(1000);
         let cur = EngineSnapshot {
             running: Some(5.0),
+            waiting: Some(0.0),
             kv_cache_tokens: Some(20_000.0),
             ..EngineSnapshot::default()
         };
         let (g, headroom) = gauges(&p, None, &cur, None);
-        // Context without a capacity context: the scenario's 900 + 100 tokens.
         assert_eq!(g.max_concurrent_sequences, Some(20.0));
         assert_eq!(headroom, Some(0.75));
+        // KV usage is the tighter bound.
+        let full = EngineSnapshot {
+            kv_usage_ratio: Some(0.9),
+            ..cur
+        };
+        let (_, headroom) = gauges(&p, None, &full, None);
+        assert!((headroom.unwrap() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_queue_means_no_headroom() {
+        let p = plan(Some(model(100.0, None)));
+        let cur = EngineSnapshot {
+            running: Some(1.0),
+            waiting: Some(3.0),
+            kv_usage_ratio: Some(0.1),
+            ..EngineSnapshot::default()
+        };
+        assert_eq!(gauges(&p, None, &cur, None).1, Some(0.0));
+    }
+
+    #[test]
+    fn probe_sizes_are_never_the_context() {
+        // No capacity block: live KV tokens cannot become sequences (the probes'
+        // 900 + 100 tokens say nothing about production requests).
+        let p = plan(None);
+        assert_eq!(p.context_tokens, None);
+        let cur = EngineSnapshot {
+            running: Some(50.0),
+            waiting: Some(0.0),
+            kv_cache_tokens: Some(20_000.0),
+            kv_usage_ratio: Some(0.4),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        assert_eq!(g.max_concurrent_sequences, None);
+        assert!((headroom.unwrap() - 0.6).abs() < 1e-12);
     }
 
     #[test]
@@ -203,7 +306,13 @@ mod tests {
         let (g, headroom) = gauges(&p, None, &cur, None);
         assert_eq!(g.max_concurrent_sequences, None);
         assert_eq!(headroom, Some(0.75));
-        // Nothing tells how many run: no headroom.
+        // More running than the model's max: no headroom, never negative.
+        let over = EngineSnapshot {
+            running: Some(50.0),
+            ..EngineSnapshot::default()
+        };
+        assert_eq!(gauges(&p, None, &over, None).1, Some(0.0));
+        // Nothing tells how loaded the engine is: no headroom.
         let (_, none) = gauges(&plan(None), None, &EngineSnapshot::default(), None);
         assert_eq!(none, None);
     }
@@ -235,6 +344,18 @@ mod tests {
         assert!((cost - 3.0 * 4.0 / 3600.0 / 200.0 * 1e6).abs() < 1e-9);
         assert_eq!(g.ttft_mean_seconds, Some(0.1));
         assert!((g.ttft_client_server_gap_seconds.unwrap() - 0.025).abs() < 1e-12);
+        assert_eq!(g.ttft_sum_delta, Some(1.0));
+        assert_eq!(g.ttft_count_delta, Some(10.0));
+        // First scrape: the counters start at zero.
+        let (first, _) = gauges(&p, None, &cur, None);
+        assert_eq!(
+            (first.ttft_sum_delta, first.ttft_count_delta),
+            (Some(0.0), Some(0.0))
+        );
+        // Engine restart (totals went down): no increase this time.
+        let (restarted, _) = gauges(&p, Some((&cur, Duration::from_secs(10))), &prev, None);
+        assert_eq!(restarted.ttft_count_delta, Some(0.0));
+        assert_eq!(restarted.ttft_sum_delta, Some(0.0));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +46,9 @@ impl ConfigSource {
         }
     }
 }
+
+/// How often secret files are read again to notice a rotated key.
+pub const SECRET_CHECK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// A started daemon.
 pub struct Daemon {
@@ -74,20 +77,22 @@ impl Daemon {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let metrics = Metrics::new(plan.buckets.clone())?;
+        let metrics = Metrics::new()?;
         let status = StatusBoard::new();
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = mpsc::channel(4);
+        let (scrape_interval, scrape_interval_rx) = watch::channel(plan.engine_scrape_interval);
         let shared = Shared {
             metrics: metrics.clone(),
             status: status.clone(),
-            grace_period: plan.grace_period,
-            engine_scrape_interval: plan.engine_scrape_interval,
+            engine_scrape_interval: scrape_interval_rx,
             run_nonce: run_nonce(),
         };
         let mut control = Control {
             source,
             shared,
+            grace_period: plan.grace_period,
+            scrape_interval,
             plan: None,
             targets: BTreeMap::new(),
             stopping: Vec::new(),
@@ -169,6 +174,10 @@ fn run_nonce() -> u32 {
 struct Control {
     source: ConfigSource,
     shared: Shared,
+    /// The grace period in force, applied whenever a target stops.
+    grace_period: Duration,
+    /// Publishes the engine scrape interval to running scrapers.
+    scrape_interval: watch::Sender<Duration>,
     plan: Option<Plan>,
     targets: BTreeMap<String, RunningTarget>,
     /// Targets stopped by a reload, still finishing their in-flight probes.
@@ -182,6 +191,11 @@ impl Control {
         shutdown: CancellationToken,
         server_stop: CancellationToken,
     ) {
+        let mut secret_check = tokio::time::interval_at(
+            tokio::time::Instant::now() + SECRET_CHECK_INTERVAL,
+            SECRET_CHECK_INTERVAL,
+        );
+        secret_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -192,20 +206,21 @@ impl Control {
                     }
                     None => break,
                 },
+                _ = secret_check.tick() => self.check_secret_files(),
             }
             self.stopping.retain(|h| !h.is_finished());
         }
         tracing::info!(
-            grace_period = ?self.shared.grace_period,
+            grace_period = ?self.grace_period,
             "shutting down: no new probes, waiting for in-flight ones"
         );
         let mut waits: Vec<JoinHandle<()>> = std::mem::take(&mut self.stopping);
         for (_, t) in std::mem::take(&mut self.targets) {
-            waits.push(t.stop());
+            waits.push(t.stop(self.grace_period));
         }
-        // The runner cancels what is still in flight at the end of the grace period;
-        // the extra second covers the cancellation itself.
-        let deadline = self.shared.grace_period + Duration::from_secs(1);
+        // A stopping target aborts what is still in flight at the end of the grace
+        // period; the extra second covers the cancellation itself.
+        let deadline = self.grace_period + Duration::from_secs(1);
         let all = async {
             for w in waits {
                 let _ = w.await;
@@ -215,6 +230,20 @@ impl Control {
             tracing::warn!("some probes did not end within the grace period");
         }
         server_stop.cancel();
+    }
+
+    /// Reloads when a secret file (API key, header) holds a new value: a rotated
+    /// Kubernetes Secret is remounted in place, and nobody sends SIGHUP for it.
+    fn check_secret_files(&mut self) {
+        let Some(plan) = &self.plan else { return };
+        let changed = plan::changed_secret_files(plan);
+        if changed.is_empty() {
+            return;
+        }
+        // Paths only: never the value.
+        let files: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
+        tracing::info!(files = ?files, "secret file changed; reloading the configuration");
+        let _ = self.reload();
     }
 
     fn reload(&mut self) -> Result<(), String> {
@@ -244,26 +273,14 @@ impl Control {
                 "listen address changes take effect on restart"
             );
         }
-        if let Some(old) = &self.plan
-            && (old.grace_period != plan.grace_period
-                || old.engine_scrape_interval != plan.engine_scrape_interval)
-        {
-            // Shared settings changed: every target restarts to pick them up.
-            self.shared.grace_period = plan.grace_period;
-            self.shared.engine_scrape_interval = plan.engine_scrape_interval;
-            self.stop_all_but_keep_series();
-        }
-        let buckets_changed = match metrics.set_buckets(plan.buckets.clone()) {
-            Ok(changed) => changed,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot rebuild histograms; keeping the old buckets");
-                false
-            }
-        };
-        if buckets_changed {
-            // The histogram children of running targets belong to the old families.
-            self.stop_all_but_keep_series();
-        }
+        // Shared settings apply to running targets in place: the grace period when a
+        // target stops, the scrape interval through the watch channel.
+        self.grace_period = plan.grace_period;
+        self.scrape_interval.send_if_modified(|v| {
+            let changed = *v != plan.engine_scrape_interval;
+            *v = plan.engine_scrape_interval;
+            changed
+        });
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
         let mut old = std::mem::take(&mut self.targets);
@@ -274,8 +291,7 @@ impl Control {
                 }
                 Some(running) => {
                     tracing::info!(target = %t.name, "target changed; restarting it");
-                    self.remove_series_not_in(&running.plan, Some(t));
-                    self.stopping.push(running.stop());
+                    self.retire(running, Some(t));
                     to_start.push(t.clone());
                 }
                 None => to_start.push(t.clone()),
@@ -283,8 +299,7 @@ impl Control {
         }
         for (name, running) in old {
             tracing::info!(target = %name, "target removed");
-            self.remove_series_not_in(&running.plan, None);
-            self.stopping.push(running.stop());
+            self.retire(running, None);
         }
         let count: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
         let mut position = 0;
@@ -310,11 +325,17 @@ impl Control {
         self.plan = Some(plan);
     }
 
-    /// Stops every running target so `apply` starts them again; their series stay.
-    fn stop_all_but_keep_series(&mut self) {
-        for (_, running) in std::mem::take(&mut self.targets) {
-            self.stopping.push(running.stop());
-        }
+    /// Stops a target, then deletes the series its successor `new` (or nobody) will not
+    /// continue. Cancel first, remove second, under the target's publish lock: its
+    /// scraper checks the cancellation under the same lock, so nothing it publishes can
+    /// outlive the removal. (Probe consumers hold pre-resolved children, which removal
+    /// detaches: their late records reach no exported series.)
+    fn retire(&mut self, running: RunningTarget, new: Option<&crate::config::TargetPlan>) {
+        let plan = running.plan.clone();
+        let publish = running.publish.clone();
+        self.stopping.push(running.stop(self.grace_period));
+        let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
+        self.remove_series_not_in(&plan, new);
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`

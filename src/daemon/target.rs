@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,13 +29,17 @@ use crate::workload::prompt::PromptGenerator;
 /// data within seconds even at one probe per hour.
 pub const MAX_STAGGER: Duration = Duration::from_secs(10);
 
+/// How long a stopped runner itself lets probes run on; `RunningTarget::stop` aborts
+/// it at the configured grace period long before.
+const RUNNER_GRACE_BACKSTOP: Duration = Duration::from_secs(3600);
+
 /// What every target shares.
 #[derive(Clone)]
 pub struct Shared {
     pub metrics: Arc<Metrics>,
     pub status: Arc<StatusBoard>,
-    pub grace_period: Duration,
-    pub engine_scrape_interval: Duration,
+    /// The engine scrape interval; a reload changes it without restarting targets.
+    pub engine_scrape_interval: watch::Receiver<Duration>,
     /// Part of every prompt nonce: fresh per daemon start, so a restarted daemon does
     /// not send the prompts of its previous life into a warm prefix cache.
     pub run_nonce: u32,
@@ -46,17 +50,31 @@ pub struct RunningTarget {
     pub plan: TargetPlan,
     pub stop: CancellationToken,
     pub tasks: Vec<JoinHandle<()>>,
+    /// Held while the engine scraper publishes (after checking `stop`) and while the
+    /// control task removes the target's series (after cancelling `stop`): a stopped
+    /// scraper can never bring removed gauges back.
+    pub publish: Arc<Mutex<()>>,
 }
 
 impl RunningTarget {
-    /// Stops scheduling; in-flight probes finish within the grace period. Returns a
-    /// handle that resolves when every task of the target has ended.
-    pub fn stop(self) -> JoinHandle<()> {
+    /// Stops scheduling; in-flight probes finish within `grace` (the grace period in
+    /// force now: a reload may have changed it since the target started), then its
+    /// tasks are aborted. Returns a handle that resolves when every task has ended.
+    pub fn stop(self, grace: Duration) -> JoinHandle<()> {
         self.stop.cancel();
         let tasks = self.tasks;
         tokio::spawn(async move {
-            for t in tasks {
-                let _ = t.await;
+            let aborts: Vec<_> = tasks.iter().map(JoinHandle::abort_handle).collect();
+            let all = async {
+                for t in tasks {
+                    let _ = t.await;
+                }
+            };
+            if tokio::time::timeout(grace, all).await.is_err() {
+                // Aborting a runner drops its probe tasks (and their in-flight gauges).
+                for a in aborts {
+                    a.abort();
+                }
             }
         })
     }
@@ -87,6 +105,7 @@ pub fn start(
         .token_budget_per_hour
         .map(|b| Arc::new(Mutex::new(TokenBudget::new(b, now))));
     let ttft_window = Arc::new(Mutex::new(TtftWindow::default()));
+    let publish = Arc::new(Mutex::new(()));
     let mut tasks = Vec::new();
     if let Some(cap) = &plan.capacity {
         shared
@@ -99,6 +118,13 @@ pub fn start(
         let client = Arc::new(Client::new(
             ClientConfig {
                 ignore_eos: scenario.ignore_eos,
+                limits: crate::client::Limits {
+                    max_output_tokens: max_output_tokens(
+                        scenario.output_tokens,
+                        plan.client.limits.max_output_tokens,
+                    ),
+                    ..plan.client.limits
+                },
                 ..plan.client.clone()
             },
             None,
@@ -109,7 +135,11 @@ pub fn start(
             &scenario.name,
             &scenario.slo,
             plan.price,
-        ));
+            &scenario.buckets,
+        )?);
+        shared
+            .metrics
+            .set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
         let status = shared
             .status
             .scenario(&plan.name, &plan.model, &scenario.name);
@@ -138,7 +168,9 @@ pub fn start(
                 ..Stop::default()
             },
             drain: None,
-            cancel_grace: shared.grace_period,
+            // The grace period in force is applied by `RunningTarget::stop`; this is
+            // only the runner's own backstop.
+            cancel_grace: RUNNER_GRACE_BACKSTOP,
             timer: runner::Timer::Tokio,
         };
         let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
@@ -164,7 +196,10 @@ pub fn start(
             let client = client.clone();
             let series = series.clone();
             let workload = Arc::new(workload);
+            let status = status.clone();
             move |d: Dispatch| {
+                // Admitted: the scenario counts as tried for readiness.
+                status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
                 let client = client.clone();
                 let workload = workload.clone();
                 let inflight = InflightGuard::new(series.inflight().clone());
@@ -207,9 +242,10 @@ pub fn start(
             plan.clone(),
             url,
             shared.metrics.clone(),
-            shared.engine_scrape_interval,
+            shared.engine_scrape_interval.clone(),
             ttft_window,
             stop.clone(),
+            publish.clone(),
         )?));
     }
     tracing::info!(
@@ -219,7 +255,23 @@ pub fn start(
         rate_per_second = plan.scenarios.iter().map(|s| s.rate_hz).sum::<f64>(),
         "target started"
     );
-    Ok(RunningTarget { plan, stop, tasks })
+    Ok(RunningTarget {
+        plan,
+        stop,
+        tasks,
+        publish,
+    })
+}
+
+/// The most output tokens a probe of this scenario may report before the client calls
+/// it a `stream_error`: 4× what it asks for, at least 4096 (a model may overrun
+/// `max_tokens` by a little, never by orders of magnitude), and never above the
+/// target's configured limit. Keeps a lying `usage` from flooding the metrics.
+pub fn max_output_tokens(output_tokens: u32, configured: u32) -> u32 {
+    output_tokens
+        .saturating_mul(4)
+        .max(4096)
+        .min(configured.max(1))
 }
 
 /// When the first probe of runner `position` of `count` goes out: spread evenly over
@@ -283,7 +335,12 @@ impl Consumer {
         }
         let good = self.series.observe(r, &self.scenario.slo);
         if let Some(b) = &self.budget {
-            let actual = u64::from(r.prompt_tokens()) + u64::from(r.output_tokens());
+            // A probe the server never answered cost nothing.
+            let actual = if r.http_status.is_some() {
+                u64::from(r.prompt_tokens()) + u64::from(r.output_tokens())
+            } else {
+                0
+            };
             b.lock().unwrap_or_else(|e| e.into_inner()).settle(
                 Instant::now(),
                 self.estimate,
@@ -337,6 +394,14 @@ mod tests {
             "401: invalid key <secret> (<secret>)"
         );
         assert_eq!(scrub("fine", &secrets), "fine");
+    }
+
+    #[test]
+    fn output_token_limit_follows_the_scenario() {
+        assert_eq!(max_output_tokens(16, 1 << 20), 4096);
+        assert_eq!(max_output_tokens(2000, 1 << 20), 8000);
+        assert_eq!(max_output_tokens(u32::MAX, 1 << 20), 1 << 20);
+        assert_eq!(max_output_tokens(16, 100), 100);
     }
 
     #[test]

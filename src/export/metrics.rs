@@ -7,13 +7,15 @@
 //! hashing. Gauges that change on a slow interval (capacity, engine scrape) are resolved
 //! when they are set.
 
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use prometheus::core::Collector;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
 use prometheus::{
-    CounterVec, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter,
-    IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::record::{Outcome, RequestRecord, Slo};
@@ -21,6 +23,10 @@ pub use crate::runner::SkipReason;
 
 /// Labels of every probe-result series, in this order.
 pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
+/// Labels of `llmprobe_slo_met_requests_total`, in this order.
+pub const SLI_LABELS: [&str; 4] = ["target", "model", "scenario", "sli"];
+/// The `sli` label values, in the order of `ScenarioSeries::slo_met`.
+const SLIS: [&str; 3] = ["ttft", "tpot", "e2e"];
 /// Labels of capacity and engine gauges, in this order.
 pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
 
@@ -112,63 +118,142 @@ impl Buckets {
     }
 }
 
-/// The five latency histogram families; replaced as a whole when the bucket layout
-/// changes (a histogram cannot change its buckets in place).
-struct Histograms {
+/// The five latency histogram families (name, help), in the order of
+/// `SeriesHistograms::h`.
+const HISTOGRAM_FAMILIES: [(&str, &str); 5] = [
+    (
+        "llmprobe_ttft_seconds",
+        "Time to first content token, from the actual send.",
+    ),
+    (
+        "llmprobe_tpot_seconds",
+        "Time per output token after the first (vLLM's TPOT).",
+    ),
+    (
+        "llmprobe_inter_token_latency_seconds",
+        "Per-token inter-token latency (a chunk gap shared among its tokens).",
+    ),
+    (
+        "llmprobe_request_duration_seconds",
+        "End-to-end probe latency, send to last token.",
+    ),
+    (
+        "llmprobe_dispatch_lag_seconds",
+        "Actual send time minus scheduled send time (client health).",
+    ),
+];
+
+/// The latency histograms of one target × scenario, all built with this series' own
+/// bucket layout (vLLM's ∪ configured extras ∪ the scenario's own SLO thresholds).
+#[derive(Clone)]
+struct SeriesHistograms {
     buckets: Buckets,
-    ttft: HistogramVec,
-    tpot: HistogramVec,
-    itl: HistogramVec,
-    e2e: HistogramVec,
-    dispatch_lag: HistogramVec,
+    h: [Histogram; 5],
 }
 
-impl Histograms {
-    fn new(buckets: Buckets) -> prometheus::Result<Self> {
-        let vec = |name: &str, help: &str, b: &[f64]| {
-            HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(b.to_vec()),
-                &PROBE_LABELS,
-            )
-        };
-        Ok(Histograms {
-            ttft: vec(
-                "llmprobe_ttft_seconds",
-                "Time to first content token, from the actual send.",
-                &buckets.ttft,
-            )?,
-            tpot: vec(
-                "llmprobe_tpot_seconds",
-                "Time per output token after the first (vLLM's TPOT).",
-                &buckets.tpot,
-            )?,
-            itl: vec(
-                "llmprobe_inter_token_latency_seconds",
-                "Per-token inter-token latency (a chunk gap shared among its tokens).",
-                &buckets.itl,
-            )?,
-            e2e: vec(
-                "llmprobe_request_duration_seconds",
-                "End-to-end probe latency, send to last token.",
-                &buckets.e2e,
-            )?,
-            dispatch_lag: vec(
-                "llmprobe_dispatch_lag_seconds",
-                "Actual send time minus scheduled send time (client health).",
-                &buckets.dispatch_lag,
-            )?,
-            buckets,
+impl SeriesHistograms {
+    fn new(labels: [&str; 3], buckets: Buckets) -> prometheus::Result<Self> {
+        let layouts = [
+            &buckets.ttft,
+            &buckets.tpot,
+            &buckets.itl,
+            &buckets.e2e,
+            &buckets.dispatch_lag,
+        ];
+        let mut hs = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
+        for ((name, help), bounds) in HISTOGRAM_FAMILIES.iter().zip(layouts) {
+            let mut opts = HistogramOpts::new(*name, *help).buckets(bounds.clone());
+            for (k, v) in PROBE_LABELS.iter().zip(labels) {
+                opts = opts.const_label(*k, v);
+            }
+            hs.push(Histogram::with_opts(opts)?);
+        }
+        let h: [Histogram; 5] = hs
+            .try_into()
+            .map_err(|_| prometheus::Error::Msg("expected five histograms".into()))?;
+        Ok(SeriesHistograms { buckets, h })
+    }
+}
+
+/// The latency histogram families as one collector. Each target × scenario keeps its
+/// own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
+/// collector emits one MetricFamily per name made of per-series histograms with
+/// different `le` sets, which the text format and Prometheus accept (every series is a
+/// histogram of its own; `promtool check metrics` agrees, see tests/daemon_mock.rs).
+struct LatencyHistograms {
+    descs: Vec<Desc>,
+    series: Mutex<BTreeMap<[String; 3], SeriesHistograms>>,
+}
+
+impl LatencyHistograms {
+    fn new() -> prometheus::Result<Self> {
+        let descs = HISTOGRAM_FAMILIES
+            .iter()
+            .map(|(name, help)| {
+                Desc::new(
+                    (*name).to_string(),
+                    (*help).to_string(),
+                    PROBE_LABELS.iter().map(|l| (*l).to_string()).collect(),
+                    HashMap::new(),
+                )
+            })
+            .collect::<prometheus::Result<Vec<_>>>()?;
+        Ok(LatencyHistograms {
+            descs,
+            series: Mutex::new(BTreeMap::new()),
         })
     }
 
-    fn collectors(&self) -> [&HistogramVec; 5] {
-        [
-            &self.ttft,
-            &self.tpot,
-            &self.itl,
-            &self.e2e,
-            &self.dispatch_lag,
-        ]
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<[String; 3], SeriesHistograms>> {
+        // Every change under the lock is one map operation: a poisoned map is consistent.
+        self.series.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The histograms of one series with `buckets`: the existing ones when their layout
+    /// is the same (they continue), fresh ones otherwise (they restart from zero).
+    fn resolve(
+        &self,
+        labels: [&str; 3],
+        buckets: &Buckets,
+    ) -> prometheus::Result<SeriesHistograms> {
+        let key = labels.map(str::to_string);
+        let mut map = self.lock();
+        if let Some(existing) = map.get(&key)
+            && existing.buckets == *buckets
+        {
+            return Ok(existing.clone());
+        }
+        let fresh = SeriesHistograms::new(labels, buckets.clone())?;
+        map.insert(key, fresh.clone());
+        Ok(fresh)
+    }
+
+    fn remove(&self, labels: [&str; 3]) {
+        self.lock().remove(&labels.map(str::to_string));
+    }
+}
+
+impl Collector for LatencyHistograms {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let map = self.lock();
+        let mut out = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
+        for i in 0..HISTOGRAM_FAMILIES.len() {
+            let mut family: Option<MetricFamily> = None;
+            for s in map.values() {
+                for mut mf in s.h[i].collect() {
+                    match &mut family {
+                        None => family = Some(mf),
+                        Some(f) => f.mut_metric().extend(mf.take_metric()),
+                    }
+                }
+            }
+            out.extend(family);
+        }
+        out
     }
 }
 
@@ -210,6 +295,12 @@ pub struct EngineGauges {
     pub cost_per_million_output_tokens: Option<f64>,
     pub ttft_mean_seconds: Option<f64>,
     pub ttft_client_server_gap_seconds: Option<f64>,
+    /// Increase of the engine's TTFT histogram sum and count since the previous scrape
+    /// (0 on the first scrape or after an engine restart; `None` when the engine has no
+    /// TTFT histogram). Added to counters, so the client/server gap can be computed in
+    /// PromQL over any window.
+    pub ttft_sum_delta: Option<f64>,
+    pub ttft_count_delta: Option<f64>,
 }
 
 /// Every metric family of the daemon, registered in one registry.
@@ -227,7 +318,11 @@ pub struct Metrics {
     slo_tpot: GaugeVec,
     slo_e2e: GaugeVec,
     skipped: IntCounterVec,
-    histograms: RwLock<Histograms>,
+    slo_met: IntCounterVec,
+    rate: GaugeVec,
+    engine_ttft_sum: CounterVec,
+    engine_ttft_count: CounterVec,
+    histograms: Arc<LatencyHistograms>,
     capacity: [GaugeVec; 7],
     engine: [GaugeVec; 11],
     reload_ok: IntGauge,
@@ -265,9 +360,9 @@ fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec
 
 impl Metrics {
     /// Builds and registers every family. Fails only on a programming error (a bad
-    /// name or a duplicate), never on user input other than bad bucket values, which
-    /// [`Buckets::normalized`] removes.
-    pub fn new(buckets: Buckets) -> anyhow::Result<Arc<Self>> {
+    /// name or a duplicate). Histogram bucket layouts are per series, see
+    /// [`Metrics::scenario`].
+    pub fn new() -> anyhow::Result<Arc<Self>> {
         let registry = Registry::new();
         let failure_labels = ["target", "model", "scenario", "reason"];
         let m = Metrics {
@@ -332,7 +427,31 @@ impl Metrics {
                 "Arrivals dropped without sending, by reason.",
                 &failure_labels,
             )?,
-            histograms: RwLock::new(Histograms::new(buckets.normalized())?),
+            slo_met: counter(
+                "llmprobe_slo_met_requests_total",
+                "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e; only configured SLIs).",
+                &SLI_LABELS,
+            )?,
+            rate: gauge(
+                "llmprobe_probe_rate_per_second",
+                "The scenario's configured probe rate (Poisson arrivals per second).",
+                &PROBE_LABELS,
+            )?,
+            engine_ttft_sum: CounterVec::new(
+                Opts::new(
+                    "llmprobe_engine_ttft_observed_seconds_total",
+                    "Sum of the engine's own TTFT observations since scraping began (all traffic it serves).",
+                ),
+                &TARGET_LABELS,
+            )?,
+            engine_ttft_count: CounterVec::new(
+                Opts::new(
+                    "llmprobe_engine_ttft_observations_total",
+                    "Count of the engine's own TTFT observations since scraping began (all traffic it serves).",
+                ),
+                &TARGET_LABELS,
+            )?,
+            histograms: Arc::new(LatencyHistograms::new()?),
             capacity: [
                 gauge(
                     "llmprobe_capacity_max_concurrent_sequences",
@@ -458,61 +577,35 @@ impl Metrics {
             r.register(Box::new(c.clone()))?;
         }
         r.register(Box::new(m.cost.clone()))?;
+        r.register(Box::new(m.slo_met.clone()))?;
+        r.register(Box::new(m.engine_ttft_sum.clone()))?;
+        r.register(Box::new(m.engine_ttft_count.clone()))?;
         r.register(Box::new(m.inflight.clone()))?;
-        for g in [&m.last_success, &m.slo_ttft, &m.slo_tpot, &m.slo_e2e]
-            .into_iter()
-            .chain(m.capacity.iter())
-            .chain(m.engine.iter())
+        for g in [
+            &m.last_success,
+            &m.slo_ttft,
+            &m.slo_tpot,
+            &m.slo_e2e,
+            &m.rate,
+        ]
+        .into_iter()
+        .chain(m.capacity.iter())
+        .chain(m.engine.iter())
         {
             r.register(Box::new(g.clone()))?;
         }
         r.register(Box::new(m.reload_ok.clone()))?;
         r.register(Box::new(m.reload_ts.clone()))?;
         r.register(Box::new(m.targets.clone()))?;
-        {
-            let h = m.read_histograms();
-            for v in h.collectors() {
-                r.register(Box::new(v.clone()))?;
-            }
-        }
+        r.register(Box::new(SharedCollector(m.histograms.clone())))?;
         register_process_collector(r);
         Ok(Arc::new(m))
     }
 
-    fn read_histograms(&self) -> std::sync::RwLockReadGuard<'_, Histograms> {
-        // A panic while holding the lock cannot leave the families half-built (the
-        // swap is one assignment), so a poisoned lock is still consistent.
-        self.histograms.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The current histogram bucket layout.
-    pub fn buckets(&self) -> Buckets {
-        self.read_histograms().buckets.clone()
-    }
-
-    /// Replaces the histogram families when `buckets` differs from the current layout.
-    /// Returns whether it did; then every [`ScenarioSeries`] must be resolved again
-    /// (histogram series restart from zero, which `rate()` treats as a counter reset).
-    pub fn set_buckets(&self, buckets: Buckets) -> anyhow::Result<bool> {
-        let buckets = buckets.normalized();
-        let mut guard = self.histograms.write().unwrap_or_else(|e| e.into_inner());
-        if guard.buckets == buckets {
-            return Ok(false);
-        }
-        let fresh = Histograms::new(buckets)?;
-        for v in guard.collectors() {
-            // Unregistering a registered collector cannot fail; ignore the impossible.
-            let _ = self.registry.unregister(Box::new(v.clone()));
-        }
-        for v in fresh.collectors() {
-            self.registry.register(Box::new(v.clone()))?;
-        }
-        *guard = fresh;
-        Ok(true)
-    }
-
     /// Resolves every child series of one target × scenario (creating them at zero, so
     /// `rate()` and `increase()` see the first probe), and publishes its SLO gauges.
+    /// `buckets` is this series' histogram layout: histograms with the same layout
+    /// continue, a changed layout restarts only this series' histograms.
     pub fn scenario(
         &self,
         target: &str,
@@ -520,9 +613,10 @@ impl Metrics {
         scenario: &str,
         slo: &Slo,
         price: Option<TokenPrice>,
-    ) -> ScenarioSeries {
+        buckets: &Buckets,
+    ) -> anyhow::Result<ScenarioSeries> {
         let l = [target, model, scenario];
-        let h = self.read_histograms();
+        let h = self.histograms.resolve(l, &buckets.clone().normalized())?;
         let failures = failure_outcomes()
             .map(|o| {
                 (
@@ -548,22 +642,54 @@ impl Metrics {
                 }
             }
         }
-        ScenarioSeries {
+        let slo_met = [slo.ttft, slo.tpot, slo.e2e]
+            .iter()
+            .zip(SLIS)
+            .map(|(limit, sli)| {
+                let labels = [target, model, scenario, sli];
+                match limit {
+                    Some(_) => Some(self.slo_met.with_label_values(&labels)),
+                    None => {
+                        // An SLI the scenario no longer configures stops being exported.
+                        let _ = self.slo_met.remove_label_values(&labels);
+                        None
+                    }
+                }
+            })
+            .collect::<Vec<_>>();
+        let slo_met: [Option<IntCounter>; 3] = slo_met
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("expected three SLIs"))?;
+        let [ttft, tpot, itl, e2e, dispatch_lag] = h.h;
+        Ok(ScenarioSeries {
             requests: self.requests.with_label_values(&l),
             failures,
             goodput: self.goodput.with_label_values(&l),
             prompt_tokens: self.prompt_tokens.with_label_values(&l),
             output_tokens: self.output_tokens.with_label_values(&l),
-            cost: price.map(|p| (p, self.cost.with_label_values(&l))),
+            cost: match price {
+                Some(p) => Some((p, self.cost.with_label_values(&l))),
+                None => {
+                    // A price removed on reload: no frozen cost series stays behind.
+                    let _ = self.cost.remove_label_values(&l);
+                    None
+                }
+            },
             inflight: self.inflight.with_label_values(&l),
             last_success: self.last_success.with_label_values(&l),
             skipped,
-            ttft: h.ttft.with_label_values(&l),
-            tpot: h.tpot.with_label_values(&l),
-            itl: h.itl.with_label_values(&l),
-            e2e: h.e2e.with_label_values(&l),
-            dispatch_lag: h.dispatch_lag.with_label_values(&l),
-        }
+            slo_met,
+            ttft,
+            tpot,
+            itl,
+            e2e,
+            dispatch_lag,
+        })
+    }
+
+    /// Publishes a scenario's configured probe rate (per second).
+    pub fn set_rate(&self, target: &str, model: &str, scenario: &str, rate_hz: f64) {
+        set_or_remove(&self.rate, &[target, model, scenario], Some(rate_hz));
     }
 
     /// Removes every series of one target × scenario (the target left the config).
@@ -580,11 +706,17 @@ impl Metrics {
         }
         let _ = self.cost.remove_label_values(&l);
         let _ = self.inflight.remove_label_values(&l);
+        for sli in SLIS {
+            let _ = self
+                .slo_met
+                .remove_label_values(&[target, model, scenario, sli]);
+        }
         for g in [
             &self.last_success,
             &self.slo_ttft,
             &self.slo_tpot,
             &self.slo_e2e,
+            &self.rate,
         ] {
             let _ = g.remove_label_values(&l);
         }
@@ -598,9 +730,7 @@ impl Metrics {
                 .skipped
                 .remove_label_values(&[target, model, scenario, r.as_str()]);
         }
-        for v in self.read_histograms().collectors() {
-            let _ = v.remove_label_values(&l);
-        }
+        self.histograms.remove(l);
     }
 
     /// Publishes the capacity model's gauges for a target.
@@ -647,6 +777,15 @@ impl Metrics {
         set(ENG_COST, g.cost_per_million_output_tokens);
         set(ENG_TTFT_MEAN, g.ttft_mean_seconds);
         set(ENG_TTFT_GAP, g.ttft_client_server_gap_seconds);
+        for (c, delta) in [
+            (&self.engine_ttft_sum, g.ttft_sum_delta),
+            (&self.engine_ttft_count, g.ttft_count_delta),
+        ] {
+            // A counter only grows: negative or non-finite deltas never reach it.
+            if let Some(d) = delta.filter(|d| d.is_finite() && *d >= 0.0) {
+                c.with_label_values(&l).inc_by(d);
+            }
+        }
     }
 
     /// Removes every capacity and engine gauge of a target.
@@ -668,6 +807,8 @@ impl Metrics {
         for g in self.engine.iter().chain([&self.capacity[CAP_HEADROOM]]) {
             let _ = g.remove_label_values(&[target, model]);
         }
+        let _ = self.engine_ttft_sum.remove_label_values(&[target, model]);
+        let _ = self.engine_ttft_count.remove_label_values(&[target, model]);
     }
 
     /// Records the outcome of a configuration (re)load.
@@ -700,6 +841,19 @@ fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
     }
 }
 
+/// Registers an `Arc`-shared collector (the registry wants to own a box).
+struct SharedCollector<C>(Arc<C>);
+
+impl<C: Collector> Collector for SharedCollector<C> {
+    fn desc(&self) -> Vec<&Desc> {
+        self.0.desc()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.0.collect()
+    }
+}
+
 /// The process collector exists on Linux only; elsewhere the self metrics simply lack
 /// `process_*`.
 fn register_process_collector(r: &Registry) {
@@ -725,6 +879,10 @@ pub fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Most per-token ITL observations one probe may add (far above any scenario's
+/// `max_output_tokens`, which the daemon keeps at a few thousand).
+pub const MAX_ITL_OBSERVATIONS_PER_PROBE: u64 = 1 << 16;
+
 /// Pre-resolved child series of one target × scenario: the hot path.
 pub struct ScenarioSeries {
     requests: IntCounter,
@@ -736,6 +894,8 @@ pub struct ScenarioSeries {
     inflight: IntGauge,
     last_success: Gauge,
     skipped: [IntCounter; 2],
+    /// `llmprobe_slo_met_requests_total` per SLI (ttft, tpot, e2e), when configured.
+    slo_met: [Option<IntCounter>; 3],
     ttft: Histogram,
     tpot: Histogram,
     itl: Histogram,
@@ -750,10 +910,14 @@ impl ScenarioSeries {
     pub fn observe(&self, r: &RequestRecord, slo: &Slo) -> bool {
         self.requests.inc();
         self.dispatch_lag.observe(r.dispatch_lag().as_secs_f64());
-        self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
-        self.output_tokens.inc_by(u64::from(r.output_tokens()));
-        if let Some((price, c)) = &self.cost {
-            c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
+        // Spend counts only probes the server answered: a connect or TLS failure sent
+        // no prompt (the record's prompt count falls back to what it meant to send).
+        if r.http_status.is_some() {
+            self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
+            self.output_tokens.inc_by(u64::from(r.output_tokens()));
+            if let Some((price, c)) = &self.cost {
+                c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
+            }
         }
         if !r.is_success() {
             if let Some((_, c)) = self.failures.iter().find(|(o, _)| *o == r.outcome) {
@@ -769,15 +933,36 @@ impl ScenarioSeries {
             self.tpot.observe(t.as_secs_f64());
         }
         // Per-token ITL: each sample stands for `tokens` tokens, so it is observed that
-        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations).
+        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations). The
+        // client rejects token counts above the scenario's `max_output_tokens`; the cap
+        // here keeps one absurd record from ever looping for long regardless.
+        let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
         for (gap, tokens) in r.itl() {
+            let n = u64::from(tokens).min(left);
+            left -= n;
             let v = gap.as_secs_f64();
-            for _ in 0..tokens {
+            for _ in 0..n {
                 self.itl.observe(v);
+            }
+            if left == 0 {
+                break;
             }
         }
         if let Some(t) = r.e2e() {
             self.e2e.observe(t.as_secs_f64());
+        }
+        // Per-SLI attainment against the scenario's own thresholds (the recording rules
+        // use these instead of a fixed `le`). TPOT is met without a TPOT (one output
+        // token), as in `is_good`.
+        let met = [
+            slo.ttft.map(|l| r.ttft().is_some_and(|v| v <= l)),
+            slo.tpot.map(|l| r.tpot().is_none_or(|v| v <= l)),
+            slo.e2e.map(|l| r.e2e().is_some_and(|v| v <= l)),
+        ];
+        for (counter, met) in self.slo_met.iter().zip(met) {
+            if let (Some(c), Some(true)) = (counter, met) {
+                c.inc();
+            }
         }
         let good = r.is_good(slo);
         if good {
@@ -814,6 +999,7 @@ mod tests {
     /// Sent at 0, first token at 50 ms, then 4 chunks of 4 tokens every 10 ms.
     fn record() -> RequestRecord {
         let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.http_status = Some(200);
         r.push_chunk(ms(50), 4, Some(1));
         for i in 1..=4 {
             r.push_chunk(ms(50 + 10 * i), 16, Some(4));
@@ -852,12 +1038,21 @@ mod tests {
 
     #[test]
     fn observe_feeds_every_family_from_the_record() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let price = TokenPrice {
             input_per_million: 1.0,
             output_per_million: 2.0,
         };
-        let s = m.scenario("prod", "llama", "short", &Slo::default(), Some(price));
+        let s = m
+            .scenario(
+                "prod",
+                "llama",
+                "short",
+                &Slo::default(),
+                Some(price),
+                &Buckets::vllm(),
+            )
+            .unwrap();
         assert!(s.observe(&record(), &Slo::default()));
         let slo = Slo {
             ttft: Some(ms(40)),
@@ -945,13 +1140,166 @@ mod tests {
     }
 
     #[test]
+    fn absurd_token_counts_cannot_loop_for_long() {
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_chunk(ms(50), 4, Some(1));
+        r.push_chunk(ms(60), 16, Some(4_000_000_001));
+        r.usage_completion_tokens = Some(4_000_000_001);
+        r.t_end = Some(ms(61));
+        r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+        assert!(r.itl().map(|(_, n)| u64::from(n)).sum::<u64>() > 1 << 30);
+        let m = Metrics::new().unwrap();
+        let s = m
+            .scenario("t", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        s.observe(&r, &Slo::default());
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(
+                &text,
+                r#"llmprobe_inter_token_latency_seconds_count{model="m",scenario="s",target="t"}"#
+            ),
+            MAX_ITL_OBSERVATIONS_PER_PROBE as f64
+        );
+    }
+
+    #[test]
+    fn slo_met_counts_each_configured_sli_against_its_threshold() {
+        let m = Metrics::new().unwrap();
+        let slo = Slo {
+            ttft: Some(ms(40)),
+            tpot: Some(ms(10)),
+            e2e: None,
+        };
+        let s = m
+            .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
+            .unwrap();
+        m.set_rate("t", "m", "s", 0.25);
+        let met = |text: &str, sli: &str| {
+            sample(
+                text,
+                &format!(
+                    r#"llmprobe_slo_met_requests_total{{model="m",scenario="s",sli="{sli}",target="t"}}"#
+                ),
+            )
+        };
+        let text = m.render().unwrap();
+        assert_eq!((met(&text, "ttft"), met(&text, "tpot")), (0.0, 0.0));
+        // TTFT 50 ms misses 40 ms; TPOT 2.6 ms meets 10 ms.
+        s.observe(&record(), &slo);
+        // One output token: no TPOT, so TPOT is met; TTFT 30 ms meets 40 ms.
+        let mut one = RequestRecord::new(1, ms(0), ms(0));
+        one.push_chunk(ms(30), 4, Some(1));
+        one.usage_completion_tokens = Some(1);
+        one.usage_prompt_tokens = Some(10);
+        one.t_end = Some(ms(31));
+        one.resolve_tokens(Some(TokenSource::Usage));
+        s.observe(&one, &slo);
+        // A failure meets nothing.
+        let mut failed = one.clone();
+        failed.outcome = Outcome::Http5xx;
+        s.observe(&failed, &slo);
+        let text = m.render().unwrap();
+        assert_eq!(met(&text, "ttft"), 1.0);
+        assert_eq!(met(&text, "tpot"), 2.0);
+        assert!(!text.contains(r#"sli="e2e""#), "{text}");
+        assert!(
+            text.contains(
+                r#"llmprobe_probe_rate_per_second{model="m",scenario="s",target="t"} 0.25"#
+            )
+        );
+        m.remove_scenario("t", "m", "s");
+        let text = m.render().unwrap();
+        assert!(!text.contains("llmprobe_slo_met_requests_total{"));
+        assert!(!text.contains("llmprobe_probe_rate_per_second{"));
+    }
+
+    #[test]
+    fn engine_ttft_deltas_accumulate_in_counters() {
+        let m = Metrics::new().unwrap();
+        let g = |s: f64, c: f64| EngineGauges {
+            ttft_sum_delta: Some(s),
+            ttft_count_delta: Some(c),
+            ..EngineGauges::default()
+        };
+        m.set_engine("t", "m", true, 0.01, &g(0.0, 0.0));
+        m.set_engine("t", "m", true, 0.01, &g(1.5, 10.0));
+        m.set_engine("t", "m", false, 0.01, &EngineGauges::default());
+        m.set_engine("t", "m", true, 0.01, &g(0.5, 5.0));
+        let text = m.render().unwrap();
+        let l = r#"{model="m",target="t"}"#;
+        assert_eq!(
+            sample(
+                &text,
+                &format!("llmprobe_engine_ttft_observed_seconds_total{l}")
+            ),
+            2.0
+        );
+        assert_eq!(
+            sample(
+                &text,
+                &format!("llmprobe_engine_ttft_observations_total{l}")
+            ),
+            15.0
+        );
+        m.remove_engine("t", "m");
+        assert!(!m.render().unwrap().contains("llmprobe_engine_ttft_observ"));
+    }
+
+    #[test]
+    fn spend_counts_only_answered_probes_and_follows_the_price() {
+        let m = Metrics::new().unwrap();
+        let price = TokenPrice {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+        };
+        let s = m
+            .scenario(
+                "t",
+                "m",
+                "s",
+                &Slo::default(),
+                Some(price),
+                &Buckets::vllm(),
+            )
+            .unwrap();
+        let mut refused = RequestRecord::new(0, ms(0), ms(0));
+        refused.outcome = Outcome::Connect;
+        refused.prompt_tokens_sent = 100;
+        assert!(refused.http_status.is_none() && refused.prompt_tokens() > 0);
+        s.observe(&refused, &Slo::default());
+        let text = m.render().unwrap();
+        let l = r#"{model="m",scenario="s",target="t"}"#;
+        assert_eq!(sample(&text, &format!("llmprobe_requests_total{l}")), 1.0);
+        assert_eq!(
+            sample(&text, &format!("llmprobe_prompt_tokens_total{l}")),
+            0.0
+        );
+        assert_eq!(
+            sample(&text, &format!("llmprobe_probe_cost_dollars_total{l}")),
+            0.0
+        );
+        // The price goes away on reload: so does the cost series.
+        let _s = m
+            .scenario("t", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        assert!(
+            !m.render()
+                .unwrap()
+                .contains("llmprobe_probe_cost_dollars_total{")
+        );
+    }
+
+    #[test]
     fn slo_gauges_exist_only_when_configured() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let slo = Slo {
             ttft: Some(ms(250)),
             ..Slo::default()
         };
-        let _s = m.scenario("t", "m", "s", &slo, None);
+        let _s = m
+            .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
+            .unwrap();
         let text = m.render().unwrap();
         assert!(
             text.contains(r#"llmprobe_slo_ttft_seconds{model="m",scenario="s",target="t"} 0.25"#)
@@ -962,10 +1310,14 @@ mod tests {
 
     #[test]
     fn removed_scenarios_leave_no_series() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
-        let s = m.scenario("gone", "m", "s", &Slo::default(), None);
+        let m = Metrics::new().unwrap();
+        let s = m
+            .scenario("gone", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
         s.observe(&record(), &Slo::default());
-        let keep = m.scenario("kept", "m", "s", &Slo::default(), None);
+        let keep = m
+            .scenario("kept", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
         keep.observe(&record(), &Slo::default());
         m.set_capacity("gone", "m", &CapacityGauges::default());
         m.remove_scenario("gone", "m", "s");
@@ -976,28 +1328,56 @@ mod tests {
     }
 
     #[test]
-    fn changing_buckets_replaces_the_histograms() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
-        assert!(!m.set_buckets(Buckets::vllm()).unwrap());
+    fn each_series_has_its_own_bucket_layout() {
+        let m = Metrics::new().unwrap();
         let slo = Slo {
             ttft: Some(ms(123)),
             ..Slo::default()
         };
-        assert!(m.set_buckets(Buckets::vllm().with_slos([&slo])).unwrap());
-        let s = m.scenario("t", "m", "s", &slo, None);
+        let plain = m
+            .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        plain.observe(&record(), &Slo::default());
+        let own = Buckets::vllm().with_slos([&slo]);
+        let s = m.scenario("b", "m", "s", &slo, None, &own).unwrap();
         s.observe(&record(), &slo);
         let text = m.render().unwrap();
-        assert!(text.contains(r#"le="0.123""#));
+        // The threshold is a bound of b's series only, and one family holds both.
+        assert!(text.contains(
+            r#"llmprobe_ttft_seconds_bucket{model="m",scenario="s",target="b",le="0.123"} 1"#
+        ));
+        assert!(!text.contains(r#"target="a",le="0.123""#), "{text}");
         assert_eq!(
             text.matches("# TYPE llmprobe_ttft_seconds histogram")
                 .count(),
             1
         );
+        // Resolving a with the same layout again continues its histograms...
+        let again = m
+            .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
+            .unwrap();
+        again.observe(&record(), &Slo::default());
+        let l = r#"{model="m",scenario="s",target="a"}"#;
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(&text, &format!("llmprobe_ttft_seconds_count{l}")),
+            2.0
+        );
+        // ...a new layout restarts them, with the new bound.
+        let _moved = m.scenario("a", "m", "s", &slo, None, &own).unwrap();
+        let text = m.render().unwrap();
+        assert_eq!(
+            sample(&text, &format!("llmprobe_ttft_seconds_count{l}")),
+            0.0
+        );
+        assert!(text.contains(r#"target="a",le="0.123""#));
+        m.remove_scenario("a", "m", "s");
+        assert!(!m.render().unwrap().contains(r#"target="a""#));
     }
 
     #[test]
     fn engine_failure_removes_stale_values() {
-        let m = Metrics::new(Buckets::vllm()).unwrap();
+        let m = Metrics::new().unwrap();
         let g = EngineGauges {
             running: Some(3.0),
             ..EngineGauges::default()

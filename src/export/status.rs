@@ -22,6 +22,8 @@ pub struct ScenarioStatus {
     pub failures: u64,
     /// Arrivals skipped (max in-flight, token budget).
     pub skipped: u64,
+    /// Probes sent (admitted), finished or not.
+    pub sent: u64,
     /// Outcome of the last probe (`ok`, or a failure reason).
     pub last_outcome: Option<&'static str>,
     /// Error text of the last failed probe.
@@ -34,6 +36,12 @@ impl ScenarioStatus {
     /// Good probes / all probes, when any completed.
     pub fn attainment(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.good as f64 / self.requests as f64)
+    }
+
+    /// Whether an arrival of this scenario went through admission (sent or skipped) or a
+    /// probe finished: the scenario has been tried.
+    pub fn tried(&self) -> bool {
+        self.sent > 0 || self.skipped > 0 || self.requests > 0
     }
 
     /// Records one finished probe.
@@ -126,14 +134,15 @@ impl StatusBoard {
             .collect()
     }
 
-    /// Ready: a config is loaded and every scenario completed at least one probe
-    /// (succeeded or failed).
+    /// Ready: a config is loaded and every scenario has been tried: its first arrival
+    /// was admitted (sent) or skipped. Waiting for a finished probe would keep a pod
+    /// unready for as long as one slow or budget-starved scenario takes.
     pub fn ready(&self) -> bool {
         let b = self.read();
         b.loaded
             && b.scenarios
                 .values()
-                .all(|h| h.lock().unwrap_or_else(|e| e.into_inner()).requests > 0)
+                .all(|h| h.lock().unwrap_or_else(|e| e.into_inner()).tried())
     }
 }
 
@@ -157,6 +166,18 @@ mod tests {
         assert!(board.ready());
         board.remove("b", "short");
         assert_eq!(board.snapshot().len(), 1);
+    }
+
+    #[test]
+    fn an_admission_decision_counts_as_tried() {
+        let board = StatusBoard::new();
+        let sent = board.scenario("a", "m", "sent");
+        let skipped = board.scenario("a", "m", "skipped");
+        board.set_config("targets: []".into());
+        sent.lock().unwrap().sent += 1;
+        assert!(!board.ready());
+        skipped.lock().unwrap().skipped += 1;
+        assert!(board.ready());
     }
 
     #[test]

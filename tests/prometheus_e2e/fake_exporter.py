@@ -66,6 +66,11 @@ def exposition(names: set[str]) -> str:
         else:
             labels = PROBE
         lines.append(f"# TYPE {name} {kind}")
+        if name == "llmprobe_slo_met_requests_total":
+            # One series per SLI, as the daemon exports it; 90% of probes meet each.
+            lines += [f'{name}{{{labels},sli="{sli}"}} {n * 9 // 10}'
+                      for sli in ("ttft", "tpot", "e2e")]
+            continue
         lines.append(f"{name}{{{labels}}} {value}")
     return "\n".join(lines) + "\n"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # alerts/: `promtool check rules` clean, `promtool test rules` pass, and the tests can fail:
-# the same tests run against rule files with the minimum-probe guard disabled and with the
-# SLO objective loosened must fail (the guard and the thresholds are what the tests check).
+# the same tests run against mutated rule files (guard off or fixed, objective loosened, an
+# SLI reading the wrong counter or ignoring the threshold gate, ProbeDown at a fixed 600 s,
+# LlmprobeAbsent blind to up == 0) must fail: those are what the tests check.
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -54,7 +55,12 @@ mutate() { # name sed-expression
   grep -q FAILED "$dir/out" || { cat "$dir/out" >&2; fail "mutant '$1' broke the rules instead of failing a test"; }
   say "mutant '$1' caught"
 }
-mutate guard-off 's/vector(20)/vector(0)/'
+mutate guard-off 's/vector(\(10\|20\|50\))$/vector(0)/'
+mutate guard-fixed-20 '/window: 1h/{n;s/vector(10)/vector(20)/}'
 mutate objective-90 's/vector(0.99)/vector(0.9)/'
-mutate ttft-threshold 's/le="0.5"/le="0.25"/'
+mutate ttft-reads-tpot 's/sli="ttft"}\[/sli="tpot"}[/'
+mutate sli-without-threshold 's/^\( *\)llmprobe_slo_\(ttft\|tpot\|e2e\)_seconds$/\1llmprobe_requests_total/'
+mutate probedown-fixed-600 's|clamp_min(5 / llmprobe_probe_rate_per_second, 600)|600 + 0 * llmprobe_probe_rate_per_second|'
+mutate probedown-no-fallback 's|0 \* llmprobe_last_success_timestamp_seconds + 600|llmprobe_probe_rate_per_second|'
+mutate absent-ignores-up 's/up == 0 and on/up == 2 and on/'
 say "ok"

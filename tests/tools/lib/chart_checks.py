@@ -201,6 +201,7 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
             problem("PrometheusRule rules differ from alerts/*.yaml")
         prv = {**defaults["prometheusRule"], **(values.get("prometheusRule") or {})}
         objectives = {**defaults["prometheusRule"]["objectives"], **prv.get("objectives", {})}
+        min_requests = {**defaults["prometheusRule"]["minRequests"], **prv.get("minRequests", {})}
         for g in groups:
             for r in g["rules"]:
                 if r.get("record") == "llmprobe:slo_objective:ratio":
@@ -208,8 +209,10 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
                     if r["expr"] != want:
                         problem(f"objective {r['labels']['sli']}: {r['expr']} != {want}")
                 if r.get("record") == "llmprobe:slo_min_requests:count":
-                    if r["expr"] != f"vector({prv['minRequests']})":
-                        problem(f"min requests: {r['expr']} != vector({prv['minRequests']})")
+                    window = r["labels"]["window"]
+                    want = f"vector({min_requests[window]})"
+                    if r["expr"] != want:
+                        problem(f"min requests {window}: {r['expr']} != {want}")
                 if r.get("alert") and prv.get("runbookBaseURL"):
                     if not r["annotations"]["runbook_url"].startswith(prv["runbookBaseURL"]):
                         problem(f"{r['alert']}: runbook_url not prefixed")
