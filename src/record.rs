@@ -19,10 +19,14 @@ pub enum Outcome {
     /// The stream completed with at least one output token.
     Ok,
     /// HTTP 4xx other than 429.
+    // snake_case alone would give "http4xx"; records must use the label's name.
+    #[serde(rename = "http_4xx")]
     Http4xx,
     /// HTTP 429 Too Many Requests.
+    #[serde(rename = "http_429")]
     Http429,
     /// HTTP 5xx.
+    #[serde(rename = "http_5xx")]
     Http5xx,
     /// The TCP connection could not be made, or was closed/reset before a response.
     Connect,
@@ -474,6 +478,15 @@ pub mod opt_secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialized_outcomes_are_the_reason_labels() {
+        for o in Outcome::ALL {
+            let json = serde_json::to_value(o).unwrap();
+            assert_eq!(json, serde_json::json!(o.as_str()));
+            assert_eq!(serde_json::from_value::<Outcome>(json).unwrap(), o);
+        }
+    }
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# A real inference engine (issue 7 §6): llama.cpp's OpenAI-compatible server
+# (`llama_cpp.server` from PyPI llama-cpp-python[server]) with Gemma 3 270M Q4_K_M on
+# 127.0.0.1. `llmprobe bench` runs chat and completions against it, then the daemon probes
+# both endpoints for ~20 s. Checked: zero failures, real token counts, token source
+# `chunks` (llama.cpp accepts `stream_options` and vLLM's `continuous_usage_stats` but
+# sends no usage in streams, so the fallback is what gets exercised), TTFT and ITL > 0
+# and below a few seconds (10 s for TTFT: the CI machine is shared and CPU-bound).
+#
+# Environment: LLMPROBE_BIN (the release binary), LLMPROBE_LLAMA_PYTHON (a python with
+# llama_cpp.server), LLMPROBE_GGUF (the model file); both written to tools.env by
+# scripts/install-tools. LLMPROBE_LLAMA_DAEMON_SECS (default 20).
+source "$(dirname "$0")/lib/common.bash"
+cd "$repo_root"
+
+need_tool LLMPROBE_LLAMA_PYTHON python-with-llama_cpp
+py=$LLMPROBE_LLAMA_PYTHON
+"$py" -c 'import llama_cpp.server' 2>/dev/null ||
+  skip_or_fail "$py cannot import llama_cpp.server (run scripts/install-tools)"
+model=${LLMPROBE_GGUF:-}
+[ -n "$model" ] && [ -f "$model" ] ||
+  skip_or_fail "LLMPROBE_GGUF (the Gemma 3 270M GGUF) is not set or missing"
+bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
+[ -x "$bin" ] || fail "llmprobe binary $bin not found (build it or set LLMPROBE_BIN)"
+daemon_secs=${LLMPROBE_LLAMA_DAEMON_SECS:-20}
+
+make_scratch
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base=http://127.0.0.1:$port
+say "starting llama_cpp.server on $base ($(basename "$model"))"
+# --interrupt_requests false: by default llama-cpp-python's server aborts the stream in
+# flight whenever a new request arrives (the aborted one gets its role chunk and
+# `[DONE]`, which llmprobe rightly reports as empty_output). An open-loop load test
+# overlaps requests, so they must queue instead.
+"$py" -m llama_cpp.server --model "$model" --chat_format gemma \
+  --host 127.0.0.1 --port "$port" --n_ctx 2048 --interrupt_requests false >"$scratch/llama.log" 2>&1 &
+server_pid=$!
+pids+=("$server_pid")
+for _ in $(seq 1 240); do
+  kill -0 "$server_pid" 2>/dev/null || { tail -20 "$scratch/llama.log" >&2; fail "llama_cpp.server exited"; }
+  curl -sf "$base/v1/models" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+curl -sf "$base/v1/models" >/dev/null || fail "llama_cpp.server not ready after 120 s"
+
+# Records of a bench run: every request ok, tokens from chunks, sane timings.
+check_records() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+path, want_n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+recs = [json.loads(l) for l in open(path) if l.strip()]
+# The --records file may carry warm-up or header lines without an outcome.
+recs = [r for r in recs if "outcome" in r]
+errors = []
+if len(recs) != want_n:
+    errors.append(f"{len(recs)} records, want {want_n}")
+for r in recs:
+    rid = r.get("id")
+    if r["outcome"] != "ok":
+        errors.append(f"request {rid}: {r['outcome']}: {r.get('error')}")
+        continue
+    if r.get("token_source") not in ("chunks", "tokenizer"):
+        errors.append(f"request {rid}: token_source {r.get('token_source')} (llama.cpp sends no usage)")
+    chunks = r.get("chunks", [])
+    tokens = sum(c["tokens"] for c in chunks)
+    if not 1 <= tokens <= max_tokens:
+        errors.append(f"request {rid}: {tokens} output tokens, want 1..{max_tokens}")
+    ttft = r["t_first"] - r["t_send"]
+    if not 0 < ttft < 10:
+        errors.append(f"request {rid}: TTFT {ttft:.3f} s")
+    ats = [c["at"] for c in chunks]
+    gaps = [b - a for a, b in zip(ats, ats[1:])]
+    if gaps and (min(gaps) < 0 or max(gaps) > 3):
+        errors.append(f"request {rid}: chunk gaps {min(gaps):.4f}..{max(gaps):.4f} s")
+    if r.get("usage_completion_tokens") is not None:
+        errors.append(f"request {rid}: usage present; update this check, llama.cpp now sends usage")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+ok = [r for r in recs if r["outcome"] == "ok"]
+ttfts = sorted(r["t_first"] - r["t_send"] for r in ok)
+toks = sum(sum(c["tokens"] for c in r["chunks"]) for r in ok)
+print(f"{len(ok)} ok, {toks} output tokens, TTFT median {ttfts[len(ttfts)//2]*1e3:.0f} ms")
+EOF
+}
+
+n=8
+out_len=24
+for endpoint in chat completions; do
+  say "bench $endpoint: $n requests, $out_len output tokens, 1 req/s"
+  rc=0
+  "$bin" bench --base-url "$base" --model gemma-3-270m --endpoint "$endpoint" \
+    --rate 1 --max-concurrency 1 --num-requests "$n" --input-len 32 --output-len "$out_len" --seed 7 \
+    --timeout 60s --records "$scratch/records-$endpoint.jsonl" \
+    --json-out "$scratch/summary-$endpoint.jsonl" --no-progress \
+    >"$scratch/bench-$endpoint.out" 2>"$scratch/bench-$endpoint.err" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    cat "$scratch/bench-$endpoint.out" "$scratch/bench-$endpoint.err" >&2
+    fail "bench $endpoint exited $rc"
+  fi
+  summary=$(check_records "$scratch/records-$endpoint.jsonl" "$n" "$out_len") || {
+    cat "$scratch/bench-$endpoint.out" >&2
+    fail "bench $endpoint records"
+  }
+  say "bench $endpoint: $summary"
+done
+
+say "daemon: both endpoints for ${daemon_secs}s"
+cat >"$scratch/daemon.yaml" <<EOF
+listen: 127.0.0.1:0
+defaults:
+  max_inflight: 1
+targets:
+  - name: llama-chat
+    base_url: $base
+    model: gemma-3-270m
+    endpoint: chat
+    rate: 0.4/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - {name: short, input_tokens: 32, output_tokens: 16}
+  - name: llama-completions
+    base_url: $base
+    model: gemma-3-270m
+    endpoint: completions
+    rate: 0.4/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - {name: short, input_tokens: 32, output_tokens: 16}
+EOF
+"$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
+daemon_pid=$!
+pids+=("$daemon_pid")
+url=
+for _ in $(seq 1 100); do
+  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
+  [ -n "$url" ] && break
+  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon.err" >&2; fail "daemon exited"; }
+  sleep 0.1
+done
+[ -n "$url" ] || fail "daemon did not print its address"
+sleep "$daemon_secs"
+curl -sf "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
+python3 - "$scratch/metrics.txt" <<'EOF' || { cat "$scratch/daemon.err" >&2; fail "daemon metrics"; }
+import re, sys
+series = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'^(\w+)\{([^}]*)\} (\S+)$', line.strip())
+    if m:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        series.setdefault(m.group(1), []).append((labels, float(m.group(3))))
+def val(name, target, **extra):
+    return sum(v for l, v in series.get(name, [])
+               if l.get("target") == target and all(l.get(k) == x for k, x in extra.items()))
+errors = []
+for t in ("llama-chat", "llama-completions"):
+    n = val("llmprobe_requests_total", t)
+    fails = [(l["reason"], v) for l, v in series.get("llmprobe_request_failures_total", [])
+             if l.get("target") == t and v > 0]
+    out = val("llmprobe_output_tokens_total", t)
+    ttft_n = val("llmprobe_ttft_seconds_count", t)
+    ttft_s = val("llmprobe_ttft_seconds_sum", t)
+    itl_n = val("llmprobe_inter_token_latency_seconds_count", t)
+    itl_s = val("llmprobe_inter_token_latency_seconds_sum", t)
+    if n < 2:
+        errors.append(f"{t}: only {n:.0f} probes")
+    if fails:
+        errors.append(f"{t}: failures {fails}")
+    if not (n <= out <= 16 * n):
+        errors.append(f"{t}: {out:.0f} output tokens for {n:.0f} probes of 16")
+    if ttft_n < 1 or not 0 < ttft_s / ttft_n < 10:
+        errors.append(f"{t}: TTFT mean {ttft_s}/{ttft_n}")
+    if itl_n < 1 or not 0 < itl_s / itl_n < 2:
+        errors.append(f"{t}: ITL mean {itl_s}/{itl_n}")
+    if not errors:
+        print(f"{t}: {n:.0f} probes, 0 failed, {out/n:.1f} tokens/probe, "
+              f"TTFT mean {ttft_s/ttft_n*1e3:.0f} ms, ITL mean {itl_s/itl_n*1e3:.1f} ms")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+EOF
+kill "$daemon_pid"
+wait "$daemon_pid" || fail "daemon exited non-zero on SIGTERM"
+say "PASS"
