@@ -18,8 +18,12 @@ use serde::{Deserialize, Serialize};
 pub enum Outcome {
     /// The stream completed with at least one output token.
     Ok,
-    /// HTTP 4xx other than 429.
-    // snake_case alone would give "http4xx"; records must use the label's name.
+    /// HTTP 3xx: a redirect, reported rather than followed (following would turn the
+    /// POST into a GET against another URL). Usually a wrong `base_url`.
+    // snake_case alone would give "http3xx"; records must use the label's name.
+    #[serde(rename = "http_3xx")]
+    Http3xx,
+    /// HTTP 4xx other than 429 (and any other unexpected status).
     #[serde(rename = "http_4xx")]
     Http4xx,
     /// HTTP 429 Too Many Requests.
@@ -45,8 +49,9 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every variant, in a stable order (for pre-registering metric label values).
-    pub const ALL: [Outcome; 10] = [
+    pub const ALL: [Outcome; 11] = [
         Outcome::Ok,
+        Outcome::Http3xx,
         Outcome::Http4xx,
         Outcome::Http429,
         Outcome::Http5xx,
@@ -62,6 +67,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
+            Outcome::Http3xx => "http_3xx",
             Outcome::Http4xx => "http_4xx",
             Outcome::Http429 => "http_429",
             Outcome::Http5xx => "http_5xx",
@@ -78,6 +84,7 @@ impl Outcome {
     pub fn from_http_status(status: u16) -> Outcome {
         match status {
             429 => Outcome::Http429,
+            300..=399 => Outcome::Http3xx,
             500..=599 => Outcome::Http5xx,
             _ => Outcome::Http4xx,
         }
@@ -702,6 +709,7 @@ mod tests {
             names,
             [
                 "ok",
+                "http_3xx",
                 "http_4xx",
                 "http_429",
                 "http_5xx",
@@ -716,6 +724,7 @@ mod tests {
         assert_eq!(Outcome::from_http_status(429), Outcome::Http429);
         assert_eq!(Outcome::from_http_status(503), Outcome::Http5xx);
         assert_eq!(Outcome::from_http_status(401), Outcome::Http4xx);
+        assert_eq!(Outcome::from_http_status(307), Outcome::Http3xx);
         assert_eq!(
             serde_json::to_string(&Outcome::StreamError).unwrap(),
             "\"stream_error\""

@@ -803,6 +803,6 @@ async fn redirects_are_not_followed() {
     .await;
     let r = send(cfg(&server), None).await;
     assert_eq!(r.http_status, Some(307));
-    assert!(!r.is_success());
+    assert_eq!(r.outcome, Outcome::Http3xx);
     assert_eq!(server.requests().len(), 1);
 }
