@@ -730,6 +730,32 @@ pub fn compact_utc(t: SystemTime) -> String {
         .collect()
 }
 
+/// `--respect-retry-after`: a shared "not before" instant set from servers' Retry-After.
+#[derive(Clone, Default)]
+struct RetryGate(Arc<std::sync::Mutex<Option<tokio::time::Instant>>>);
+
+impl RetryGate {
+    /// Extends the pause to at least `delay` from now.
+    fn hold_for(&self, delay: std::time::Duration) {
+        let until = tokio::time::Instant::now() + delay;
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none_or(|t| t < until) {
+            *slot = Some(until);
+        }
+    }
+
+    /// Waits until every pause asked for so far has passed.
+    async fn wait(&self) {
+        loop {
+            let until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match until {
+                Some(t) if t > tokio::time::Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -790,32 +816,6 @@ mod tests {
         assert_eq!(nonces.len(), 100);
         assert_eq!(run_nonce(42, 3), run_nonce(42, 3));
         assert_ne!(run_nonce(42, 3), run_nonce(43, 3));
-    }
-}
-
-/// `--respect-retry-after`: a shared "not before" instant set from servers' Retry-After.
-#[derive(Clone, Default)]
-struct RetryGate(Arc<std::sync::Mutex<Option<tokio::time::Instant>>>);
-
-impl RetryGate {
-    /// Extends the pause to at least `delay` from now.
-    fn hold_for(&self, delay: std::time::Duration) {
-        let until = tokio::time::Instant::now() + delay;
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none_or(|t| t < until) {
-            *slot = Some(until);
-        }
-    }
-
-    /// Waits until every pause asked for so far has passed.
-    async fn wait(&self) {
-        loop {
-            let until = *self.0.lock().unwrap_or_else(|e| e.into_inner());
-            match until {
-                Some(t) if t > tokio::time::Instant::now() => tokio::time::sleep_until(t).await,
-                _ => return,
-            }
-        }
     }
 }
 

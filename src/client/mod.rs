@@ -681,6 +681,17 @@ fn fmt_dur(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
+/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
+/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
+fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
+    let text = std::str::from_utf8(value).ok()?.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(text).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,17 +732,6 @@ mod tests {
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
     }
-}
-
-/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
-/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
-fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(text).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
