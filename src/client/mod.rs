@@ -24,6 +24,7 @@ pub mod chunk;
 pub mod config;
 pub mod request;
 pub mod sse;
+mod stale;
 pub mod tls;
 
 use std::time::Duration;
@@ -58,6 +59,7 @@ pub struct Client {
     cfg: ClientConfig,
     token_counter: Option<TokenCounter>,
     non_standard_hint: Option<String>,
+    connects: stale::ConnectCounter,
 }
 
 impl std::fmt::Debug for Client {
@@ -148,7 +150,8 @@ impl Client {
             v.set_sensitive(true);
             headers.insert(n, v);
         }
-        let mut builder = reqwest::Client::builder();
+        let connects = stale::ConnectCounter::default();
+        let mut builder = reqwest::Client::builder().connector_layer(connects.layer());
         if !cfg.reuse_connections {
             builder = builder.pool_max_idle_per_host(0);
         }
@@ -175,6 +178,7 @@ impl Client {
             cfg,
             token_counter,
             non_standard_hint,
+            connects,
         })
     }
 
@@ -304,7 +308,16 @@ impl Client {
         let offset = |i: Instant| i.duration_since(run_start);
 
         let (deadline, phase) = self.deadline(total_deadline, first_deadline, Phase::FirstToken);
-        let mut resp = match timeout_at(deadline, request.send()).await {
+        let retry = request.try_clone();
+        let connects_before = self.connects.get();
+        let mut sent = timeout_at(deadline, request.send()).await;
+        if let (Ok(Err(e)), Some(retry)) = (&sent, retry)
+            && stale::closed_before_response(e)
+            && self.connects.get() == connects_before
+        {
+            sent = timeout_at(deadline, retry.send()).await;
+        }
+        let mut resp = match sent {
             Err(_) => {
                 return Err(self.timeout(phase, deadline == total_deadline, "response headers"));
             }
