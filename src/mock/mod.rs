@@ -2,8 +2,8 @@
 //! timing and fault injection (docs/mock.md). It runs on the caller's tokio runtime, so
 //! `bench --mock`, `daemon --mock` and tests embed it. A leaf: only the front ends start
 //! it, and it imports nothing of theirs; of the measurement path it uses only shared
-//! types and timers (`client::Endpoint`, the runner's timers), never the client, runner
-//! or exporter logic it exists to test.
+//! types and helpers (`client::Endpoint`, the runner's timers, `schedule::splitmix64`),
+//! never the client, runner or exporter logic it exists to test.
 //!
 //! This file only declares the parts and re-exports their public items; the parts
 //! import each other directly, never through here, so no import goes in a circle.
