@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-/// Success.
-pub const OK: u8 = 0;
 /// A runtime failure (network, IO, a bug).
 pub const FAILURE: u8 = 1;
 /// Bad input: flags, config files, datasets. Same code clap uses for usage errors.

@@ -11,10 +11,9 @@ use llmprobe::cli::Command;
 ///
 /// Clients (`bench`, `daemon`) get one worker: a streamed token arrives alone and
 /// wakes the process, and with two workers the one woken by the socket also wakes the
-/// other to share the work, a second cross-core wake-up per token. On the 2-vCPU
-/// machine of BENCHMARKS.md one worker cut the client's CPU by 20–25 % at 100 and
-/// 1,000 requests/s and did not widen the TTFT error; one core sustains more than
-/// 1,000 requests/s × 64 tokens. The dispatcher runs on the main thread and the
+/// other to share the work, a second cross-core wake-up per token. One worker costs
+/// the client less CPU and does not widen the TTFT error, and one core keeps up with
+/// the request rates a client drives. The dispatcher runs on the main thread and the
 /// precise timer on its own, so neither waits behind the streams. The mock, the
 /// server side, keeps a worker per core; `TOKIO_WORKER_THREADS` overrides both.
 fn worker_threads(command: &Command) -> Option<usize> {

@@ -1,7 +1,7 @@
 //! The mock's precise emission timer (`MockConfig::precise_timer`, on in the
 //! `llmprobe mock` process) in real time: deadlines that are not whole milliseconds
 //! are honoured in order and never early. (How late is a measurement, not a test:
-//! BENCHMARKS.md.)
+//! docs/measurement.md.)
 
 mod mock_support;
 

@@ -22,7 +22,7 @@ use crate::bench::search;
 use crate::cli::BenchArgs;
 use crate::client::{Client, ClientConfig, Endpoint};
 use crate::exit;
-use crate::mock::{self, MockConfig, MockServer};
+use crate::mock::{self, MockConfig, MockFlags, MockServer};
 use crate::record::RequestRecord;
 use crate::report::jsonl::{JsonlWriter, RecordLine};
 use crate::report::{self, RateReport, RateValue, build::ReportContext};
@@ -65,30 +65,18 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let opts = BenchOptions::from_args(args, &compact_utc(now))?;
     let mock = match &opts.mock {
         Some(m) => {
-            let mut cfg = MockConfig::default();
-            if let Some(v) = m.ttft {
-                cfg.ttft = v;
-            }
-            if let Some(v) = m.itl {
-                cfg.itl = v;
-            }
-            cfg.batch_slowdown = m.batch_slowdown.unwrap_or(MOCK_BATCH_SLOWDOWN);
-            cfg.max_running = m.max_running;
-            cfg.usage = !m.no_usage;
-            if let Some(v) = m.tokens_per_chunk {
-                cfg.tokens_per_chunk = v;
-            }
-            cfg.faults = m
-                .faults
-                .iter()
-                .map(|f| {
-                    f.parse()
-                        .map_err(|e| exit::UsageError::new(format!("--mock-fault: {e}")))
-                })
-                .collect::<Result<_, _>>()?;
-            cfg.model = opts.model.clone();
-            cfg.seed = opts.seed;
-            cfg.validate()?;
+            let cfg = MockConfig::from_flags(MockFlags {
+                ttft: m.ttft,
+                itl: m.itl,
+                batch_slowdown: Some(m.batch_slowdown.unwrap_or(MOCK_BATCH_SLOWDOWN)),
+                max_running: m.max_running,
+                no_usage: m.no_usage,
+                tokens_per_chunk: m.tokens_per_chunk,
+                faults: mock::parse_fault_flags("--mock-fault", &m.faults)?,
+                model: Some(opts.model.clone()),
+                seed: Some(opts.seed),
+                ..MockFlags::default()
+            })?;
             let addr = SocketAddr::from(([127, 0, 0, 1], 0));
             Some(
                 mock::start(cfg, addr)

@@ -29,7 +29,7 @@ type Row = (&'static str, &'static str, f64, f64, f64, Option<f64>, f64);
 /// The table rows.
 ///
 ///
-/// Memory: the issue's engine-visible totals (torch `mem_get_info`) for H100 80GB 79.2,
+/// Memory: engine-visible totals (torch `mem_get_info`) for H100 80GB 79.2,
 /// H200 139.8, B200 178.4, A100 80GB 79.15 GiB; the others are the totals torch reports
 /// in its out-of-memory messages for those cards (A100 40GB 39.59, L40S 44.39, L4 22.06,
 /// A10G 22.19; MI300X 191.98). HBM capacities are binary ("192 GB" is 192 GiB), so
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_issue_lists_these_gpus() {
+    fn the_table_lists_these_gpus() {
         for name in [
             "h100",
             "h100-pcie",

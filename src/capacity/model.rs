@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::CapacityError;
+use super::error::CapacityError;
 
 /// How a layer keeps per-sequence state during decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -514,16 +514,7 @@ fn family_default(model_type: &str, field: &str) -> Option<u64> {
 
 /// Parses a Hugging Face `config.json`. `name` labels the model in errors and reports.
 pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityError> {
-    let root: Value = serde_json::from_str(json).map_err(|e| CapacityError::ConfigSyntax {
-        source_name: name.to_string(),
-        message: e.to_string(),
-    })?;
-    let Value::Object(root) = root else {
-        return Err(CapacityError::ConfigSyntax {
-            source_name: name.to_string(),
-            message: "the top level is not a JSON object".to_string(),
-        });
-    };
+    let root = parse_root(name, json)?;
     // Multimodal wrappers (Gemma 3, Llama 4, Qwen-VL) keep the language model in
     // `text_config`; its fields win, the wrapper's fill gaps (quantization_config).
     let text = match root.get("text_config") {
@@ -548,20 +539,7 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             .or_else(|| family_default(&model_type, keys[0])))
     };
 
-    // SSM fields without a layout we know (pure Mamba, Zamba, Falcon-H1 …) would have
-    // their Mamba layers counted as attention: refuse rather than guess.
-    let known_hybrid =
-        f.obj.contains_key("hybrid_override_pattern") || f.obj.contains_key("attn_layer_period");
-    for key in ["mamba_d_state", "ssm_state_size", "state_size"] {
-        if !known_hybrid && f.obj.contains_key(key) {
-            return Err(CapacityError::Unsupported {
-                source_name: name.to_string(),
-                what: format!(
-                    "SSM layers ({key}, model_type {model_type}) without attn_layer_period (Jamba) or hybrid_override_pattern (Nemotron-H)"
-                ),
-            });
-        }
-    }
+    refuse_unknown_ssm(&f, &model_type)?;
     let hidden = f.positive(&["hidden_size", "n_embd", "d_model"])?;
     let num_layers = f.positive(&["num_hidden_layers", "n_layer", "num_layers"])?;
     if num_layers > MAX_LAYERS {
@@ -581,123 +559,9 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         .unwrap_or(is_gemma);
 
     let mut notes = Vec::new();
-
-    // Attention geometry.
-    let attention = if f.opt_u64(&["kv_lora_rank"])?.is_some() {
-        Attention::Mla {
-            num_heads,
-            q_lora_rank: f.opt_u64(&["q_lora_rank"])?,
-            kv_lora_rank: f.positive(&["kv_lora_rank"])?,
-            qk_nope_head_dim: f.req_u64(&["qk_nope_head_dim"])?,
-            qk_rope_head_dim: f.req_u64(&["qk_rope_head_dim"])?,
-            v_head_dim: f.positive(&["v_head_dim"])?,
-        }
-    } else {
-        let num_kv_heads = f
-            .opt_u64(&["num_key_value_heads", "num_kv_heads"])?
-            .unwrap_or(num_heads);
-        if num_kv_heads == 0 {
-            return Err(f.invalid("num_key_value_heads", "must be greater than 0"));
-        }
-        // An explicit head_dim wins: Qwen3 and Gemma 3 use head_dim × heads ≠ hidden.
-        let head_dim = match f.opt_u64(&["head_dim", "attention_head_dim"])? {
-            Some(0) => return Err(f.invalid("head_dim", "must be greater than 0")),
-            Some(d) => d,
-            None => {
-                if hidden % num_heads != 0 {
-                    return Err(f.invalid(
-                        "head_dim",
-                        format!(
-                            "absent, and hidden_size {hidden} is not divisible by num_attention_heads {num_heads}"
-                        ),
-                    ));
-                }
-                hidden / num_heads
-            }
-        };
-        Attention::Gqa {
-            num_heads,
-            num_kv_heads,
-            head_dim,
-        }
-    };
-
-    // Layer kinds.
-    let sliding_window = f.opt_u64(&["sliding_window"])?;
-    let layers = layer_kinds(&f, &model_type, num_layers, sliding_window, with_default)?;
-    let has_sliding = layers.contains(&LayerKind::Sliding);
-    let sliding_window = if has_sliding {
-        match sliding_window {
-            Some(0) | None => {
-                return Err(f.invalid(
-                    "sliding_window",
-                    "sliding-window layers need a positive sliding_window",
-                ));
-            }
-            w => w,
-        }
-    } else {
-        None
-    };
-    let mamba = if layers.contains(&LayerKind::Linear) {
-        mamba_mixer(&f, name, hidden)?
-    } else {
-        None
-    };
-    let linear_attention = if mamba.is_none() && layers.contains(&LayerKind::Linear) {
-        Some(LinearAttention {
-            num_key_heads: f.positive(&["linear_num_key_heads"])?,
-            num_value_heads: f.positive(&["linear_num_value_heads"])?,
-            key_head_dim: f.positive(&["linear_key_head_dim"])?,
-            value_head_dim: f.positive(&["linear_value_head_dim"])?,
-            conv_kernel: f.opt_u64(&["linear_conv_kernel_dim"])?.unwrap_or(4),
-        })
-    } else {
-        None
-    };
-
-    // MoE shape and which layers carry it.
-    let num_experts = f.opt_u64(&["num_local_experts", "num_experts", "n_routed_experts"])?;
-    let moe_mask: Vec<bool>;
-    let moe = match num_experts {
-        Some(e) if e > 1 => {
-            let top_k = f.positive(&["num_experts_per_tok", "experts_per_token", "moe_topk"])?;
-            if top_k > e {
-                return Err(f.invalid(
-                    "num_experts_per_tok",
-                    format!("{top_k} is more than the {e} experts"),
-                ));
-            }
-            let expert_inter = f.positive(&["moe_intermediate_size", "intermediate_size"])?;
-            let first_dense = f.opt_u64(&["first_k_dense_replace"])?.unwrap_or(0);
-            let step = f.opt_u64(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
-            let mlp_only: Vec<u64> = match text.get("mlp_only_layers") {
-                Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
-                _ => Vec::new(),
-            };
-            moe_mask = match f.opt_u64(&["expert_layer_period"])? {
-                // Jamba: layer i is MoE when i % period == offset.
-                Some(0) => return Err(f.invalid("expert_layer_period", "must be greater than 0")),
-                Some(period) => {
-                    let offset = f.opt_u64(&["expert_layer_offset"])?.unwrap_or(0);
-                    (0..num_layers).map(|i| i % period == offset).collect()
-                }
-                None => (0..num_layers)
-                    .map(|i| i >= first_dense && (i + 1) % step == 0 && !mlp_only.contains(&i))
-                    .collect(),
-            };
-            Some(Moe {
-                num_experts: e,
-                top_k,
-                expert_intermediate_size: expert_inter,
-                moe_layers: moe_mask.iter().filter(|m| **m).count() as u64,
-            })
-        }
-        _ => {
-            moe_mask = vec![false; num_layers as usize];
-            None
-        }
-    };
+    let attention = attention_geometry(&f, hidden, num_heads)?;
+    let mixers = Mixers::parse(&f, &model_type, num_layers, hidden, with_default)?;
+    let (moe, moe_mask) = moe_shape(&f, num_layers)?;
     let dense_layers = num_layers - moe.as_ref().map_or(0, |m| m.moe_layers);
     let intermediate = if dense_layers > 0 {
         f.positive(&["intermediate_size", "n_inner", "ffn_dim"])?
@@ -715,42 +579,11 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
             moe.as_ref().map_or(0, |m| m.expert_intermediate_size),
             shared_inter,
             attention_width(&attention),
-            mamba.as_ref().map_or(0, |m| {
-                let (di, extra) = match m {
-                    Mamba::Mamba1 {
-                        d_inner,
-                        d_state,
-                        dt_rank,
-                        d_conv,
-                        ..
-                    } => (
-                        *d_inner,
-                        dt_rank
-                            .saturating_add(d_state.saturating_mul(2))
-                            .max(*d_conv),
-                    ),
-                    Mamba::Mamba2 {
-                        num_heads,
-                        head_dim,
-                        n_groups,
-                        d_state,
-                        conv_kernel,
-                        ..
-                    } => (
-                        num_heads.saturating_mul(*head_dim),
-                        n_groups
-                            .saturating_mul(*d_state)
-                            .saturating_mul(2)
-                            .max(*conv_kernel),
-                    ),
-                };
-                di.saturating_mul(2).saturating_add(extra)
-            }),
-            linear_attention.as_ref().map_or(0, |la| {
-                let k = la.num_key_heads.saturating_mul(la.key_head_dim);
-                let v = la.num_value_heads.saturating_mul(la.value_head_dim);
-                k.saturating_add(v).saturating_mul(2).max(la.conv_kernel)
-            }),
+            mixers.mamba.as_ref().map_or(0, mamba_width),
+            mixers
+                .linear_attention
+                .as_ref()
+                .map_or(0, linear_attention_width),
         ],
         moe.as_ref().map_or(0, |m| m.num_experts),
         vocab_size,
@@ -766,11 +599,11 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
         max_position_embeddings: max_pos,
         tie_word_embeddings: tie,
         attention,
-        layers,
-        sliding_window,
+        layers: mixers.layers,
+        sliding_window: mixers.sliding_window,
         moe,
-        linear_attention,
-        mamba,
+        linear_attention: mixers.linear_attention,
+        mamba: mixers.mamba,
         weight_format,
         params: ParamCounts::default(),
         mtp_params: 0,
@@ -778,22 +611,248 @@ pub fn parse_hf_config(name: &str, json: &str) -> Result<ModelSpec, CapacityErro
     };
     spec.params = count_params(&spec, &f, intermediate, shared_inter, &moe_mask)?;
     spec.params.vision = vision_params(&root, hidden, &mut spec.notes)?;
-    if let Some(n) = f.opt_u64(&["num_nextn_predict_layers"])?
-        && n > 0
-    {
-        if n > 64 {
-            return Err(f.invalid(
-                "num_nextn_predict_layers",
-                format!("{n} is implausible (at most 64)"),
-            ));
-        }
-        let layer = attention_params(&spec, &f)? + moe_layer_params(&spec, &f, shared_inter)?;
-        // eh_proj (2h → h), enorm, hnorm, the layer's two norms, shared_head norm, and
-        // the checkpoint's own copies of the embedding and output head.
-        let extra = 2 * hidden * hidden + 5 * hidden + 2 * vocab_size * hidden;
-        spec.mtp_params = n * (layer + extra);
-    }
+    spec.mtp_params = mtp_params(&spec, &f, shared_inter)?;
     Ok(spec)
+}
+
+/// The top-level JSON object of a config.
+fn parse_root(name: &str, json: &str) -> Result<Map<String, Value>, CapacityError> {
+    let root: Value = serde_json::from_str(json).map_err(|e| CapacityError::ConfigSyntax {
+        source_name: name.to_string(),
+        message: e.to_string(),
+    })?;
+    let Value::Object(root) = root else {
+        return Err(CapacityError::ConfigSyntax {
+            source_name: name.to_string(),
+            message: "the top level is not a JSON object".to_string(),
+        });
+    };
+    Ok(root)
+}
+
+/// SSM fields without a layout we know (pure Mamba, Zamba, Falcon-H1 …) would have
+/// their Mamba layers counted as attention: refuse rather than guess.
+fn refuse_unknown_ssm(f: &Fields<'_>, model_type: &str) -> Result<(), CapacityError> {
+    let known_hybrid =
+        f.obj.contains_key("hybrid_override_pattern") || f.obj.contains_key("attn_layer_period");
+    for key in ["mamba_d_state", "ssm_state_size", "state_size"] {
+        if !known_hybrid && f.obj.contains_key(key) {
+            return Err(CapacityError::Unsupported {
+                source_name: f.source.to_string(),
+                what: format!(
+                    "SSM layers ({key}, model_type {model_type}) without attn_layer_period (Jamba) or hybrid_override_pattern (Nemotron-H)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Attention geometry: MLA when the config has `kv_lora_rank`, else GQA (MHA being
+/// GQA with as many KV heads as heads).
+fn attention_geometry(
+    f: &Fields<'_>,
+    hidden: u64,
+    num_heads: u64,
+) -> Result<Attention, CapacityError> {
+    if f.opt_u64(&["kv_lora_rank"])?.is_some() {
+        return Ok(Attention::Mla {
+            num_heads,
+            q_lora_rank: f.opt_u64(&["q_lora_rank"])?,
+            kv_lora_rank: f.positive(&["kv_lora_rank"])?,
+            qk_nope_head_dim: f.req_u64(&["qk_nope_head_dim"])?,
+            qk_rope_head_dim: f.req_u64(&["qk_rope_head_dim"])?,
+            v_head_dim: f.positive(&["v_head_dim"])?,
+        });
+    }
+    let num_kv_heads = f
+        .opt_u64(&["num_key_value_heads", "num_kv_heads"])?
+        .unwrap_or(num_heads);
+    if num_kv_heads == 0 {
+        return Err(f.invalid("num_key_value_heads", "must be greater than 0"));
+    }
+    // An explicit head_dim wins: Qwen3 and Gemma 3 use head_dim × heads ≠ hidden.
+    let head_dim = match f.opt_u64(&["head_dim", "attention_head_dim"])? {
+        Some(0) => return Err(f.invalid("head_dim", "must be greater than 0")),
+        Some(d) => d,
+        None => {
+            if !hidden.is_multiple_of(num_heads) {
+                return Err(f.invalid(
+                    "head_dim",
+                    format!(
+                        "absent, and hidden_size {hidden} is not divisible by num_attention_heads {num_heads}"
+                    ),
+                ));
+            }
+            hidden / num_heads
+        }
+    };
+    Ok(Attention::Gqa {
+        num_heads,
+        num_kv_heads,
+        head_dim,
+    })
+}
+
+/// The token mixer of every layer: layer kinds, the sliding window, and the Mamba or
+/// linear-attention shape of the `Linear` layers.
+struct Mixers {
+    layers: Vec<LayerKind>,
+    sliding_window: Option<u64>,
+    mamba: Option<Mamba>,
+    linear_attention: Option<LinearAttention>,
+}
+
+impl Mixers {
+    fn parse(
+        f: &Fields<'_>,
+        model_type: &str,
+        num_layers: u64,
+        hidden: u64,
+        with_default: impl Fn(&[&str]) -> Result<Option<u64>, CapacityError>,
+    ) -> Result<Self, CapacityError> {
+        let sliding_window = f.opt_u64(&["sliding_window"])?;
+        let layers = layer_kinds(f, model_type, num_layers, sliding_window, with_default)?;
+        let has_sliding = layers.contains(&LayerKind::Sliding);
+        let sliding_window = if has_sliding {
+            match sliding_window {
+                Some(0) | None => {
+                    return Err(f.invalid(
+                        "sliding_window",
+                        "sliding-window layers need a positive sliding_window",
+                    ));
+                }
+                w => w,
+            }
+        } else {
+            None
+        };
+        let mamba = if layers.contains(&LayerKind::Linear) {
+            mamba_mixer(f, f.source, hidden)?
+        } else {
+            None
+        };
+        let linear_attention = if mamba.is_none() && layers.contains(&LayerKind::Linear) {
+            Some(LinearAttention {
+                num_key_heads: f.positive(&["linear_num_key_heads"])?,
+                num_value_heads: f.positive(&["linear_num_value_heads"])?,
+                key_head_dim: f.positive(&["linear_key_head_dim"])?,
+                value_head_dim: f.positive(&["linear_value_head_dim"])?,
+                conv_kernel: f.opt_u64(&["linear_conv_kernel_dim"])?.unwrap_or(4),
+            })
+        } else {
+            None
+        };
+        Ok(Self {
+            layers,
+            sliding_window,
+            mamba,
+            linear_attention,
+        })
+    }
+}
+
+/// MoE shape and which layers carry it (`None` and no MoE layers for a dense model).
+fn moe_shape(f: &Fields<'_>, num_layers: u64) -> Result<(Option<Moe>, Vec<bool>), CapacityError> {
+    let num_experts = f.opt_u64(&["num_local_experts", "num_experts", "n_routed_experts"])?;
+    let e = match num_experts {
+        Some(e) if e > 1 => e,
+        _ => return Ok((None, vec![false; num_layers as usize])),
+    };
+    let top_k = f.positive(&["num_experts_per_tok", "experts_per_token", "moe_topk"])?;
+    if top_k > e {
+        return Err(f.invalid(
+            "num_experts_per_tok",
+            format!("{top_k} is more than the {e} experts"),
+        ));
+    }
+    let expert_inter = f.positive(&["moe_intermediate_size", "intermediate_size"])?;
+    let first_dense = f.opt_u64(&["first_k_dense_replace"])?.unwrap_or(0);
+    let step = f.opt_u64(&["decoder_sparse_step"])?.unwrap_or(1).max(1);
+    let mlp_only: Vec<u64> = match f.obj.get("mlp_only_layers") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+        _ => Vec::new(),
+    };
+    let moe_mask: Vec<bool> = match f.opt_u64(&["expert_layer_period"])? {
+        // Jamba: layer i is MoE when i % period == offset.
+        Some(0) => return Err(f.invalid("expert_layer_period", "must be greater than 0")),
+        Some(period) => {
+            let offset = f.opt_u64(&["expert_layer_offset"])?.unwrap_or(0);
+            (0..num_layers).map(|i| i % period == offset).collect()
+        }
+        None => (0..num_layers)
+            .map(|i| i >= first_dense && (i + 1) % step == 0 && !mlp_only.contains(&i))
+            .collect(),
+    };
+    let moe = Moe {
+        num_experts: e,
+        top_k,
+        expert_intermediate_size: expert_inter,
+        moe_layers: moe_mask.iter().filter(|m| **m).count() as u64,
+    };
+    Ok((Some(moe), moe_mask))
+}
+
+/// Widest projection of one Mamba mixer (for [`check_scale`]).
+fn mamba_width(m: &Mamba) -> u64 {
+    let (di, extra) = match m {
+        Mamba::Mamba1 {
+            d_inner,
+            d_state,
+            dt_rank,
+            d_conv,
+            ..
+        } => (
+            *d_inner,
+            dt_rank
+                .saturating_add(d_state.saturating_mul(2))
+                .max(*d_conv),
+        ),
+        Mamba::Mamba2 {
+            num_heads,
+            head_dim,
+            n_groups,
+            d_state,
+            conv_kernel,
+            ..
+        } => (
+            num_heads.saturating_mul(*head_dim),
+            n_groups
+                .saturating_mul(*d_state)
+                .saturating_mul(2)
+                .max(*conv_kernel),
+        ),
+    };
+    di.saturating_mul(2).saturating_add(extra)
+}
+
+/// Widest projection of one linear-attention layer (for [`check_scale`]).
+fn linear_attention_width(la: &LinearAttention) -> u64 {
+    let k = la.num_key_heads.saturating_mul(la.key_head_dim);
+    let v = la.num_value_heads.saturating_mul(la.value_head_dim);
+    k.saturating_add(v).saturating_mul(2).max(la.conv_kernel)
+}
+
+/// Multi-token-prediction parameters in the checkpoint (`num_nextn_predict_layers`).
+fn mtp_params(spec: &ModelSpec, f: &Fields<'_>, shared_inter: u64) -> Result<u64, CapacityError> {
+    let Some(n) = f.opt_u64(&["num_nextn_predict_layers"])? else {
+        return Ok(0);
+    };
+    if n == 0 {
+        return Ok(0);
+    }
+    if n > 64 {
+        return Err(f.invalid(
+            "num_nextn_predict_layers",
+            format!("{n} is implausible (at most 64)"),
+        ));
+    }
+    let (hidden, vocab_size) = (spec.hidden_size, spec.vocab_size);
+    let layer = attention_params(spec, f)? + moe_layer_params(spec, f, shared_inter)?;
+    // eh_proj (2h → h), enorm, hnorm, the layer's two norms, shared_head norm, and
+    // the checkpoint's own copies of the embedding and output head.
+    let extra = 2 * hidden * hidden + 5 * hidden + 2 * vocab_size * hidden;
+    Ok(n * (layer + extra))
 }
 
 /// Decoder layers beyond which a config cannot be a real model.
@@ -922,92 +981,15 @@ fn layer_kinds(
     if let Some(v) = f.obj.get("hybrid_override_pattern")
         && !v.is_null()
     {
-        // Nemotron-H: one character per block, M = Mamba-2, * = attention, - = MLP.
-        let Some(pattern) = v.as_str() else {
-            return Err(f.invalid(
-                "hybrid_override_pattern",
-                "expected a string such as \"M-M*-\"",
-            ));
-        };
-        if pattern.chars().count() as u64 != num_layers {
-            return Err(f.invalid(
-                "hybrid_override_pattern",
-                format!(
-                    "has {} blocks but num_hidden_layers is {num_layers}",
-                    pattern.chars().count()
-                ),
-            ));
-        }
-        return pattern
-            .chars()
-            .map(|c| match c {
-                'M' => Ok(LayerKind::Linear),
-                '*' => Ok(LayerKind::Full),
-                '-' => Ok(LayerKind::Mlp),
-                'E' => Err(CapacityError::Unsupported {
-                    source_name: f.source.to_string(),
-                    what: "MoE blocks ('E' in hybrid_override_pattern, Nemotron-3/Nano MoE)"
-                        .to_string(),
-                }),
-                other => Err(f.invalid(
-                    "hybrid_override_pattern",
-                    format!("unknown block {other:?} (expected M, * or -)"),
-                )),
-            })
-            .collect();
+        return hybrid_pattern_kinds(f, v, num_layers);
     }
     if let Some(period) = f.opt_u64(&["attn_layer_period"])? {
-        // Jamba: layer i is attention when i % period == offset, Mamba otherwise.
-        if period == 0 {
-            return Err(f.invalid("attn_layer_period", "must be greater than 0"));
-        }
-        let offset = f.opt_u64(&["attn_layer_offset"])?.unwrap_or(0);
-        if offset >= period {
-            return Err(f.invalid(
-                "attn_layer_offset",
-                format!("{offset} is not below attn_layer_period {period}"),
-            ));
-        }
-        return Ok((0..num_layers)
-            .map(|i| {
-                if i % period == offset {
-                    LayerKind::Full
-                } else {
-                    LayerKind::Linear
-                }
-            })
-            .collect());
+        return jamba_kinds(f, period, num_layers);
     }
     if let Some(v) = f.obj.get("layer_types")
         && !v.is_null()
     {
-        let Value::Array(items) = v else {
-            return Err(f.invalid("layer_types", "expected a list of strings"));
-        };
-        if items.len() as u64 != num_layers {
-            return Err(f.invalid(
-                "layer_types",
-                format!(
-                    "has {} entries but num_hidden_layers is {num_layers}",
-                    items.len()
-                ),
-            ));
-        }
-        return items
-            .iter()
-            .map(|item| {
-                let s = item.as_str().unwrap_or_default();
-                if s.contains("sliding") || s == "local" {
-                    Ok(LayerKind::Sliding)
-                } else if s.contains("linear") || s.contains("mamba") {
-                    Ok(LayerKind::Linear)
-                } else if s.contains("full") || s.contains("global") || s == "attention" {
-                    Ok(LayerKind::Full)
-                } else {
-                    Err(f.invalid("layer_types", format!("unknown layer type {item}")))
-                }
-            })
-            .collect();
+        return listed_kinds(f, v, num_layers);
     }
     if let Some(k) = f.opt_u64(&["full_attention_interval"])? {
         if k == 0 {
@@ -1047,6 +1029,110 @@ fn layer_kinds(
         }
     }
     Ok(vec![LayerKind::Full; num_layers as usize])
+}
+
+/// Nemotron-H's `hybrid_override_pattern`: one character per block.
+fn hybrid_pattern_kinds(
+    f: &Fields<'_>,
+    v: &Value,
+    num_layers: u64,
+) -> Result<Vec<LayerKind>, CapacityError> {
+    // Nemotron-H: one character per block, M = Mamba-2, * = attention, - = MLP.
+    let Some(pattern) = v.as_str() else {
+        return Err(f.invalid(
+            "hybrid_override_pattern",
+            "expected a string such as \"M-M*-\"",
+        ));
+    };
+    if pattern.chars().count() as u64 != num_layers {
+        return Err(f.invalid(
+            "hybrid_override_pattern",
+            format!(
+                "has {} blocks but num_hidden_layers is {num_layers}",
+                pattern.chars().count()
+            ),
+        ));
+    }
+    pattern
+        .chars()
+        .map(|c| match c {
+            'M' => Ok(LayerKind::Linear),
+            '*' => Ok(LayerKind::Full),
+            '-' => Ok(LayerKind::Mlp),
+            'E' => Err(CapacityError::Unsupported {
+                source_name: f.source.to_string(),
+                what: "MoE blocks ('E' in hybrid_override_pattern, Nemotron-3/Nano MoE)"
+                    .to_string(),
+            }),
+            other => Err(f.invalid(
+                "hybrid_override_pattern",
+                format!("unknown block {other:?} (expected M, * or -)"),
+            )),
+        })
+        .collect()
+}
+
+/// Jamba's `attn_layer_period`/`attn_layer_offset`.
+fn jamba_kinds(
+    f: &Fields<'_>,
+    period: u64,
+    num_layers: u64,
+) -> Result<Vec<LayerKind>, CapacityError> {
+    // Jamba: layer i is attention when i % period == offset, Mamba otherwise.
+    if period == 0 {
+        return Err(f.invalid("attn_layer_period", "must be greater than 0"));
+    }
+    let offset = f.opt_u64(&["attn_layer_offset"])?.unwrap_or(0);
+    if offset >= period {
+        return Err(f.invalid(
+            "attn_layer_offset",
+            format!("{offset} is not below attn_layer_period {period}"),
+        ));
+    }
+    Ok((0..num_layers)
+        .map(|i| {
+            if i % period == offset {
+                LayerKind::Full
+            } else {
+                LayerKind::Linear
+            }
+        })
+        .collect())
+}
+
+/// An explicit `layer_types` list, one entry per layer.
+fn listed_kinds(
+    f: &Fields<'_>,
+    v: &Value,
+    num_layers: u64,
+) -> Result<Vec<LayerKind>, CapacityError> {
+    let Value::Array(items) = v else {
+        return Err(f.invalid("layer_types", "expected a list of strings"));
+    };
+    if items.len() as u64 != num_layers {
+        return Err(f.invalid(
+            "layer_types",
+            format!(
+                "has {} entries but num_hidden_layers is {num_layers}",
+                items.len()
+            ),
+        ));
+    }
+    items
+        .iter()
+        .map(|item| {
+            let s = item.as_str().unwrap_or_default();
+            if s.contains("sliding") || s == "local" {
+                Ok(LayerKind::Sliding)
+            } else if s.contains("linear") || s.contains("mamba") {
+                Ok(LayerKind::Linear)
+            } else if s.contains("full") || s.contains("global") || s == "attention" {
+                Ok(LayerKind::Full)
+            } else {
+                Err(f.invalid("layer_types", format!("unknown layer type {item}")))
+            }
+        })
+        .collect()
 }
 
 fn shared_expert_size(f: &Fields<'_>) -> Result<u64, CapacityError> {

@@ -1,7 +1,7 @@
 //! Built-in model presets: the real `config.json` of each public model, embedded from
 //! `tests/fixtures/models/` and parsed by the same parser as `--hf-config`.
 
-use super::CapacityError;
+use super::error::CapacityError;
 use super::model::{ModelSpec, parse_hf_config};
 
 /// (preset name, Hugging Face repository, config.json text)

@@ -3,9 +3,11 @@
 
 use std::fmt::Write as _;
 
+use super::gpu::GpuSpec;
+use super::inputs::GIB;
 use super::model::{Attention, LayerKind, Mamba, ModelSpec, WeightFormat};
+use super::report::CapacityReport;
 use super::roofline::cost_per_million;
-use super::{CapacityReport, GIB, GpuSpec};
 
 /// 1234567 → "1,234,567".
 pub fn group(n: u64) -> String {
@@ -69,10 +71,27 @@ pub fn render(r: &CapacityReport) -> String {
     );
     let _ = writeln!(out, "units: 1 GiB = 2^30 bytes, 1 GB = 10^9 bytes");
     out.push('\n');
+    render_model(&mut out, r);
+    out.push('\n');
+    render_memory(&mut out, r);
+    out.push('\n');
+    render_kv_cache(&mut out, r);
+    out.push('\n');
+    render_roofline(&mut out, r);
+    out.push('\n');
+    render_headline(&mut out, r);
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
 
+/// The "Model" section: parameters, weights, attention layout.
+fn render_model(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
     out.push_str("Model\n");
     row(
-        &mut out,
+        out,
         "parameters (total / active)",
         format!(
             "{} / {}",
@@ -82,7 +101,7 @@ pub fn render(r: &CapacityReport) -> String {
     );
     if r.params_mtp_not_loaded > 0 {
         row(
-            &mut out,
+            out,
             "MTP weights in checkpoint, not loaded",
             billions(r.params_mtp_not_loaded as f64),
         );
@@ -92,7 +111,7 @@ pub fn render(r: &CapacityReport) -> String {
         None => format!("{:?} from the checkpoint", i.weight_format).to_lowercase(),
     };
     row(
-        &mut out,
+        out,
         "weights (whole model)",
         format!(
             "{} = {}  [{precision}]",
@@ -122,35 +141,38 @@ pub fn render(r: &CapacityReport) -> String {
         layers.push_str(&format!(" + {} MLP-only blocks", g.mlp_only_layers));
     }
     row(
-        &mut out,
+        out,
         "attention",
         format!("{} ({layers})", g.attention.to_uppercase()),
     );
-    out.push('\n');
+}
 
+/// The "Memory per GPU" section: usable memory, weights, reserve, KV pool.
+fn render_memory(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
     let _ = writeln!(out, "Memory per GPU");
     row(
-        &mut out,
+        out,
         "GPU memory (engine-visible)",
         format!("{:.2} GiB", i.gpu.memory_gib),
     );
     row(
-        &mut out,
+        out,
         &format!("usable (util {})", i.util),
         gib(r.usable_bytes_per_gpu),
     );
     row(
-        &mut out,
+        out,
         &format!("weights (÷ tp {})", i.tp),
         gib(r.weight_bytes_per_gpu),
     );
     row(
-        &mut out,
+        out,
         "activation reserve",
         gib(r.activation_reserve_bytes_per_gpu),
     );
     row(
-        &mut out,
+        out,
         "KV pool",
         format!(
             "{}  = {} tokens, {} blocks of {}",
@@ -160,17 +182,22 @@ pub fn render(r: &CapacityReport) -> String {
             i.block_size
         ),
     );
-    out.push('\n');
+}
 
+/// The "KV cache" section: bytes per token and sequence, concurrency.
+fn render_kv_cache(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
+    let g = &r.kv_geometry;
+    let state_label = g.state_shape.as_ref().map_or("linear", |s| s.label());
     let _ = writeln!(out, "KV cache");
     row(
-        &mut out,
+        out,
         &format!("KV bytes per token per GPU ({} B/elem)", i.kv_bytes),
         bytes_exact(r.kv_bytes_per_token_per_gpu),
     );
     if r.state_bytes_per_sequence_per_gpu > 0.0 {
         row(
-            &mut out,
+            out,
             "recurrent state per sequence per GPU",
             format!(
                 "{}  (fixed, {} {} layers)",
@@ -181,12 +208,12 @@ pub fn render(r: &CapacityReport) -> String {
         );
     }
     row(
-        &mut out,
+        out,
         &format!("one sequence at {} tokens", group(i.context)),
         gib(r.kv_bytes_per_sequence_per_gpu),
     );
     row(
-        &mut out,
+        out,
         "max concurrent sequences",
         format!(
             "{:.2} x  (vLLM \"Maximum concurrency\")",
@@ -194,7 +221,7 @@ pub fn render(r: &CapacityReport) -> String {
         ),
     );
     row(
-        &mut out,
+        out,
         "max running sequences",
         format!(
             "{}  (whole sequences, capped by --max-num-seqs {})",
@@ -202,8 +229,11 @@ pub fn render(r: &CapacityReport) -> String {
             i.max_num_seqs
         ),
     );
-    out.push('\n');
+}
 
+/// The decode roofline table and its compute/memory crossover.
+fn render_roofline(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
     let _ = writeln!(
         out,
         "Decode roofline per replica ({} TB/s × MBU {}, {} TFLOP/s {} × MFU {})",
@@ -249,16 +279,19 @@ pub fn render(r: &CapacityReport) -> String {
             );
         }
     }
-    out.push('\n');
+}
 
+/// The "Headline" section: decode speed and cost.
+fn render_headline(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
     let _ = writeln!(out, "Headline");
     row(
-        &mut out,
+        out,
         "decode tok/s per sequence (batch 1)",
         format!("{:.1}", r.decode_tokens_per_second_per_sequence),
     );
     row(
-        &mut out,
+        out,
         &format!(
             "decode tok/s aggregate (batch {})",
             group(r.max_running_sequences)
@@ -270,7 +303,7 @@ pub fn render(r: &CapacityReport) -> String {
         _ => format!("${:.2}/GPU-h assumed; set --gpu-hourly", i.gpu_hourly),
     };
     row(
-        &mut out,
+        out,
         "$ per 1M output tokens",
         format!(
             "${:.3}  ({price}, {} GPU{})",
@@ -279,93 +312,136 @@ pub fn render(r: &CapacityReport) -> String {
             if i.tp == 1 { "" } else { "s" }
         ),
     );
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
 }
 
 /// Every equation with the numbers substituted (`--explain`).
 pub fn explain(r: &CapacityReport) -> String {
+    let mut out = String::from("Equations (B = bytes, GiB = 2^30 B)\n");
+    explain_weights(&mut out, r);
+    explain_pool(&mut out, r);
+    explain_sequence(&mut out, r);
+    explain_decode(&mut out, r);
+    out
+}
+
+/// One `--explain` line.
+fn line(out: &mut String, s: String) {
+    out.push_str("  ");
+    out.push_str(&s);
+    out.push('\n');
+}
+
+/// Parameters, weights and KV bytes per token.
+fn explain_weights(out: &mut String, r: &CapacityReport) {
     let i = &r.inputs;
     let g = &r.kv_geometry;
-    let d = &r.decode_terms;
-    let mut out = String::from("Equations (B = bytes, GiB = 2^30 B)\n");
-    let mut line = |s: String| {
-        out.push_str("  ");
-        out.push_str(&s);
-        out.push('\n');
-    };
-
     let parts: Vec<String> = r
         .weights
         .iter()
         .map(|w| format!("{} {} × {}", w.part, group(w.params), w.bytes_per_param))
         .collect();
-    line(format!(
-        "params         = {} = {}",
-        r.weights
-            .iter()
-            .map(|w| group(w.params))
-            .collect::<Vec<_>>()
-            .join(" + "),
-        group(r.params_total)
-    ));
-    line(format!(
-        "weights        = Σ params × B/param = {} = {} B = {}",
-        parts.join(" + "),
-        group(r.weight_bytes_total.round() as u64),
-        gib(r.weight_bytes_total)
-    ));
-    line(format!(
-        "weights/GPU    = {} / tp {} = {}",
-        gib(r.weight_bytes_total),
-        i.tp,
-        gib(r.weight_bytes_per_gpu)
-    ));
+    line(
+        out,
+        format!(
+            "params         = {} = {}",
+            r.weights
+                .iter()
+                .map(|w| group(w.params))
+                .collect::<Vec<_>>()
+                .join(" + "),
+            group(r.params_total)
+        ),
+    );
+    line(
+        out,
+        format!(
+            "weights        = Σ params × B/param = {} = {} B = {}",
+            parts.join(" + "),
+            group(r.weight_bytes_total.round() as u64),
+            gib(r.weight_bytes_total)
+        ),
+    );
+    line(
+        out,
+        format!(
+            "weights/GPU    = {} / tp {} = {}",
+            gib(r.weight_bytes_total),
+            i.tp,
+            gib(r.weight_bytes_per_gpu)
+        ),
+    );
     let attn_layers = g.full_layers + g.sliding_layers;
     match (g.kv_heads, g.kv_heads_per_gpu, g.head_dim, g.mla_latent_dim) {
-        (Some(h), Some(hg), Some(dim), _) => line(format!(
-            "kv/token/GPU   = attention layers {attn_layers} × 2 (K,V) × max(1, kv_heads {h} / tp {}) = {hg} × head_dim {dim} × {} B = {}",
-            i.tp,
-            i.kv_bytes,
-            bytes_exact(r.kv_bytes_per_token_per_gpu)
-        )),
-        (_, _, _, Some(latent)) => line(format!(
-            "kv/token/GPU   = MLA layers {attn_layers} × (kv_lora_rank + qk_rope_head_dim) {latent} × {} B = {} (no K/V pair, not divided by tp)",
-            i.kv_bytes,
-            bytes_exact(r.kv_bytes_per_token_per_gpu)
-        )),
+        (Some(h), Some(hg), Some(dim), _) => line(
+            out,
+            format!(
+                "kv/token/GPU   = attention layers {attn_layers} × 2 (K,V) × max(1, kv_heads {h} / tp {}) = {hg} × head_dim {dim} × {} B = {}",
+                i.tp,
+                i.kv_bytes,
+                bytes_exact(r.kv_bytes_per_token_per_gpu)
+            ),
+        ),
+        (_, _, _, Some(latent)) => line(
+            out,
+            format!(
+                "kv/token/GPU   = MLA layers {attn_layers} × (kv_lora_rank + qk_rope_head_dim) {latent} × {} B = {} (no K/V pair, not divided by tp)",
+                i.kv_bytes,
+                bytes_exact(r.kv_bytes_per_token_per_gpu)
+            ),
+        ),
         _ => {}
     }
-    line(format!(
-        "usable         = util {} × {:.2} GiB = {}",
-        i.util,
-        i.gpu.memory_gib,
-        gib(r.usable_bytes_per_gpu)
-    ));
-    line(format!(
-        "pool           = usable {} − weights {} − reserve {} = {} ({} B)",
-        gib(r.usable_bytes_per_gpu),
-        gib(r.weight_bytes_per_gpu),
-        gib(r.activation_reserve_bytes_per_gpu),
-        gib(r.kv_pool_bytes_per_gpu),
-        group(r.kv_pool_bytes_per_gpu.max(0.0) as u64)
-    ));
+}
+
+/// Usable memory and the KV pool.
+fn explain_pool(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
+    line(
+        out,
+        format!(
+            "usable         = util {} × {:.2} GiB = {}",
+            i.util,
+            i.gpu.memory_gib,
+            gib(r.usable_bytes_per_gpu)
+        ),
+    );
+    line(
+        out,
+        format!(
+            "pool           = usable {} − weights {} − reserve {} = {} ({} B)",
+            gib(r.usable_bytes_per_gpu),
+            gib(r.weight_bytes_per_gpu),
+            gib(r.activation_reserve_bytes_per_gpu),
+            gib(r.kv_pool_bytes_per_gpu),
+            group(r.kv_pool_bytes_per_gpu.max(0.0) as u64)
+        ),
+    );
     if r.kv_bytes_per_token_per_gpu > 0.0 {
-        line(format!(
-            "pool tokens    = floor({} B / {}) = {}",
-            group(r.kv_pool_bytes_per_gpu as u64),
-            bytes_exact(r.kv_bytes_per_token_per_gpu),
-            group(r.kv_pool_tokens)
-        ));
-        line(format!(
-            "pool blocks    = floor(pool / (block {} × {})) = {}",
-            i.block_size,
-            bytes_exact(r.kv_bytes_per_token_per_gpu),
-            group(r.kv_pool_blocks)
-        ));
+        line(
+            out,
+            format!(
+                "pool tokens    = floor({} B / {}) = {}",
+                group(r.kv_pool_bytes_per_gpu as u64),
+                bytes_exact(r.kv_bytes_per_token_per_gpu),
+                group(r.kv_pool_tokens)
+            ),
+        );
+        line(
+            out,
+            format!(
+                "pool blocks    = floor(pool / (block {} × {})) = {}",
+                i.block_size,
+                bytes_exact(r.kv_bytes_per_token_per_gpu),
+                group(r.kv_pool_blocks)
+            ),
+        );
     }
+}
+
+/// Bytes of one sequence and how many fit.
+fn explain_sequence(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
+    let g = &r.kv_geometry;
     let blocks = i.context.div_ceil(u64::from(i.block_size));
     let mut seq = format!(
         "ceil({} / {}) = {} blocks × {} × full-layer bytes/token",
@@ -381,106 +457,147 @@ pub fn explain(r: &CapacityReport) -> String {
         ));
     }
     if let Some(st) = &g.state_shape {
-        line(format!(
-            "state/layer    = {} = {} + {} elem → {} × {} B + {} × {} B = {} B",
-            st.formula,
-            group(st.conv_elements),
-            group(st.ssm_elements),
-            group(st.conv_elements),
-            st.conv_bytes_per_element,
-            group(st.ssm_elements),
-            st.ssm_bytes_per_element,
-            group(st.bytes_per_layer().round() as u64)
-        ));
-        line(format!(
-            "state/seq/GPU  = {} {} layers × {} B = {} B = {} (fixed at any context)",
-            g.linear_layers,
-            st.label(),
-            group(st.bytes_per_layer().round() as u64),
-            group(r.state_bytes_per_sequence_per_gpu.round() as u64),
-            gib_or_mib(r.state_bytes_per_sequence_per_gpu)
-        ));
+        line(
+            out,
+            format!(
+                "state/layer    = {} = {} + {} elem → {} × {} B + {} × {} B = {} B",
+                st.formula,
+                group(st.conv_elements),
+                group(st.ssm_elements),
+                group(st.conv_elements),
+                st.conv_bytes_per_element,
+                group(st.ssm_elements),
+                st.ssm_bytes_per_element,
+                group(st.bytes_per_layer().round() as u64)
+            ),
+        );
+        line(
+            out,
+            format!(
+                "state/seq/GPU  = {} {} layers × {} B = {} B = {} (fixed at any context)",
+                g.linear_layers,
+                st.label(),
+                group(st.bytes_per_layer().round() as u64),
+                group(r.state_bytes_per_sequence_per_gpu.round() as u64),
+                gib_or_mib(r.state_bytes_per_sequence_per_gpu)
+            ),
+        );
         seq.push_str(&format!(
             " + state {}",
             gib_or_mib(r.state_bytes_per_sequence_per_gpu)
         ));
     }
-    line(format!(
-        "seq bytes      = {seq} = {}",
-        gib(r.kv_bytes_per_sequence_per_gpu)
-    ));
-    line(format!(
-        "max concurrent = whole blocks × block bytes / seq bytes = {:.3}",
-        r.max_concurrent_sequences
-    ));
-    line(format!(
-        "max running    = min(floor({:.3}), max_num_seqs {}) = {}",
-        r.max_concurrent_sequences, i.max_num_seqs, r.max_running_sequences
-    ));
+    line(
+        out,
+        format!(
+            "seq bytes      = {seq} = {}",
+            gib(r.kv_bytes_per_sequence_per_gpu)
+        ),
+    );
+    line(
+        out,
+        format!(
+            "max concurrent = whole blocks × block bytes / seq bytes = {:.3}",
+            r.max_concurrent_sequences
+        ),
+    );
+    line(
+        out,
+        format!(
+            "max running    = min(floor({:.3}), max_num_seqs {}) = {}",
+            r.max_concurrent_sequences, i.max_num_seqs, r.max_running_sequences
+        ),
+    );
+}
+
+/// The decode step model and the cost.
+fn explain_decode(out: &mut String, r: &CapacityReport) {
+    let i = &r.inputs;
+    let d = &r.decode_terms;
     if d.num_experts > 0 {
-        line(format!(
-            "touched(B)     = E × (1 − (1 − k/E)^B), E = {}, k = {}",
-            d.num_experts, d.top_k
-        ));
-        line(format!(
-            "bytes(B)       = streamed {} + experts {} × touched(B)/{} + B × kv read {}",
-            gib(d.weight_bytes_streamed_per_gpu),
-            gib(d.expert_bytes_per_gpu),
-            d.num_experts,
-            bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
-        ));
+        line(
+            out,
+            format!(
+                "touched(B)     = E × (1 − (1 − k/E)^B), E = {}, k = {}",
+                d.num_experts, d.top_k
+            ),
+        );
+        line(
+            out,
+            format!(
+                "bytes(B)       = streamed {} + experts {} × touched(B)/{} + B × kv read {}",
+                gib(d.weight_bytes_streamed_per_gpu),
+                gib(d.expert_bytes_per_gpu),
+                d.num_experts,
+                bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
+            ),
+        );
     } else {
-        line(format!(
-            "bytes(B)       = streamed weights {} + B × kv read/seq {}",
-            gib(d.weight_bytes_streamed_per_gpu),
-            bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
-        ));
+        line(
+            out,
+            format!(
+                "bytes(B)       = streamed weights {} + B × kv read/seq {}",
+                gib(d.weight_bytes_streamed_per_gpu),
+                bytes_exact(d.kv_bytes_read_per_sequence_per_gpu)
+            ),
+        );
     }
-    line(format!(
-        "flops/token    = (2 × matmul params {} + attention {:.4e}) / tp {} = {:.4e}",
-        group(d.matmul_params_per_token.round() as u64),
-        d.attention_flops_per_token,
-        i.tp,
-        r.flops_per_token_per_gpu
-    ));
-    line(format!(
-        "step(B)        = max(bytes(B) / ({} TB/s × MBU {}), B × flops/token / ({} TFLOP/s × MFU {}))",
-        i.gpu.bandwidth_tbs, i.mbu, r.peak_tflops, i.mfu
-    ));
+    line(
+        out,
+        format!(
+            "flops/token    = (2 × matmul params {} + attention {:.4e}) / tp {} = {:.4e}",
+            group(d.matmul_params_per_token.round() as u64),
+            d.attention_flops_per_token,
+            i.tp,
+            r.flops_per_token_per_gpu
+        ),
+    );
+    line(
+        out,
+        format!(
+            "step(B)        = max(bytes(B) / ({} TB/s × MBU {}), B × flops/token / ({} TFLOP/s × MFU {}))",
+            i.gpu.bandwidth_tbs, i.mbu, r.peak_tflops, i.mfu
+        ),
+    );
     for p in [r.roofline.first(), r.roofline.last()]
         .into_iter()
         .flatten()
     {
-        line(format!(
-            "{:<14} = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
-            format!("step({})", p.batch),
-            group(p.bytes_read_per_gpu.round() as u64),
-            d.effective_bandwidth_bytes_per_second,
-            p.batch,
-            r.flops_per_token_per_gpu,
-            d.effective_flops_per_second,
-            p.memory_ms,
-            p.compute_ms,
-            p.step_ms,
-            p.tokens_per_second_per_sequence,
-            p.tokens_per_second_aggregate
-        ));
+        line(
+            out,
+            format!(
+                "{:<14} = max({} B / {:.4e} B/s, {} × {:.4e} / {:.4e} FLOP/s) = max({:.3} ms, {:.3} ms) = {:.3} ms → {:.1} tok/s/seq, {:.1} tok/s total",
+                format!("step({})", p.batch),
+                group(p.bytes_read_per_gpu.round() as u64),
+                d.effective_bandwidth_bytes_per_second,
+                p.batch,
+                r.flops_per_token_per_gpu,
+                d.effective_flops_per_second,
+                p.memory_ms,
+                p.compute_ms,
+                p.step_ms,
+                p.tokens_per_second_per_sequence,
+                p.tokens_per_second_aggregate
+            ),
+        );
         if r.roofline.len() == 1 {
             break;
         }
     }
-    line(format!(
-        "$/1M tokens    = ${:.2} × {} GPU / (3600 × {:.1} tok/s) × 1e6 = ${:.3}",
-        i.gpu_hourly,
-        i.tp,
-        r.decode_tokens_per_second_aggregate,
-        cost_per_million(
+    line(
+        out,
+        format!(
+            "$/1M tokens    = ${:.2} × {} GPU / (3600 × {:.1} tok/s) × 1e6 = ${:.3}",
             i.gpu_hourly,
-            u64::from(i.tp),
-            r.decode_tokens_per_second_aggregate
-        )
-    ));
-    out
+            i.tp,
+            r.decode_tokens_per_second_aggregate,
+            cost_per_million(
+                i.gpu_hourly,
+                u64::from(i.tp),
+                r.decode_tokens_per_second_aggregate
+            )
+        ),
+    );
 }
 
 /// One `--list-presets` row: name, Hugging Face repository, parsed model.

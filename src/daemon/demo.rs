@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use super::ConfigSource;
-use crate::mock::{FaultSpec, MockConfig, MockServer};
+use crate::mock::{MockConfig, MockFlags, MockServer};
 
 /// Probes per second of the demo target (shared by its two scenarios): enough for
 /// `rate()` over a minute to be smooth, little enough for a laptop.
@@ -14,13 +14,10 @@ pub const DEMO_RATE: &str = "4/s";
 /// Starts the mock on 127.0.0.1:0 with `faults` (`KIND[=PARAM][:P]`, as `llmprobe mock
 /// --fault`) and returns it with the demo config pointing at it.
 pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSource)> {
-    let mut cfg = MockConfig::default();
-    for f in faults {
-        let spec: FaultSpec = f.parse().map_err(|e: crate::exit::UsageError| {
-            crate::exit::UsageError::new(format!("--mock-fault: {e}"))
-        })?;
-        cfg.faults.push(spec);
-    }
+    let mut cfg = MockConfig::from_flags(MockFlags {
+        faults: crate::mock::parse_fault_flags("--mock-fault", faults)?,
+        ..MockFlags::default()
+    })?;
     let model = cfg.model.clone();
     cfg.num_gpu_blocks = demo_kv_blocks(&model, cfg.block_size)?;
     let server = crate::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0))).await?;

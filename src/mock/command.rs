@@ -1,16 +1,112 @@
-//! `llmprobe mock` as a process: start the server, print the listening line that
-//! scripts parse, serve until SIGINT/SIGTERM, shut down gracefully.
+//! `llmprobe mock` as a process: its flags, checked into a [`MockConfig`]; start the
+//! server, print the listening line that scripts parse, serve until SIGINT/SIGTERM, shut
+//! down gracefully. `cli` re-exports [`MockArgs`] into the command line.
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::Args;
 
-use super::{MockConfig, start};
-use crate::cli::MockArgs;
+use super::config::{
+    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, MockConfig, MockFlags, millis,
+    parse_fault_flags,
+};
+use super::server::start;
+use crate::exit::UsageError;
+
+/// Flags of `llmprobe mock` (checked into a [`MockConfig`] by [`MockArgs::to_config`]).
+#[derive(Debug, Clone, Args)]
+pub struct MockArgs {
+    /// Address to listen on (port 0 picks a free port; the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub listen: SocketAddr,
+    /// Time to first token in milliseconds, from when the request body is read.
+    #[arg(long, default_value_t = 50.0)]
+    pub ttft_ms: f64,
+    /// Time per output token in milliseconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub itl_ms: f64,
+    /// Random factor on TTFT and token times: none, uniform:F, lognormal:SIGMA.
+    #[arg(long, default_value = "none")]
+    pub jitter: String,
+    /// Fixed output length (default: the request's max_completion_tokens/max_tokens, else 16).
+    #[arg(long)]
+    pub output_tokens: Option<u32>,
+    /// Tokens per content chunk after the first (as with speculative decoding).
+    #[arg(long, default_value_t = 1)]
+    pub tokens_per_chunk: u32,
+    /// Requests running at once; more wait in a FIFO queue (TTFT grows by the wait).
+    #[arg(long)]
+    pub max_running: Option<u32>,
+    /// Token time = itl × (1 + F × other running requests).
+    #[arg(long, default_value_t = 0.0)]
+    pub batch_slowdown: f64,
+    /// Never send usage in streams (like servers that ignore stream_options).
+    #[arg(long)]
+    pub no_usage: bool,
+    /// Seed for fault draws and jitter.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Demand `Authorization: Bearer KEY` on /v1 routes.
+    #[arg(long, env = "LLMPROBE_MOCK_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1).
+    ///
+    /// Kinds: http_500, http_503, http_429[=RETRY_AFTER_S], close_before_response,
+    /// reset_mid_stream[=N], stall_before_headers, stall_after_tokens[=N], malformed_json,
+    /// no_done, invalid_utf8, huge_line[=BYTES], trickle, wrong_content_type,
+    /// json_instead_of_sse, error_event, empty_completion. A request header
+    /// `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: docs/mock.md.
+    #[arg(long, value_name = "KIND[=PARAM][:P]")]
+    pub fault: Vec<String>,
+    /// KV cache size in blocks (reported in vllm:cache_config_info).
+    #[arg(long, default_value_t = DEFAULT_NUM_GPU_BLOCKS)]
+    pub num_gpu_blocks: u32,
+    /// Tokens per KV block.
+    #[arg(long, default_value_t = DEFAULT_BLOCK_SIZE)]
+    pub block_size: u32,
+    /// Model name in /v1/models and /metrics (requests may use any name).
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Duration of the stall faults in milliseconds.
+    #[arg(long, default_value_t = 600_000.0)]
+    pub stall_ms: f64,
+}
+
+impl MockArgs {
+    /// The checked configuration these flags describe.
+    pub fn to_config(&self) -> Result<MockConfig, UsageError> {
+        let faults = parse_fault_flags("--fault", &self.fault)?;
+        MockConfig::from_flags(MockFlags {
+            ttft: Some(millis("--ttft-ms", self.ttft_ms)?),
+            itl: Some(millis("--itl-ms", self.itl_ms)?),
+            jitter: Some(
+                self.jitter
+                    .parse()
+                    .map_err(|e: UsageError| UsageError::new(format!("--jitter: {e}")))?,
+            ),
+            output_tokens: self.output_tokens,
+            tokens_per_chunk: Some(self.tokens_per_chunk),
+            max_running: self.max_running,
+            batch_slowdown: Some(self.batch_slowdown),
+            no_usage: self.no_usage,
+            seed: Some(self.seed),
+            api_key: self.api_key.clone(),
+            faults,
+            model: Some(self.model.clone()),
+            num_gpu_blocks: Some(self.num_gpu_blocks),
+            block_size: Some(self.block_size),
+            stall: Some(millis("--stall-ms", self.stall_ms)?),
+            // A process always runs in real time (see `MockConfig::precise_timer`).
+            precise_timer: true,
+        })
+    }
+}
 
 pub async fn run(args: &MockArgs) -> anyhow::Result<ExitCode> {
-    let config = MockConfig::from_args(args)?;
+    let config = args.to_config()?;
     tracing::debug!(?config, "mock configuration");
     let server = start(config, args.listen).await?;
     {
@@ -40,4 +136,110 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         .await
         .context("waiting for Ctrl-C")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+    use crate::mock::fault::{FAULT_NAMES, FaultKind};
+    use crate::mock::jitter::Jitter;
+
+    /// `llmprobe mock` as the command line parses it.
+    #[derive(Parser)]
+    #[command(name = "mock")]
+    struct MockCli {
+        #[command(flatten)]
+        args: MockArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<MockConfig, UsageError> {
+        let mut argv = vec!["mock"];
+        argv.extend_from_slice(extra);
+        let cli = MockCli::try_parse_from(argv).map_err(|e| UsageError::new(e.to_string()))?;
+        cli.args.to_config()
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.ttft, Duration::from_millis(50));
+        assert_eq!(c.itl, Duration::from_millis(10));
+        assert_eq!(
+            (c.tokens_per_chunk, c.usage, c.model.as_str()),
+            (1, true, "mock-llm")
+        );
+        assert_eq!(c.jitter, Jitter::None);
+        let d = MockConfig::default();
+        assert_eq!((d.ttft, d.itl, d.block_size), (c.ttft, c.itl, c.block_size));
+    }
+
+    #[test]
+    fn flags_map_to_fields() {
+        let c = parse(&[
+            "--itl-ms",
+            "2.5",
+            "--tokens-per-chunk",
+            "4",
+            "--max-running",
+            "3",
+            "--no-usage",
+            "--fault",
+            "http_500:0.1",
+            "--fault",
+            "stall_after_tokens=3",
+            "--jitter",
+            "uniform:0.2",
+            "--api-key",
+            "k",
+        ])
+        .unwrap();
+        assert_eq!(c.itl, Duration::from_nanos(2_500_000));
+        assert_eq!(
+            (c.tokens_per_chunk, c.max_running, c.usage),
+            (4, Some(3), false)
+        );
+        assert_eq!(c.faults.len(), 2);
+        // The process runs in real time: precise timer; embedders (paused-clock tests)
+        // get tokio's unless they ask.
+        assert!(c.precise_timer && !MockConfig::default().precise_timer);
+        assert_eq!(
+            c.faults[1].kind,
+            FaultKind::StallAfterTokens { after_tokens: 3 }
+        );
+        assert!(
+            !format!("{c:?}").contains("\"k\""),
+            "the key must not be printed"
+        );
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for bad in [
+            &["--ttft-ms", "-1"][..],
+            &["--itl-ms", "NaN"],
+            &["--tokens-per-chunk", "0"],
+            &["--max-running", "0"],
+            &["--batch-slowdown", "-0.5"],
+            &["--jitter", "gauss"],
+            &["--fault", "nope"],
+            &["--block-size", "0"],
+            &["--output-tokens", "0"],
+            &["--output-tokens", "2000000"],
+            &["--tokens-per-chunk", "5000"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn help_lists_every_fault_kind() {
+        let help = MockCli::command().render_long_help().to_string();
+        for name in FAULT_NAMES {
+            assert!(help.contains(name), "--help does not mention {name}");
+        }
+    }
 }

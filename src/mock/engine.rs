@@ -12,7 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::MockConfig;
+use super::config::MockConfig;
 use super::fault::FaultKind;
 use super::jitter::{Jitter, scale};
 use super::metrics::{E2E_BUCKETS, Histogram, ITL_BUCKETS, Snapshot, TTFT_BUCKETS};

@@ -5,18 +5,14 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::client::Endpoint;
+
 /// Output length when the request gives neither `max_completion_tokens` nor `max_tokens`
 /// (vLLM's OpenAI server default for `/v1/completions`).
 pub const DEFAULT_MAX_TOKENS: u32 = 16;
 /// Largest output a request may ask for, so one request cannot make the mock build
 /// gigabytes of text (a real server rejects max_tokens beyond its context the same way).
 pub const MAX_OUTPUT_TOKENS: u32 = 1_000_000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    Chat,
-    Completions,
-}
 
 /// What the engine needs to know about one request.
 #[derive(Clone, Debug, PartialEq)]

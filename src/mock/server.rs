@@ -28,14 +28,14 @@ use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
-use super::MockConfig;
+use super::config::MockConfig;
 use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
 use super::openai::{
-    ChunkWriter, Endpoint, GenRequest, Usage, done_event, error_body, parse_request, sse,
-    tokens_text,
+    ChunkWriter, GenRequest, Usage, done_event, error_body, parse_request, sse, tokens_text,
 };
+use crate::client::Endpoint;
 use crate::runner::{PreciseTimer, Spins, Timer};
 
 /// Gap between bytes of the `trickle` fault.
@@ -261,8 +261,8 @@ type Shared = Arc<Engine>;
 
 fn routes(engine: Shared) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
+        .route(Endpoint::Chat.path(), post(chat))
+        .route(Endpoint::Completions.path(), post(completions))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
