@@ -335,7 +335,17 @@ async fn shutdown_finishes_in_flight_streams() {
     let h = tokio::spawn(async move {
         post_stream(&base, "/v1/completions", completions_body(10, true), &[]).await
     });
-    tokio::time::sleep(Duration::from_millis(30)).await;
+    // Shut down only once the stream is running (a fixed sleep raced a loaded machine).
+    let metrics = format!("{}/metrics", mock.base_url());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = client().get(&metrics).send().await.unwrap().text().await.unwrap();
+        if text.lines().any(|l| l.starts_with("vllm:num_requests_running{") && !l.ends_with(" 0.0")) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the stream never started");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
     mock.shutdown().await;
     let s = h.await.unwrap();
     assert_valid_stream(&s, "text_completion");

