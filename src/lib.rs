@@ -1,9 +1,13 @@
 //! llmprobe: a continuous SLO prober, a one-shot load tester and a capacity model for
 //! OpenAI-compatible LLM inference servers.
 //!
-//! Data flows one way (see DESIGN.md): workload → schedule → client → record →
-//! aggregate/export → report. A module imports only from modules before it in that
-//! chain; `capacity` is pure math and never touches the network.
+//! Data flows one way: workload → schedule → runner → client → record → aggregate/report
+//! or export. The modules form layers, and a module imports only from lower layers;
+//! `docs/architecture.md` has the layer table, which `tests/architecture.rs` enforces.
+//! `capacity` is pure math and never touches the network.
+
+// No function over 100 lines (clippy.toml); a test may opt out.
+#![deny(clippy::too_many_lines)]
 
 pub mod aggregate;
 pub mod bench;

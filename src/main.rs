@@ -1,6 +1,8 @@
 //! Thin binary: parse the command line, set up tracing and the runtime, hand over to
 //! [`llmprobe::run`], and turn its result into an exit code.
 
+#![deny(clippy::too_many_lines)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

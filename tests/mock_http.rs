@@ -339,11 +339,24 @@ async fn shutdown_finishes_in_flight_streams() {
     let metrics = format!("{}/metrics", mock.base_url());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let text = client().get(&metrics).send().await.unwrap().text().await.unwrap();
-        if text.lines().any(|l| l.starts_with("vllm:num_requests_running{") && !l.ends_with(" 0.0")) {
+        let text = client()
+            .get(&metrics)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if text
+            .lines()
+            .any(|l| l.starts_with("vllm:num_requests_running{") && !l.ends_with(" 0.0"))
+        {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the stream never started");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream never started"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     mock.shutdown().await;
