@@ -409,7 +409,7 @@ impl Consumer {
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .record(r.outcome, good, error, crate::export::metrics::unix_now());
+            .record(r.outcome, good, error, crate::export::unix_now());
     }
 }
 
