@@ -1,9 +1,9 @@
 //! `RequestRecord`: what one request did, as timestamps and counts only, and every
 //! number derived from them (TTFT, TPOT, per-token ITL, E2E, dispatch lag, goodput).
 //!
-//! This is the one place where the measurement contract of DESIGN.md lives. Nothing
-//! here does IO or knows about Prometheus; the client fills records, aggregation and
-//! export read them through the methods below.
+//! This is the one place where the measurement contract (docs/measurement.md) lives.
+//! Nothing here does IO or knows about Prometheus; the client fills records, aggregation
+//! and export read them through the methods below.
 //!
 //! All instants are offsets from the run's start instant on a monotonic clock.
 
@@ -154,6 +154,36 @@ pub struct Slo {
 impl Slo {
     pub fn is_empty(&self) -> bool {
         self.ttft.is_none() && self.tpot.is_none() && self.e2e.is_none()
+    }
+
+    /// The configured threshold of one SLI, if any.
+    pub fn limit(&self, sli: Sli) -> Option<Duration> {
+        match sli {
+            Sli::Ttft => self.ttft,
+            Sli::Tpot => self.tpot,
+            Sli::E2e => self.e2e,
+        }
+    }
+}
+
+/// A latency an objective can bound: one field of [`Slo`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sli {
+    Ttft,
+    Tpot,
+    E2e,
+}
+
+impl Sli {
+    /// Every SLI, in the order of [`Slo`]'s fields.
+    pub const ALL: [Sli; 3] = [Sli::Ttft, Sli::Tpot, Sli::E2e];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sli::Ttft => "ttft",
+            Sli::Tpot => "tpot",
+            Sli::E2e => "e2e",
+        }
     }
 }
 
@@ -396,18 +426,24 @@ impl RequestRecord {
     /// Goodput: succeeded and met every configured objective. A request with a single
     /// output token has no TPOT and so cannot miss a TPOT objective.
     pub fn is_good(&self, slo: &Slo) -> bool {
+        self.is_success()
+            && Sli::ALL
+                .into_iter()
+                .all(|sli| slo.limit(sli).is_none_or(|limit| self.meets(sli, limit)))
+    }
+
+    /// Whether this request met one objective: it succeeded and its `sli` is at most
+    /// `limit`. A request with a single output token has no TPOT and so meets any TPOT
+    /// objective; a missing TTFT or E2E meets nothing.
+    pub fn meets(&self, sli: Sli, limit: Duration) -> bool {
         if !self.is_success() {
             return false;
         }
-        let within = |value: Option<Duration>, limit: Option<Duration>| match limit {
-            None => true,
-            Some(limit) => value.is_some_and(|v| v <= limit),
-        };
-        let tpot_ok = match (slo.tpot, self.tpot()) {
-            (Some(limit), Some(tpot)) => tpot <= limit,
-            _ => true,
-        };
-        within(self.ttft(), slo.ttft) && tpot_ok && within(self.e2e(), slo.e2e)
+        match sli {
+            Sli::Ttft => self.ttft().is_some_and(|v| v <= limit),
+            Sli::Tpot => self.tpot().is_none_or(|v| v <= limit),
+            Sli::E2e => self.e2e().is_some_and(|v| v <= limit),
+        }
     }
 }
 
@@ -700,6 +736,25 @@ mod tests {
         let mut failed = r.clone();
         failed.outcome = Outcome::Http5xx;
         assert!(!failed.is_good(&Slo::default()));
+    }
+
+    #[test]
+    fn meets_checks_one_objective_of_a_successful_request() {
+        let r = spec_decode_record(); // ttft 50 ms, tpot 2.5 ms, e2e 90 ms
+        assert!(r.meets(Sli::Ttft, ms(50)) && !r.meets(Sli::Ttft, ms(49)));
+        assert!(r.meets(Sli::Tpot, Duration::from_micros(2500)));
+        assert!(!r.meets(Sli::Tpot, Duration::from_micros(2499)));
+        assert!(r.meets(Sli::E2e, ms(90)) && !r.meets(Sli::E2e, ms(89)));
+        let mut failed = r.clone();
+        failed.outcome = Outcome::Http5xx;
+        assert!(!failed.meets(Sli::Ttft, ms(1000)));
+        // One output token: no TPOT, so any TPOT objective is met.
+        let mut one = RequestRecord::new(1, ms(0), ms(0));
+        one.push_chunk(ms(30), 4, Some(1));
+        one.usage_completion_tokens = Some(1);
+        one.t_end = Some(ms(31));
+        one.resolve_tokens(Some(TokenSource::Usage));
+        assert!(one.tpot().is_none() && one.meets(Sli::Tpot, Duration::ZERO));
     }
 
     #[test]

@@ -336,7 +336,7 @@ fn committed_schema_is_up_to_date() {
     );
 }
 
-/// Review #4: configured buckets extend vLLM's (the rules rely on le="0.5" for TTFT).
+/// Configured buckets extend vLLM's (the rules rely on le="0.5" for TTFT).
 #[test]
 fn configured_buckets_extend_vllms() {
     let text = "buckets:\n  ttft: [0.05, 0.1, 0.25, 1, 3.3]\n  e2e: [0.7]\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - {input_tokens: 40, output_tokens: 4, slo: {ttft: 123ms}}\n";
@@ -360,7 +360,7 @@ fn configured_buckets_extend_vllms() {
     assert_eq!(plan.buckets.tpot, vllm.tpot);
 }
 
-/// Review #12: credentials inside URLs are masked in `/config`.
+/// Credentials inside URLs are masked in `/config`.
 #[test]
 fn printed_config_masks_url_credentials() {
     let text = "targets:\n  - name: t\n    base_url: http://bob:sk-url-canary@127.0.0.1:1/v1\n    model: m\n    engine_metrics_url: http://127.0.0.1:2/metrics?token=sk-engine-canary\n";

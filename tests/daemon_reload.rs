@@ -150,7 +150,7 @@ async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
     m.shutdown().await;
 }
 
-/// Review #2: a reload that removes a target while also changing the bucket layout (a
+/// A reload that removes a target while also changing the bucket layout (a
 /// new SLO threshold on a kept target) must still delete the removed target's series.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_with_new_buckets_still_removes_gone_targets() {
@@ -195,7 +195,7 @@ async fn reload_with_new_buckets_still_removes_gone_targets() {
     m.shutdown().await;
 }
 
-/// Review #3: a new SLO threshold on a new target, and new shared settings (grace
+/// A new SLO threshold on a new target, and new shared settings (grace
 /// period, scrape interval), leave an unchanged target running: its histograms continue
 /// and carry no bound of the other target's threshold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,7 +261,7 @@ async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
     m.shutdown().await;
 }
 
-/// Review #14: a removed target's engine scraper cannot bring its gauges back (it is
+/// A removed target's engine scraper cannot bring its gauges back (it is
 /// cancelled before the series go, and checks that under the same lock).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_scraper_never_republishes() {
@@ -306,7 +306,7 @@ async fn a_removed_scraper_never_republishes() {
     m.shutdown().await;
 }
 
-/// Review #18: a rotated (here: vanished) key file is noticed within a minute and goes
+/// A rotated (here: vanished) key file is noticed within a minute and goes
 /// through the normal reload path, without SIGHUP.
 #[tokio::test(start_paused = true)]
 async fn secret_files_are_checked_every_minute() {

@@ -1,8 +1,11 @@
-//! `llmprobe daemon` arguments (clap only; `daemon::run_cli` turns them into a run).
+//! `llmprobe daemon` arguments (clap only; `daemon::run_cli` turns them into a run, from
+//! the [`RunOptions`] they convert to).
 
 use std::path::PathBuf;
 
 use clap::Args;
+
+use crate::daemon::RunOptions;
 
 #[derive(Debug, Clone, Args)]
 pub struct DaemonArgs {
@@ -25,4 +28,16 @@ pub struct DaemonArgs {
     /// (repeatable; see `llmprobe mock --help`), e.g. http_500:0.05.
     #[arg(long, value_name = "KIND[:P]", requires = "mock")]
     pub mock_fault: Vec<String>,
+}
+
+impl From<DaemonArgs> for RunOptions {
+    fn from(a: DaemonArgs) -> Self {
+        RunOptions {
+            config: a.config,
+            config_check: a.config_check,
+            listen: a.listen,
+            mock: a.mock,
+            mock_fault: a.mock_fault,
+        }
+    }
 }

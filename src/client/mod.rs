@@ -283,7 +283,7 @@ impl Client {
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
-                rec.error = Some(scrub_secrets(f.message, self.secrets()));
+                rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
             }
             Ok(()) if rec.chunks.is_empty() => {
                 rec.outcome = Outcome::EmptyOutput;
@@ -653,32 +653,6 @@ fn error_chain(e: reqwest::Error) -> String {
     parts.join(": ")
 }
 
-/// Shortest tail of a cut-off error text that is treated as the start of a secret.
-const SECRET_PREFIX_MIN: usize = 4;
-
-/// Replaces every secret in an error text with `<secret>`: servers and gateways may
-/// echo the rejected key or headers in their error bodies, and `record.error` goes to
-/// logs, status pages and bench's `--records`. The text may have been cut at
-/// [`ERROR_BODY_BYTES`], so a text that ends with the start of a secret (at least
-/// [`SECRET_PREFIX_MIN`] bytes of it, before the `…` mark) loses that tail too.
-fn scrub_secrets<'a>(mut text: String, secrets: impl Iterator<Item = &'a str>) -> String {
-    for secret in secrets {
-        if text.contains(secret) {
-            text = text.replace(secret, crate::secret::REDACTED);
-        }
-        let body = text.strip_suffix('…').unwrap_or(&text);
-        let cut = (SECRET_PREFIX_MIN..secret.len())
-            .rev()
-            .filter(|&i| secret.is_char_boundary(i))
-            .find(|&i| body.ends_with(&secret[..i]));
-        if let Some(i) = cut {
-            let keep = body.len() - i;
-            text = format!("{}{}…", &text[..keep], crate::secret::REDACTED);
-        }
-    }
-    text
-}
-
 fn truncate_text(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
@@ -708,21 +682,6 @@ fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duratio
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_are_scrubbed_from_error_texts_even_when_cut_off() {
-        let secrets = ["sk-abcdef123", "hdr-value"];
-        let scrub = |t: &str| scrub_secrets(t.to_string(), secrets.into_iter());
-        assert_eq!(
-            scrub("401: bad key Bearer sk-abcdef123 (hdr-value, sk-abcdef123)"),
-            "401: bad key Bearer <secret> (<secret>, <secret>)"
-        );
-        assert_eq!(scrub("echo: Bearer sk-abcd…"), "echo: Bearer <secret>…");
-        assert_eq!(scrub("echo: Bearer sk-abcd"), "echo: Bearer <secret>…");
-        // Three bytes of a secret are not treated as one (they would hit ordinary text).
-        assert_eq!(scrub("ends with sk-"), "ends with sk-");
-        assert_eq!(scrub("nothing here"), "nothing here");
-    }
 
     #[test]
     fn truncation_respects_char_boundaries() {

@@ -72,52 +72,9 @@ impl ConfigError {
             file: file.to_string(),
             position,
             field,
-            message: redact_values(&message),
+            message: crate::secret::redact_quoted_values(&message),
         }
     }
-}
-
-/// What a value quoted in a parse error is replaced by.
-pub const VALUE: &str = "<value>";
-
-/// Replaces every value serde_yaml_ng quotes in a message (`string "…"`, `unknown
-/// variant `…``) by `<value>`: the value may be a secret pasted in the wrong place
-/// (`headers: "Bearer sk-…"`), and these messages reach logs, `/-/reload` replies and
-/// `--config.check` output. Field names and the expected alternatives stay.
-pub fn redact_values(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(start) = rest.find('"') {
-        out.push_str(&rest[..start]);
-        // Rust's `{:?}` quoting: a closing quote is one not preceded by a backslash.
-        let body = &rest[start + 1..];
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match c {
-                '\\' if !escaped => escaped = true,
-                '"' if !escaped => {
-                    end = Some(i);
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        out.push_str(VALUE);
-        match end {
-            Some(i) => rest = &body[i + 1..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    const VARIANT: &str = "unknown variant `";
-    if let Some(i) = out.find(VARIANT)
-        && let Some(len) = out[i + VARIANT.len()..].find('`')
-    {
-        let value_end = i + VARIANT.len() + len + 1;
-        out.replace_range(i + VARIANT.len() - 1..value_end, VALUE);
-    }
-    out
 }
 
 /// Whether serde_yaml_ng's message prefix is a field path (`targets[0].rate`) rather
@@ -137,27 +94,6 @@ impl From<ConfigError> for crate::exit::UsageError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoted_values_are_redacted() {
-        assert_eq!(
-            redact_values(r#"invalid type: string "Bearer sk-CANARY", expected a map"#),
-            "invalid type: string <value>, expected a map"
-        );
-        assert_eq!(
-            redact_values(r#"bad "a \"q\" b" and "c""#),
-            "bad <value> and <value>"
-        );
-        assert_eq!(redact_values(r#"open "sk-x"#), "open <value>");
-        assert_eq!(
-            redact_values("unknown variant `sk-x`, expected `chat` or `completions`"),
-            "unknown variant <value>, expected `chat` or `completions`"
-        );
-        assert_eq!(
-            redact_values("unknown field `foo`, expected one of `a`"),
-            "unknown field `foo`, expected one of `a`"
-        );
-    }
 
     #[test]
     fn a_secret_in_a_yaml_type_error_is_not_echoed() {

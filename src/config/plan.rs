@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use super::error::ConfigError;
 use super::locate::Path;
+use super::schema::{Config, HeaderSource, HeaderValue, Scenario, Target};
 use super::validate::validate;
-use super::{Config, HeaderSource, HeaderValue, Scenario, Target};
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::record::Slo;
-use crate::secret::{REDACTED, Secret};
+use crate::secret::{Secret, redact_url};
 use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
@@ -215,42 +215,9 @@ fn target(
     // and not a target that silently fails to start.
     crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
 
-    let rate = t.rate.unwrap_or(cfg.defaults.rate);
-    let shared = t.scenarios.iter().filter(|s| s.rate.is_none()).count();
-    let mut scenarios = Vec::with_capacity(t.scenarios.len());
-    for (i, s) in t.scenarios.iter().enumerate() {
-        // The prompt must hold the shared prefix, the unique nonce and one more token.
-        PromptGenerator::approximate(s.shared_prefix_tokens)
-            .check_fits(s.input_tokens)
-            .map_err(|e| {
-                (
-                    path.key("scenarios").index(i).key("input_tokens"),
-                    e.to_string(),
-                )
-            })?;
-        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
-    }
+    let scenarios = scenarios(cfg, t, path, buckets)?;
 
-    let capacity = match &t.capacity {
-        None => None,
-        Some(inputs) => {
-            let report = crate::capacity::evaluate(inputs)
-                .map_err(|e| (path.key("capacity"), e.to_string()))?;
-            let replicas = f64::from(t.replicas);
-            Some(CapacityPlan {
-                gauges: CapacityGauges {
-                    max_concurrent_sequences: report.max_concurrent_sequences,
-                    kv_cache_tokens: report.kv_pool_tokens as f64,
-                    kv_bytes_per_token: report.kv_bytes_per_token_per_gpu,
-                    weight_bytes: report.weight_bytes_per_gpu,
-                    decode_tokens_per_second: report.decode_tokens_per_second_aggregate * replicas,
-                    cost_per_million_output_tokens: Some(report.cost_per_million_output_tokens),
-                },
-                gpus_per_replica: report.inputs.tp.max(1),
-                gpu_hourly: Some(report.inputs.gpu_hourly),
-            })
-        }
-    };
+    let capacity = capacity_plan(t, path)?;
     let context_tokens = t
         .capacity
         .as_ref()
@@ -270,6 +237,55 @@ fn target(
         engine_metrics_url: t.engine_metrics_url.clone(),
         context_tokens,
         secrets,
+    })
+}
+
+/// Every scenario of a target, each checked to fit its prompt.
+fn scenarios(
+    cfg: &Config,
+    t: &Target,
+    path: &Path,
+    buckets: &Buckets,
+) -> Result<Vec<ScenarioPlan>, (Path, String)> {
+    let rate = t.rate.unwrap_or(cfg.defaults.rate);
+    let shared = t.scenarios.iter().filter(|s| s.rate.is_none()).count();
+    let mut scenarios = Vec::with_capacity(t.scenarios.len());
+    for (i, s) in t.scenarios.iter().enumerate() {
+        // The prompt must hold the shared prefix, the unique nonce and one more token.
+        PromptGenerator::approximate(s.shared_prefix_tokens)
+            .check_fits(s.input_tokens)
+            .map_err(|e| {
+                (
+                    path.key("scenarios").index(i).key("input_tokens"),
+                    e.to_string(),
+                )
+            })?;
+        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
+    }
+    Ok(scenarios)
+}
+
+/// The capacity model of a target, evaluated once when the config loads.
+fn capacity_plan(t: &Target, path: &Path) -> Result<Option<CapacityPlan>, (Path, String)> {
+    Ok(match &t.capacity {
+        None => None,
+        Some(inputs) => {
+            let report = crate::capacity::evaluate(inputs)
+                .map_err(|e| (path.key("capacity"), e.to_string()))?;
+            let replicas = f64::from(t.replicas);
+            Some(CapacityPlan {
+                gauges: CapacityGauges {
+                    max_concurrent_sequences: report.max_concurrent_sequences,
+                    kv_cache_tokens: report.kv_pool_tokens as f64,
+                    kv_bytes_per_token: report.kv_bytes_per_token_per_gpu,
+                    weight_bytes: report.weight_bytes_per_gpu,
+                    decode_tokens_per_second: report.decode_tokens_per_second_aggregate * replicas,
+                    cost_per_million_output_tokens: Some(report.cost_per_million_output_tokens),
+                },
+                gpus_per_replica: report.inputs.tp.max(1),
+                gpu_hourly: Some(report.inputs.gpu_hourly),
+            })
+        }
     })
 }
 
@@ -330,36 +346,6 @@ pub fn changed_secret_files(plan: &Plan) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// A URL as `/config` shows it: a userinfo password and the query string (where
-/// gateways take tokens, `?key=…`) become `<secret>`; scheme, user, host, port and path
-/// stay. Works on the text, so it never re-encodes what it keeps.
-pub fn redact_url(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((s, r)) => (Some(s), r),
-        None => (None, url),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:{REDACTED}@{host}"),
-            None => authority.to_string(),
-        },
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => match query.split_once('#') {
-            Some((_, fragment)) => format!("{path}?{REDACTED}#{fragment}"),
-            None => format!("{path}?{REDACTED}"),
-        },
-        None => tail.to_string(),
-    };
-    match scheme {
-        Some(s) => format!("{s}://{authority}{tail}"),
-        None => format!("{authority}{tail}"),
-    }
-}
-
 /// FNV-1a over the global seed and the names: stable across Rust versions and
 /// platforms (std's hasher is not guaranteed to be).
 pub fn derive_seed(seed: u64, target: &str, scenario: &str) -> u64 {
@@ -402,22 +388,5 @@ mod tests {
         assert_eq!(changed_secret_files(&plan), vec![key, header]);
         // The plan's Debug never shows the values it watches.
         assert!(!format!("{plan:?}").contains("sk-old"));
-    }
-
-    #[test]
-    fn urls_lose_passwords_and_query_strings() {
-        assert_eq!(
-            redact_url("https://user:pa:ss@llm.example:8443/v1?key=sk-1&x=2#f"),
-            "https://user:<secret>@llm.example:8443/v1?<secret>#f"
-        );
-        assert_eq!(
-            redact_url("http://user@llm:8000/v1"),
-            "http://user@llm:8000/v1"
-        );
-        assert_eq!(redact_url("http://llm:8000"), "http://llm:8000");
-        assert_eq!(
-            redact_url("http://llm:8000/metrics?token=t"),
-            "http://llm:8000/metrics?<secret>"
-        );
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::locate::Path;
-use super::{BucketsConfig, Config, HeaderValue, SloConfig, Target};
+use super::schema::{BucketsConfig, Config, HeaderValue, SloConfig, Target};
 
 /// A rule violation: where and what.
 pub type Violation = (Path, String);
@@ -131,6 +131,11 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
     if let Some(u) = &t.engine_metrics_url {
         url(u, &path.key("engine_metrics_url"))?;
     }
+    scenarios(t, path)
+}
+
+/// The scenarios of a target, and that its token budget pays for the largest probe.
+fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
     if t.scenarios.is_empty() {
         return Err((
             path.key("scenarios"),

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use super::ConfigSource;
+use super::source::ConfigSource;
 use crate::mock::{MockConfig, MockFlags, MockServer};
 
 /// Probes per second of the demo target (shared by its two scenarios): enough for

@@ -11,10 +11,10 @@ use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::target::scrub;
 use crate::config::TargetPlan;
 use crate::engine::{self, EngineSnapshot};
 use crate::export::{EngineGauges, Metrics};
+use crate::secret::{Secret, scrub};
 
 /// Client-side TTFTs of successful probes since the last scrape.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -55,7 +55,7 @@ pub fn gauges(
         _ => None,
     };
     // Live cost of one engine (one replica of `tp` GPUs) at the rate it generates now:
-    // $/h × GPUs / 3600 / (tok/s) × 1e6 (DESIGN.md, capacity cost rule).
+    // $/h × GPUs / 3600 / (tok/s) × 1e6 (the cost rule of docs/capacity.md).
     let cost = plan.capacity.as_ref().and_then(|c| {
         let hourly = c.gpu_hourly?;
         let tps = gen_tps.filter(|v| *v > 0.0)?;
@@ -208,7 +208,7 @@ pub fn scrape_loop(
                     metrics.set_headroom(&plan.name, &plan.model, None);
                     tracing::warn!(
                         target = %plan.name,
-                        error = %scrub(&format!("{e:#}"), &plan.secrets),
+                        error = %scrub(&format!("{e:#}"), plan.secrets.iter().map(Secret::expose)),
                         "engine scrape failed"
                     );
                 }

@@ -11,6 +11,7 @@
 pub mod budget;
 pub mod demo;
 pub mod engine;
+pub mod source;
 pub mod target;
 
 use std::collections::BTreeMap;
@@ -25,27 +26,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ConfigError, Plan, plan};
+use crate::config::{Plan, plan};
 use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
+pub use source::ConfigSource;
 use target::{RunningTarget, Shared};
-
-/// Where the config comes from.
-#[derive(Debug, Clone)]
-pub enum ConfigSource {
-    /// A file, read again on every reload.
-    File(PathBuf),
-    /// Text held in memory (`--mock`); `name` stands for the file in errors.
-    Inline { name: String, text: String },
-}
-
-impl ConfigSource {
-    pub fn load(&self) -> Result<Plan, ConfigError> {
-        match self {
-            ConfigSource::File(path) => plan::load(path),
-            ConfigSource::Inline { name, text } => plan::load_str(text, name),
-        }
-    }
-}
 
 /// How often secret files are read again to notice a rotated key.
 pub const SECRET_CHECK_INTERVAL: Duration = Duration::from_secs(60);
@@ -312,7 +296,10 @@ impl Control {
                     }
                     Err(e) => tracing::error!(
                         target = %t.name,
-                        error = %target::scrub(&format!("{e:#}"), &t.secrets),
+                        error = %crate::secret::scrub(
+                            &format!("{e:#}"),
+                            t.secrets.iter().map(crate::secret::Secret::expose),
+                        ),
                         "cannot start target"
                     ),
                 }
@@ -364,10 +351,7 @@ impl Control {
                     metrics.remove_engine(&old.name, &old.model);
                 }
             }
-            _ => {
-                metrics.remove_capacity(&old.name, &old.model);
-                metrics.remove_engine(&old.name, &old.model);
-            }
+            _ => metrics.remove_target(&old.name, &old.model),
         }
     }
 }
@@ -409,8 +393,20 @@ async fn wait_for_signals(_daemon: &Daemon) -> anyhow::Result<()> {
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
 }
 
+/// What the `llmprobe daemon` command line asks for (the CLI layer fills it from its
+/// arguments; see `cli::DaemonArgs` for what each one means).
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub config: Option<PathBuf>,
+    pub config_check: bool,
+    pub listen: Option<String>,
+    pub mock: bool,
+    pub mock_fault: Vec<String>,
+}
+
 /// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
-pub async fn run_cli(args: crate::cli::DaemonArgs) -> anyhow::Result<std::process::ExitCode> {
+pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process::ExitCode> {
+    let args: RunOptions = args.into();
     if let Some(l) = &args.listen
         && l.parse::<SocketAddr>().is_err()
     {

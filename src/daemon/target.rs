@@ -20,7 +20,7 @@ use crate::export::{Metrics, ScenarioSeries, StatusBoard};
 use crate::record::{Outcome, RequestRecord};
 use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, RunEvent, Stop};
 use crate::schedule::Schedule;
-use crate::secret::{REDACTED, Secret};
+use crate::secret::{self, Secret};
 use crate::workload::Workload;
 use crate::workload::lengths::Lengths;
 use crate::workload::prompt::PromptGenerator;
@@ -80,18 +80,6 @@ impl RunningTarget {
     }
 }
 
-/// Replaces every secret of the target in a text (an error message from a server may
-/// echo the key it rejected) before it is logged or shown.
-pub fn scrub(text: &str, secrets: &[Secret]) -> String {
-    let mut out = text.to_string();
-    for s in secrets {
-        if !s.is_empty() && out.contains(s.expose()) {
-            out = out.replace(s.expose(), REDACTED);
-        }
-    }
-    out
-}
-
 /// Starts a target. `stagger` is (position, count) of this target among all runners,
 /// so first probes spread out instead of firing together.
 pub fn start(
@@ -112,130 +100,16 @@ pub fn start(
             .metrics
             .set_capacity(&plan.name, &plan.model, &cap.gauges);
     }
-    let (mut position, count) = stagger;
-    for scenario in &plan.scenarios {
-        // One client (one connection pool) per scenario: `ignore_eos` is per scenario.
-        let client = Arc::new(Client::new(
-            ClientConfig {
-                ignore_eos: scenario.ignore_eos,
-                limits: crate::client::Limits {
-                    max_output_tokens: max_output_tokens(
-                        scenario.output_tokens,
-                        plan.client.limits.max_output_tokens,
-                    ),
-                    ..plan.client.limits
-                },
-                ..plan.client.clone()
-            },
-            None,
-        )?);
-        let series = Arc::new(shared.metrics.scenario(
-            &plan.name,
-            &plan.model,
-            &scenario.name,
-            &scenario.slo,
-            plan.price,
-            &scenario.buckets,
-        )?);
-        shared
-            .metrics
-            .set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
-        let status = shared
-            .status
-            .scenario(&plan.name, &plan.model, &scenario.name);
-        let workload = Workload::synthetic(
-            Lengths::fixed(scenario.input_tokens)?,
-            Lengths::fixed(scenario.output_tokens)?,
-            PromptGenerator::approximate(scenario.shared_prefix_tokens),
-            scenario.seed,
-        )?
-        .with_run_nonce(shared.run_nonce);
-        let offset = stagger_offset(scenario.rate_hz, position, count);
-        position += 1;
-        let arrivals = std::iter::once(offset).chain(
-            Schedule::poisson(scenario.rate_hz)?
-                .arrivals(scenario.seed)
-                .map(move |t| t + offset),
-        );
-        let (tx, rx) = mpsc::unbounded_channel();
-        let config = RunConfig {
-            cap: Some(ConcurrencyCap {
-                max_inflight: plan.max_inflight as usize,
-                policy: CapPolicy::Skip,
-            }),
-            stop: Stop {
-                cancel: stop.clone(),
-                ..Stop::default()
-            },
-            drain: None,
-            // The grace period in force is applied by `RunningTarget::stop`; this is
-            // only the runner's own backstop.
-            cancel_grace: RUNNER_GRACE_BACKSTOP,
-            timer: runner::Timer::Tokio,
-        };
-        let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
-        let admission: Option<runner::Admission> = budget.clone().map(|b| {
-            let target = plan.name.clone();
-            let f: runner::Admission = Box::new(move |_d: &Dispatch| {
-                let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
-                let now = Instant::now();
-                if b.try_take(now, estimate) {
-                    Ok(())
-                } else {
-                    tracing::debug!(
-                        target = %target,
-                        wait = ?b.wait_for(now, estimate),
-                        "token budget spent; skipping a probe"
-                    );
-                    Err(runner::SkipReason::TokenBudget)
-                }
-            });
-            f
-        });
-        let probe = {
-            let client = client.clone();
-            let series = series.clone();
-            let workload = Arc::new(workload);
-            let status = status.clone();
-            move |d: Dispatch| {
-                // Admitted: the scenario counts as tried for readiness.
-                status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
-                let client = client.clone();
-                let workload = workload.clone();
-                let inflight = InflightGuard::new(series.inflight().clone());
-                async move {
-                    let _inflight = inflight;
-                    match workload.spec(d.id) {
-                        Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
-                        Err(e) => {
-                            // Only a prompt that cannot be built ends here; the plan
-                            // checked the lengths, so this is a bug worth seeing.
-                            let mut r = RequestRecord::new(d.id, d.t_sched, d.elapsed());
-                            r.outcome = Outcome::StreamError;
-                            r.error = Some(format!("building the prompt: {e:#}"));
-                            r
-                        }
-                    }
-                }
-            }
-        };
-        tasks.push(tokio::spawn(async move {
-            runner::run(arrivals, config, admission, probe, tx).await;
-        }));
-        tasks.push(tokio::spawn(consume(
-            rx,
-            Consumer {
-                target: plan.name.clone(),
-                scenario: scenario.clone(),
-                series,
-                status,
-                budget: budget.clone(),
-                estimate,
-                ttft_window: ttft_window.clone(),
-                secrets: plan.secrets.clone(),
-                stop: stop.clone(),
-            },
-        )));
+    let (position, count) = stagger;
+    let starting = Starting {
+        plan: &plan,
+        shared,
+        stop: &stop,
+        budget: &budget,
+        ttft_window: &ttft_window,
+    };
+    for (i, scenario) in plan.scenarios.iter().enumerate() {
+        tasks.extend(start_scenario(&starting, scenario, (position + i, count))?);
     }
     if let Some(url) = plan.engine_metrics_url.clone() {
         tasks.push(tokio::spawn(scrape_loop(
@@ -260,6 +134,163 @@ pub fn start(
         stop,
         tasks,
         publish,
+    })
+}
+
+/// What the scenarios of a starting target share.
+struct Starting<'a> {
+    plan: &'a TargetPlan,
+    shared: &'a Shared,
+    stop: &'a CancellationToken,
+    budget: &'a Option<Arc<Mutex<TokenBudget>>>,
+    ttft_window: &'a Arc<Mutex<TtftWindow>>,
+}
+
+/// Starts the runner of one scenario and the consumer of its records. `stagger` is
+/// (position, count) of this runner among all runners.
+fn start_scenario(
+    t: &Starting<'_>,
+    scenario: &ScenarioPlan,
+    stagger: (usize, usize),
+) -> anyhow::Result<[JoinHandle<()>; 2]> {
+    let plan = t.plan;
+    let metrics = &t.shared.metrics;
+    // One client (one connection pool) per scenario: `ignore_eos` is per scenario.
+    let client = Arc::new(Client::new(scenario_client(plan, scenario), None)?);
+    let series = Arc::new(metrics.scenario(
+        &plan.name,
+        &plan.model,
+        &scenario.name,
+        &scenario.slo,
+        plan.price,
+        &scenario.buckets,
+    )?);
+    metrics.set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
+    let status = t
+        .shared
+        .status
+        .scenario(&plan.name, &plan.model, &scenario.name);
+    let workload = Workload::synthetic(
+        Lengths::fixed(scenario.input_tokens)?,
+        Lengths::fixed(scenario.output_tokens)?,
+        PromptGenerator::approximate(scenario.shared_prefix_tokens),
+        scenario.seed,
+    )?
+    .with_run_nonce(t.shared.run_nonce);
+    let offset = stagger_offset(scenario.rate_hz, stagger.0, stagger.1);
+    let arrivals = std::iter::once(offset).chain(
+        Schedule::poisson(scenario.rate_hz)?
+            .arrivals(scenario.seed)
+            .map(move |t| t + offset),
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    let config = run_config(plan, t.stop);
+    let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
+    let admission = t
+        .budget
+        .clone()
+        .map(|b| budget_admission(b, plan.name.clone(), estimate));
+    let probe = {
+        let client = client.clone();
+        let series = series.clone();
+        let workload = Arc::new(workload);
+        let status = status.clone();
+        move |d: Dispatch| {
+            // Admitted: the scenario counts as tried for readiness.
+            status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
+            let client = client.clone();
+            let workload = workload.clone();
+            let inflight = InflightGuard::new(series.inflight().clone());
+            async move {
+                let _inflight = inflight;
+                match workload.spec(d.id) {
+                    Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
+                    Err(e) => {
+                        // Only a prompt that cannot be built ends here; the plan
+                        // checked the lengths, so this is a bug worth seeing.
+                        let mut r = RequestRecord::new(d.id, d.t_sched, d.elapsed());
+                        r.outcome = Outcome::StreamError;
+                        r.error = Some(format!("building the prompt: {e:#}"));
+                        r
+                    }
+                }
+            }
+        }
+    };
+    let runner = tokio::spawn(async move {
+        runner::run(arrivals, config, admission, probe, tx).await;
+    });
+    let consumer = tokio::spawn(consume(
+        rx,
+        Consumer {
+            target: plan.name.clone(),
+            scenario: scenario.clone(),
+            series,
+            status,
+            budget: t.budget.clone(),
+            estimate,
+            ttft_window: t.ttft_window.clone(),
+            secrets: plan.secrets.clone(),
+            stop: t.stop.clone(),
+        },
+    ));
+    Ok([runner, consumer])
+}
+
+/// The client settings of one scenario: the target's, with the scenario's `ignore_eos`
+/// and output-token limit.
+fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
+    ClientConfig {
+        ignore_eos: scenario.ignore_eos,
+        limits: crate::client::Limits {
+            max_output_tokens: max_output_tokens(
+                scenario.output_tokens,
+                plan.client.limits.max_output_tokens,
+            ),
+            ..plan.client.limits
+        },
+        ..plan.client.clone()
+    }
+}
+
+/// A daemon runner: open loop, skipping arrivals at `max_inflight`, until `stop`.
+fn run_config(plan: &TargetPlan, stop: &CancellationToken) -> RunConfig {
+    RunConfig {
+        cap: Some(ConcurrencyCap {
+            max_inflight: plan.max_inflight as usize,
+            policy: CapPolicy::Skip,
+        }),
+        stop: Stop {
+            cancel: stop.clone(),
+            ..Stop::default()
+        },
+        drain: None,
+        // The grace period in force is applied by `RunningTarget::stop`; this is
+        // only the runner's own backstop.
+        cancel_grace: RUNNER_GRACE_BACKSTOP,
+        timer: runner::Timer::Tokio,
+    }
+}
+
+/// Admits a probe only when the target's token budget has `estimate` tokens left.
+fn budget_admission(
+    budget: Arc<Mutex<TokenBudget>>,
+    target: String,
+    estimate: u64,
+) -> runner::Admission {
+    Box::new(move |_d: &Dispatch| {
+        let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if b.try_take(now, estimate) {
+            Ok(())
+        } else {
+            tracing::debug!(
+                target = %target,
+                wait = ?b.wait_for(now, estimate),
+                "token budget spent; skipping a probe"
+            );
+            Err(runner::SkipReason::TokenBudget)
+        }
     })
 }
 
@@ -355,7 +386,7 @@ impl Consumer {
                 .unwrap_or_else(|e| e.into_inner())
                 .add(t.as_secs_f64());
         }
-        let error = r.error.as_deref().map(|e| scrub(e, &self.secrets));
+        let error = shown_error(r, &self.secrets);
         if r.is_success() {
             tracing::debug!(
                 target = %self.target,
@@ -378,8 +409,16 @@ impl Consumer {
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .record(r.outcome, good, error, crate::export::metrics::unix_now());
+            .record(r.outcome, good, error, crate::export::unix_now());
     }
+}
+
+/// A probe's error text as logs and the status page show it: with every secret of the
+/// target scrubbed, including one cut short where the client truncated the text.
+fn shown_error(r: &RequestRecord, secrets: &[Secret]) -> Option<String> {
+    r.error
+        .as_deref()
+        .map(|e| secret::scrub(e, secrets.iter().map(Secret::expose)))
 }
 
 #[cfg(test)]
@@ -387,13 +426,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scrub_replaces_every_secret() {
-        let secrets = vec![Secret::new("sk-123"), Secret::new("")];
+    fn shown_errors_lose_whole_and_truncated_secrets() {
+        let secrets = vec![Secret::new("sk-123456"), Secret::new("")];
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        assert_eq!(shown_error(&r, &secrets), None);
+        r.error = Some("401: invalid key sk-123456 (sk-123456)".into());
         assert_eq!(
-            scrub("401: invalid key sk-123 (sk-123)", &secrets),
-            "401: invalid key <secret> (<secret>)"
+            shown_error(&r, &secrets).as_deref(),
+            Some("401: invalid key <secret> (<secret>)")
         );
-        assert_eq!(scrub("fine", &secrets), "fine");
+        r.error = Some("401: echo Bearer sk-1234…".into());
+        assert_eq!(
+            shown_error(&r, &secrets).as_deref(),
+            Some("401: echo Bearer <secret>…")
+        );
+        r.error = Some("fine".into());
+        assert_eq!(shown_error(&r, &secrets).as_deref(), Some("fine"));
     }
 
     #[test]

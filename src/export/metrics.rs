@@ -1,276 +1,28 @@
-//! The Prometheus registry of `llmprobe daemon`: every metric name, help text, label
-//! set and histogram bucket layout lives here and nowhere else (docs/metrics.md is the
-//! contract with the dashboards and alert rules).
+//! The Prometheus registry of `llmprobe daemon`. Every metric name, help text, label
+//! set and bucket rule is data in [`super::families`] (docs/metrics.md is the contract
+//! with the dashboards and alert rules); this file binds those families to named
+//! fields and says what sets each one.
 //!
 //! The hot path (one probe record) touches only pre-resolved children
 //! ([`ScenarioSeries`]), so observing a record is a handful of atomic adds with no label
 //! hashing. Gauges that change on a slow interval (capacity, engine scrape) are resolved
 //! when they are set.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
-use prometheus::core::{Collector, Desc};
-use prometheus::proto::MetricFamily;
+use prometheus::core::Collector;
 use prometheus::{
-    CounterVec, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec,
-    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Registry, TextEncoder,
 };
 
-use crate::record::{Outcome, RequestRecord, Slo};
+use super::buckets::Buckets;
+use super::families::{self as f, Scope};
+use super::histograms::{LatencyHistograms, SharedCollector};
+use super::registry::Registered;
+use super::series::{ScenarioSeries, TokenPrice, unix_now};
+use crate::record::{Sli, Slo};
 pub use crate::runner::SkipReason;
-
-/// Labels of every probe-result series, in this order.
-pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
-/// Labels of `llmprobe_slo_met_requests_total`, in this order.
-pub const SLI_LABELS: [&str; 4] = ["target", "model", "scenario", "sli"];
-/// The `sli` label values, in the order of `ScenarioSeries::slo_met`.
-const SLIS: [&str; 3] = ["ttft", "tpot", "e2e"];
-/// Labels of capacity and engine gauges, in this order.
-pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
-
-/// Every skip reason, in a stable order (for pre-registering label values). The reason
-/// itself is the runner's ([`SkipReason`]), so it is defined once.
-const SKIP_REASONS: [SkipReason; 2] = [SkipReason::MaxInflight, SkipReason::TokenBudget];
-
-/// Failure outcomes, the `reason` values of `llmprobe_request_failures_total`.
-fn failure_outcomes() -> impl Iterator<Item = Outcome> {
-    Outcome::ALL.into_iter().filter(|o| !o.is_ok())
-}
-
-/// Histogram bucket upper bounds (seconds) per latency metric.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Buckets {
-    pub ttft: Vec<f64>,
-    pub tpot: Vec<f64>,
-    pub itl: Vec<f64>,
-    pub e2e: Vec<f64>,
-    pub dispatch_lag: Vec<f64>,
-}
-
-impl Buckets {
-    /// vLLM's own buckets for the same metrics (vllm/v1/metrics/loggers.py:
-    /// `vllm:time_to_first_token_seconds`, `vllm:inter_token_latency_seconds` /
-    /// `vllm:time_per_output_token_seconds`, `vllm:e2e_request_latency_seconds`), so
-    /// client-side and server-side histograms line up bucket for bucket. TPOT/ITL add
-    /// 1, 2.5 and 5 ms for fast engines; dispatch lag is llmprobe's own.
-    pub fn vllm() -> Self {
-        Buckets {
-            ttft: vec![
-                0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
-                7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-            ],
-            tpot: Self::vllm_tpot(),
-            itl: Self::vllm_tpot(),
-            e2e: vec![
-                0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-                120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
-            ],
-            dispatch_lag: vec![
-                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
-            ],
-        }
-    }
-
-    fn vllm_tpot() -> Vec<f64> {
-        vec![
-            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
-            1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
-        ]
-    }
-
-    /// Adds every SLO threshold as a bucket boundary, so `le="<threshold>"` is exact:
-    /// TTFT thresholds to TTFT, TPOT thresholds to TPOT and per-token ITL (the same
-    /// per-token budget), E2E thresholds to E2E.
-    pub fn with_slos<'a>(mut self, slos: impl IntoIterator<Item = &'a Slo>) -> Self {
-        for slo in slos {
-            if let Some(t) = slo.ttft {
-                self.ttft.push(t.as_secs_f64());
-            }
-            if let Some(t) = slo.tpot {
-                self.tpot.push(t.as_secs_f64());
-                self.itl.push(t.as_secs_f64());
-            }
-            if let Some(t) = slo.e2e {
-                self.e2e.push(t.as_secs_f64());
-            }
-        }
-        self.normalized()
-    }
-
-    /// Sorted, finite, positive, without duplicates (Prometheus requires strictly
-    /// increasing bounds).
-    pub fn normalized(mut self) -> Self {
-        for b in [
-            &mut self.ttft,
-            &mut self.tpot,
-            &mut self.itl,
-            &mut self.e2e,
-            &mut self.dispatch_lag,
-        ] {
-            b.retain(|v| v.is_finite() && *v > 0.0);
-            b.sort_by(f64::total_cmp);
-            // Thresholds parsed from "50ms" and a literal 0.05 may differ in the last bit.
-            b.dedup_by(|a, b| (*a - *b).abs() <= 1e-12 * b.abs().max(1e-9));
-        }
-        self
-    }
-}
-
-/// The five latency histogram families (name, help), in the order of
-/// `SeriesHistograms::h`.
-const HISTOGRAM_FAMILIES: [(&str, &str); 5] = [
-    (
-        "llmprobe_ttft_seconds",
-        "Time to first content token, from the actual send.",
-    ),
-    (
-        "llmprobe_tpot_seconds",
-        "Time per output token after the first (vLLM's TPOT).",
-    ),
-    (
-        "llmprobe_inter_token_latency_seconds",
-        "Per-token inter-token latency (a chunk gap shared among its tokens).",
-    ),
-    (
-        "llmprobe_request_duration_seconds",
-        "End-to-end probe latency, send to last token.",
-    ),
-    (
-        "llmprobe_dispatch_lag_seconds",
-        "Actual send time minus scheduled send time (client health).",
-    ),
-];
-
-/// The latency histograms of one target × scenario, all built with this series' own
-/// bucket layout (vLLM's ∪ configured extras ∪ the scenario's own SLO thresholds).
-#[derive(Clone)]
-struct SeriesHistograms {
-    buckets: Buckets,
-    h: [Histogram; 5],
-}
-
-impl SeriesHistograms {
-    fn new(labels: [&str; 3], buckets: Buckets) -> prometheus::Result<Self> {
-        let layouts = [
-            &buckets.ttft,
-            &buckets.tpot,
-            &buckets.itl,
-            &buckets.e2e,
-            &buckets.dispatch_lag,
-        ];
-        let mut hs = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
-        for ((name, help), bounds) in HISTOGRAM_FAMILIES.iter().zip(layouts) {
-            let mut opts = HistogramOpts::new(*name, *help).buckets(bounds.clone());
-            for (k, v) in PROBE_LABELS.iter().zip(labels) {
-                opts = opts.const_label(*k, v);
-            }
-            hs.push(Histogram::with_opts(opts)?);
-        }
-        let h: [Histogram; 5] = hs
-            .try_into()
-            .map_err(|_| prometheus::Error::Msg("expected five histograms".into()))?;
-        Ok(SeriesHistograms { buckets, h })
-    }
-}
-
-/// The latency histogram families as one collector. Each target × scenario keeps its
-/// own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
-/// collector emits one MetricFamily per name made of per-series histograms with
-/// different `le` sets, which the text format and Prometheus accept (every series is a
-/// histogram of its own; `promtool check metrics` agrees, see tests/daemon_mock.rs).
-struct LatencyHistograms {
-    descs: Vec<Desc>,
-    series: Mutex<BTreeMap<[String; 3], SeriesHistograms>>,
-}
-
-impl LatencyHistograms {
-    fn new() -> prometheus::Result<Self> {
-        let descs = HISTOGRAM_FAMILIES
-            .iter()
-            .map(|(name, help)| {
-                Desc::new(
-                    (*name).to_string(),
-                    (*help).to_string(),
-                    PROBE_LABELS.iter().map(|l| (*l).to_string()).collect(),
-                    HashMap::new(),
-                )
-            })
-            .collect::<prometheus::Result<Vec<_>>>()?;
-        Ok(LatencyHistograms {
-            descs,
-            series: Mutex::new(BTreeMap::new()),
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<[String; 3], SeriesHistograms>> {
-        // Every change under the lock is one map operation: a poisoned map is consistent.
-        self.series.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The histograms of one series with `buckets`: the existing ones when their layout
-    /// is the same (they continue), fresh ones otherwise (they restart from zero).
-    fn resolve(
-        &self,
-        labels: [&str; 3],
-        buckets: &Buckets,
-    ) -> prometheus::Result<SeriesHistograms> {
-        let key = labels.map(str::to_string);
-        let mut map = self.lock();
-        if let Some(existing) = map.get(&key)
-            && existing.buckets == *buckets
-        {
-            return Ok(existing.clone());
-        }
-        let fresh = SeriesHistograms::new(labels, buckets.clone())?;
-        map.insert(key, fresh.clone());
-        Ok(fresh)
-    }
-
-    fn remove(&self, labels: [&str; 3]) {
-        self.lock().remove(&labels.map(str::to_string));
-    }
-}
-
-impl Collector for LatencyHistograms {
-    fn desc(&self) -> Vec<&Desc> {
-        self.descs.iter().collect()
-    }
-
-    fn collect(&self) -> Vec<MetricFamily> {
-        let map = self.lock();
-        let mut out = Vec::with_capacity(HISTOGRAM_FAMILIES.len());
-        for i in 0..HISTOGRAM_FAMILIES.len() {
-            let mut family: Option<MetricFamily> = None;
-            for s in map.values() {
-                for mut mf in s.h[i].collect() {
-                    match &mut family {
-                        None => family = Some(mf),
-                        Some(f) => f.mut_metric().extend(mf.take_metric()),
-                    }
-                }
-            }
-            out.extend(family);
-        }
-        out
-    }
-}
-
-/// Dollars per million tokens, for the probes' own spend.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct TokenPrice {
-    pub input_per_million: f64,
-    pub output_per_million: f64,
-}
-
-impl TokenPrice {
-    pub fn cost(&self, prompt_tokens: u32, output_tokens: u32) -> f64 {
-        (f64::from(prompt_tokens) * self.input_per_million
-            + f64::from(output_tokens) * self.output_per_million)
-            / 1e6
-    }
-}
 
 /// Capacity-model gauges of one target (from `capacity::evaluate`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -303,12 +55,13 @@ pub struct EngineGauges {
     pub ttft_count_delta: Option<f64>,
 }
 
-/// Every metric family of the daemon, registered in one registry.
-pub struct Metrics {
-    registry: Registry,
+/// The per-scenario families (labels target, model, scenario[, reason | sli]).
+struct ProbeVecs {
     requests: IntCounterVec,
     failures: IntCounterVec,
     goodput: IntCounterVec,
+    slo_met: IntCounterVec,
+    rate: GaugeVec,
     prompt_tokens: IntCounterVec,
     output_tokens: IntCounterVec,
     cost: CounterVec,
@@ -318,288 +71,151 @@ pub struct Metrics {
     slo_tpot: GaugeVec,
     slo_e2e: GaugeVec,
     skipped: IntCounterVec,
-    slo_met: IntCounterVec,
-    rate: GaugeVec,
-    engine_ttft_sum: CounterVec,
-    engine_ttft_count: CounterVec,
-    histograms: Arc<LatencyHistograms>,
-    capacity: [GaugeVec; 7],
-    engine: [GaugeVec; 11],
+}
+
+impl ProbeVecs {
+    fn new(r: &Registered) -> prometheus::Result<Self> {
+        Ok(ProbeVecs {
+            requests: r.int_counter_vec(&f::REQUESTS)?,
+            failures: r.int_counter_vec(&f::FAILURES)?,
+            goodput: r.int_counter_vec(&f::GOODPUT)?,
+            slo_met: r.int_counter_vec(&f::SLO_MET)?,
+            rate: r.gauge_vec(&f::PROBE_RATE)?,
+            prompt_tokens: r.int_counter_vec(&f::PROMPT_TOKENS)?,
+            output_tokens: r.int_counter_vec(&f::OUTPUT_TOKENS)?,
+            cost: r.counter_vec(&f::COST)?,
+            inflight: r.int_gauge_vec(&f::INFLIGHT)?,
+            last_success: r.gauge_vec(&f::LAST_SUCCESS)?,
+            slo_ttft: r.gauge_vec(&f::SLO_TTFT)?,
+            slo_tpot: r.gauge_vec(&f::SLO_TPOT)?,
+            slo_e2e: r.gauge_vec(&f::SLO_E2E)?,
+            skipped: r.int_counter_vec(&f::SKIPPED)?,
+        })
+    }
+
+    /// The gauge publishing the scenario's threshold for `sli`.
+    fn slo(&self, sli: Sli) -> &GaugeVec {
+        match sli {
+            Sli::Ttft => &self.slo_ttft,
+            Sli::Tpot => &self.slo_tpot,
+            Sli::E2e => &self.slo_e2e,
+        }
+    }
+}
+
+/// The capacity-model gauges of a target.
+struct CapacityVecs {
+    max_concurrent_sequences: GaugeVec,
+    kv_cache_tokens: GaugeVec,
+    kv_bytes_per_token: GaugeVec,
+    weight_bytes: GaugeVec,
+    decode_tokens_per_second: GaugeVec,
+    cost_per_million_output_tokens: GaugeVec,
+}
+
+impl CapacityVecs {
+    fn new(r: &Registered) -> prometheus::Result<Self> {
+        Ok(CapacityVecs {
+            max_concurrent_sequences: r.gauge_vec(&f::CAP_MAX_SEQS)?,
+            kv_cache_tokens: r.gauge_vec(&f::CAP_KV_TOKENS)?,
+            kv_bytes_per_token: r.gauge_vec(&f::CAP_KV_BYTES)?,
+            weight_bytes: r.gauge_vec(&f::CAP_WEIGHT_BYTES)?,
+            decode_tokens_per_second: r.gauge_vec(&f::CAP_DECODE_TPS)?,
+            cost_per_million_output_tokens: r.gauge_vec(&f::CAP_COST)?,
+        })
+    }
+}
+
+/// The engine-scrape series of a target, and the headroom derived from them.
+struct EngineVecs {
+    headroom: GaugeVec,
+    success: GaugeVec,
+    duration: GaugeVec,
+    running: GaugeVec,
+    waiting: GaugeVec,
+    kv_cache_usage_ratio: GaugeVec,
+    kv_cache_tokens: GaugeVec,
+    max_concurrent_sequences: GaugeVec,
+    generation_tokens_per_second: GaugeVec,
+    cost_per_million_output_tokens: GaugeVec,
+    ttft_mean_seconds: GaugeVec,
+    ttft_client_server_gap_seconds: GaugeVec,
+    ttft_sum: CounterVec,
+    ttft_count: CounterVec,
+}
+
+impl EngineVecs {
+    fn new(r: &Registered) -> prometheus::Result<Self> {
+        Ok(EngineVecs {
+            headroom: r.gauge_vec(&f::HEADROOM)?,
+            success: r.gauge_vec(&f::ENG_SUCCESS)?,
+            duration: r.gauge_vec(&f::ENG_DURATION)?,
+            running: r.gauge_vec(&f::ENG_RUNNING)?,
+            waiting: r.gauge_vec(&f::ENG_WAITING)?,
+            kv_cache_usage_ratio: r.gauge_vec(&f::ENG_KV_USAGE)?,
+            kv_cache_tokens: r.gauge_vec(&f::ENG_KV_TOKENS)?,
+            max_concurrent_sequences: r.gauge_vec(&f::ENG_MAX_SEQS)?,
+            generation_tokens_per_second: r.gauge_vec(&f::ENG_GEN_TPS)?,
+            cost_per_million_output_tokens: r.gauge_vec(&f::ENG_COST)?,
+            ttft_mean_seconds: r.gauge_vec(&f::ENG_TTFT_MEAN)?,
+            ttft_client_server_gap_seconds: r.gauge_vec(&f::ENG_TTFT_GAP)?,
+            ttft_sum: r.counter_vec(&f::ENG_TTFT_SUM)?,
+            ttft_count: r.counter_vec(&f::ENG_TTFT_COUNT)?,
+        })
+    }
+}
+
+/// The daemon's own gauges.
+struct DaemonGauges {
     reload_ok: IntGauge,
     reload_ts: Gauge,
     targets: IntGauge,
 }
 
-// Index names for the `capacity` and `engine` gauge arrays (one place for their order).
-const CAP_MAX_SEQS: usize = 0;
-const CAP_KV_TOKENS: usize = 1;
-const CAP_KV_BYTES: usize = 2;
-const CAP_WEIGHT_BYTES: usize = 3;
-const CAP_DECODE_TPS: usize = 4;
-const CAP_COST: usize = 5;
-const CAP_HEADROOM: usize = 6;
-const ENG_SUCCESS: usize = 0;
-const ENG_DURATION: usize = 1;
-const ENG_RUNNING: usize = 2;
-const ENG_WAITING: usize = 3;
-const ENG_KV_USAGE: usize = 4;
-const ENG_KV_TOKENS: usize = 5;
-const ENG_MAX_SEQS: usize = 6;
-const ENG_GEN_TPS: usize = 7;
-const ENG_COST: usize = 8;
-const ENG_TTFT_MEAN: usize = 9;
-const ENG_TTFT_GAP: usize = 10;
-
-fn counter(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
-    IntCounterVec::new(Opts::new(name, help), labels)
+impl DaemonGauges {
+    fn new(r: &Registered) -> prometheus::Result<Self> {
+        let build_info = r.int_gauge_vec(&f::BUILD_INFO)?;
+        for version in f::version() {
+            build_info.with_label_values(&[version]).set(1);
+        }
+        Ok(DaemonGauges {
+            reload_ok: r.int_gauge(&f::RELOAD_OK)?,
+            reload_ts: r.gauge(&f::RELOAD_TS)?,
+            targets: r.int_gauge(&f::TARGETS)?,
+        })
+    }
 }
 
-fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec> {
-    GaugeVec::new(Opts::new(name, help), labels)
+/// Every metric family of the daemon, registered in one registry.
+pub struct Metrics {
+    registry: Registry,
+    registered: Registered,
+    probe: ProbeVecs,
+    capacity: CapacityVecs,
+    engine: EngineVecs,
+    daemon: DaemonGauges,
+    histograms: Arc<LatencyHistograms>,
 }
 
 impl Metrics {
-    /// Builds and registers every family. Fails only on a programming error (a bad
-    /// name or a duplicate). Histogram bucket layouts are per series, see
-    /// [`Metrics::scenario`].
+    /// Builds and registers every family of [`f::FAMILIES`]. Fails only on a
+    /// programming error (a bad name or a duplicate). Histogram bucket layouts are per
+    /// series, see [`Metrics::scenario`].
     pub fn new() -> anyhow::Result<Arc<Self>> {
         let registry = Registry::new();
-        let failure_labels = ["target", "model", "scenario", "reason"];
-        let m = Metrics {
-            requests: counter(
-                "llmprobe_requests_total",
-                "Probes completed (any outcome).",
-                &PROBE_LABELS,
-            )?,
-            failures: counter(
-                "llmprobe_request_failures_total",
-                "Probes that failed, by reason.",
-                &failure_labels,
-            )?,
-            goodput: counter(
-                "llmprobe_goodput_requests_total",
-                "Probes that succeeded and met every SLO of their scenario.",
-                &PROBE_LABELS,
-            )?,
-            prompt_tokens: counter(
-                "llmprobe_prompt_tokens_total",
-                "Prompt tokens sent by probes.",
-                &PROBE_LABELS,
-            )?,
-            output_tokens: counter(
-                "llmprobe_output_tokens_total",
-                "Output tokens received by probes.",
-                &PROBE_LABELS,
-            )?,
-            cost: CounterVec::new(
-                Opts::new(
-                    "llmprobe_probe_cost_dollars_total",
-                    "The probes' own spend in dollars, when the target has a price.",
-                ),
-                &PROBE_LABELS,
-            )?,
-            inflight: IntGaugeVec::new(
-                Opts::new("llmprobe_inflight_requests", "Probes in flight now."),
-                &PROBE_LABELS,
-            )?,
-            last_success: gauge(
-                "llmprobe_last_success_timestamp_seconds",
-                "Unix time of the last successful probe.",
-                &PROBE_LABELS,
-            )?,
-            slo_ttft: gauge(
-                "llmprobe_slo_ttft_seconds",
-                "The scenario's configured TTFT objective.",
-                &PROBE_LABELS,
-            )?,
-            slo_tpot: gauge(
-                "llmprobe_slo_tpot_seconds",
-                "The scenario's configured TPOT objective.",
-                &PROBE_LABELS,
-            )?,
-            slo_e2e: gauge(
-                "llmprobe_slo_e2e_seconds",
-                "The scenario's configured end-to-end latency objective.",
-                &PROBE_LABELS,
-            )?,
-            skipped: counter(
-                "llmprobe_probes_skipped_total",
-                "Arrivals dropped without sending, by reason.",
-                &failure_labels,
-            )?,
-            slo_met: counter(
-                "llmprobe_slo_met_requests_total",
-                "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e; only configured SLIs).",
-                &SLI_LABELS,
-            )?,
-            rate: gauge(
-                "llmprobe_probe_rate_per_second",
-                "The scenario's configured probe rate (Poisson arrivals per second).",
-                &PROBE_LABELS,
-            )?,
-            engine_ttft_sum: CounterVec::new(
-                Opts::new(
-                    "llmprobe_engine_ttft_observed_seconds_total",
-                    "Sum of the engine's own TTFT observations since scraping began (all traffic it serves).",
-                ),
-                &TARGET_LABELS,
-            )?,
-            engine_ttft_count: CounterVec::new(
-                Opts::new(
-                    "llmprobe_engine_ttft_observations_total",
-                    "Count of the engine's own TTFT observations since scraping began (all traffic it serves).",
-                ),
-                &TARGET_LABELS,
-            )?,
-            histograms: Arc::new(LatencyHistograms::new()?),
-            capacity: [
-                gauge(
-                    "llmprobe_capacity_max_concurrent_sequences",
-                    "Capacity model: max concurrent sequences per replica at the configured context (vLLM's definition).",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_kv_cache_tokens",
-                    "Capacity model: KV cache pool in tokens per replica.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_kv_bytes_per_token",
-                    "Capacity model: KV cache bytes per token per GPU.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_weight_bytes",
-                    "Capacity model: weight bytes per GPU.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_decode_tokens_per_second",
-                    "Capacity model: aggregate decode tokens/s at the largest batch that fits, all replicas.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_cost_per_million_output_tokens_dollars",
-                    "Capacity model: dollars per million output tokens at full batch.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_capacity_headroom_ratio",
-                    "1 - running / max concurrent sequences (live engine numbers when scraped, else the model).",
-                    &TARGET_LABELS,
-                )?,
-            ],
-            engine: [
-                gauge(
-                    "llmprobe_engine_scrape_success",
-                    "Whether the last scrape of the engine's /metrics succeeded.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_scrape_duration_seconds",
-                    "Duration of the last engine scrape.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_running_requests",
-                    "Requests running in the engine.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_waiting_requests",
-                    "Requests waiting in the engine's queue.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_kv_cache_usage_ratio",
-                    "Engine KV cache usage, 0..1.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_kv_cache_tokens",
-                    "Live KV cache capacity in tokens, as the engine reports it.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_max_concurrent_sequences",
-                    "Live KV cache tokens divided by the context length.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_generation_tokens_per_second",
-                    "Engine generation throughput over the last scrape interval.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_cost_per_million_output_tokens_dollars",
-                    "Live dollars per million output tokens from the observed rate and gpu_hourly.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_engine_ttft_mean_seconds",
-                    "Server-side mean TTFT over the last scrape interval.",
-                    &TARGET_LABELS,
-                )?,
-                gauge(
-                    "llmprobe_ttft_client_server_gap_seconds",
-                    "Client mean TTFT minus server mean TTFT over the same interval.",
-                    &TARGET_LABELS,
-                )?,
-            ],
-            reload_ok: IntGauge::new(
-                "llmprobe_config_last_reload_successful",
-                "Whether the last configuration reload succeeded.",
-            )?,
-            reload_ts: Gauge::new(
-                "llmprobe_config_last_reload_success_timestamp_seconds",
-                "Unix time of the last successful configuration reload.",
-            )?,
-            targets: IntGauge::new("llmprobe_targets", "Targets configured.")?,
+        let registered = Registered::new(&registry)?;
+        let histograms = Arc::new(LatencyHistograms::new()?);
+        registry.register(Box::new(SharedCollector(histograms.clone())))?;
+        register_process_collector(&registry);
+        Ok(Arc::new(Metrics {
+            probe: ProbeVecs::new(&registered)?,
+            capacity: CapacityVecs::new(&registered)?,
+            engine: EngineVecs::new(&registered)?,
+            daemon: DaemonGauges::new(&registered)?,
             registry,
-        };
-        let build_info = IntGaugeVec::new(
-            Opts::new("llmprobe_build_info", "Build information; value 1."),
-            &["version"],
-        )?;
-        build_info
-            .with_label_values(&[env!("CARGO_PKG_VERSION")])
-            .set(1);
-        let r = &m.registry;
-        r.register(Box::new(build_info))?;
-        for c in [
-            &m.requests,
-            &m.failures,
-            &m.goodput,
-            &m.prompt_tokens,
-            &m.output_tokens,
-            &m.skipped,
-        ] {
-            r.register(Box::new(c.clone()))?;
-        }
-        r.register(Box::new(m.cost.clone()))?;
-        r.register(Box::new(m.slo_met.clone()))?;
-        r.register(Box::new(m.engine_ttft_sum.clone()))?;
-        r.register(Box::new(m.engine_ttft_count.clone()))?;
-        r.register(Box::new(m.inflight.clone()))?;
-        for g in [
-            &m.last_success,
-            &m.slo_ttft,
-            &m.slo_tpot,
-            &m.slo_e2e,
-            &m.rate,
-        ]
-        .into_iter()
-        .chain(m.capacity.iter())
-        .chain(m.engine.iter())
-        {
-            r.register(Box::new(g.clone()))?;
-        }
-        r.register(Box::new(m.reload_ok.clone()))?;
-        r.register(Box::new(m.reload_ts.clone()))?;
-        r.register(Box::new(m.targets.clone()))?;
-        r.register(Box::new(SharedCollector(m.histograms.clone())))?;
-        register_process_collector(r);
-        Ok(Arc::new(m))
+            registered,
+            histograms,
+        }))
     }
 
     /// Resolves every child series of one target × scenario (creating them at zero, so
@@ -617,137 +233,96 @@ impl Metrics {
     ) -> anyhow::Result<ScenarioSeries> {
         let l = [target, model, scenario];
         let h = self.histograms.resolve(l, &buckets.clone().normalized())?;
-        let failures = failure_outcomes()
-            .map(|o| {
-                (
-                    o,
-                    self.failures
-                        .with_label_values(&[target, model, scenario, o.as_str()]),
-                )
-            })
-            .collect();
-        let skipped = SKIP_REASONS.map(|r| {
-            self.skipped
-                .with_label_values(&[target, model, scenario, r.as_str()])
-        });
-        for (gauge, value) in [
-            (&self.slo_ttft, slo.ttft),
-            (&self.slo_tpot, slo.tpot),
-            (&self.slo_e2e, slo.e2e),
-        ] {
-            match value {
-                Some(v) => gauge.with_label_values(&l).set(v.as_secs_f64()),
-                None => {
-                    let _ = gauge.remove_label_values(&l);
-                }
-            }
-        }
-        let slo_met = [slo.ttft, slo.tpot, slo.e2e]
-            .iter()
-            .zip(SLIS)
-            .map(|(limit, sli)| {
-                let labels = [target, model, scenario, sli];
-                match limit {
-                    Some(_) => Some(self.slo_met.with_label_values(&labels)),
-                    None => {
-                        // An SLI the scenario no longer configures stops being exported.
-                        let _ = self.slo_met.remove_label_values(&labels);
-                        None
-                    }
-                }
-            })
-            .collect::<Vec<_>>();
-        let slo_met: [Option<IntCounter>; 3] = slo_met
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("expected three SLIs"))?;
-        let [ttft, tpot, itl, e2e, dispatch_lag] = h.h;
+        let p = &self.probe;
+        self.publish_slo(&l, slo);
         Ok(ScenarioSeries {
-            requests: self.requests.with_label_values(&l),
-            failures,
-            goodput: self.goodput.with_label_values(&l),
-            prompt_tokens: self.prompt_tokens.with_label_values(&l),
-            output_tokens: self.output_tokens.with_label_values(&l),
+            requests: p.requests.with_label_values(&l),
+            failures: children(&p.failures, &f::FAILURES, &l),
+            goodput: p.goodput.with_label_values(&l),
+            prompt_tokens: p.prompt_tokens.with_label_values(&l),
+            output_tokens: p.output_tokens.with_label_values(&l),
             cost: match price {
-                Some(p) => Some((p, self.cost.with_label_values(&l))),
+                Some(price) => Some((price, p.cost.with_label_values(&l))),
                 None => {
                     // A price removed on reload: no frozen cost series stays behind.
-                    let _ = self.cost.remove_label_values(&l);
+                    let _ = p.cost.remove_label_values(&l);
                     None
                 }
             },
-            inflight: self.inflight.with_label_values(&l),
-            last_success: self.last_success.with_label_values(&l),
-            skipped,
-            slo_met,
-            ttft,
-            tpot,
-            itl,
-            e2e,
-            dispatch_lag,
+            inflight: p.inflight.with_label_values(&l),
+            last_success: p.last_success.with_label_values(&l),
+            skipped: children(&p.skipped, &f::SKIPPED, &l),
+            slo_met: self.slo_met(&l, slo),
+            ttft: h.get(&f::TTFT)?,
+            tpot: h.get(&f::TPOT)?,
+            itl: h.get(&f::ITL)?,
+            e2e: h.get(&f::E2E)?,
+            dispatch_lag: h.get(&f::DISPATCH_LAG)?,
         })
+    }
+
+    /// Sets the SLO gauges of a scenario; an SLI it does not configure has none.
+    fn publish_slo(&self, l: &[&str; 3], slo: &Slo) {
+        for sli in Sli::ALL {
+            let v = slo.limit(sli).map(|v| v.as_secs_f64());
+            set_or_remove(self.probe.slo(sli), l, v);
+        }
+    }
+
+    /// The `llmprobe_slo_met_requests_total` children of the SLIs the scenario
+    /// configures; the others stop being exported.
+    fn slo_met(&self, l: &[&str; 3], slo: &Slo) -> Vec<(Sli, IntCounter)> {
+        let mut met = Vec::new();
+        for sli in Sli::ALL {
+            let labels = [l[0], l[1], l[2], sli.as_str()];
+            if slo.limit(sli).is_some() {
+                met.push((sli, self.probe.slo_met.with_label_values(&labels)));
+            } else {
+                let _ = self.probe.slo_met.remove_label_values(&labels);
+            }
+        }
+        met
     }
 
     /// Publishes a scenario's configured probe rate (per second).
     pub fn set_rate(&self, target: &str, model: &str, scenario: &str, rate_hz: f64) {
-        set_or_remove(&self.rate, &[target, model, scenario], Some(rate_hz));
+        set_or_remove(&self.probe.rate, &[target, model, scenario], Some(rate_hz));
     }
 
     /// Removes every series of one target × scenario (the target left the config).
     pub fn remove_scenario(&self, target: &str, model: &str, scenario: &str) {
-        let l = [target, model, scenario];
-        // `remove_label_values` fails only when the series does not exist: nothing to do.
-        for c in [
-            &self.requests,
-            &self.goodput,
-            &self.prompt_tokens,
-            &self.output_tokens,
-        ] {
-            let _ = c.remove_label_values(&l);
-        }
-        let _ = self.cost.remove_label_values(&l);
-        let _ = self.inflight.remove_label_values(&l);
-        for sli in SLIS {
-            let _ = self
-                .slo_met
-                .remove_label_values(&[target, model, scenario, sli]);
-        }
-        for g in [
-            &self.last_success,
-            &self.slo_ttft,
-            &self.slo_tpot,
-            &self.slo_e2e,
-            &self.rate,
-        ] {
-            let _ = g.remove_label_values(&l);
-        }
-        for o in failure_outcomes() {
-            let _ = self
-                .failures
-                .remove_label_values(&[target, model, scenario, o.as_str()]);
-        }
-        for r in SKIP_REASONS {
-            let _ = self
-                .skipped
-                .remove_label_values(&[target, model, scenario, r.as_str()]);
-        }
-        self.histograms.remove(l);
+        self.registered
+            .remove(Scope::Scenario, &[target, model, scenario]);
+        self.histograms.remove([target, model, scenario]);
     }
 
     /// Publishes the capacity model's gauges for a target.
     pub fn set_capacity(&self, target: &str, model: &str, c: &CapacityGauges) {
         let l = [target, model];
-        let set = |i: usize, v: Option<f64>| set_or_remove(&self.capacity[i], &l, v);
-        set(CAP_MAX_SEQS, Some(c.max_concurrent_sequences));
-        set(CAP_KV_TOKENS, Some(c.kv_cache_tokens));
-        set(CAP_KV_BYTES, Some(c.kv_bytes_per_token));
-        set(CAP_WEIGHT_BYTES, Some(c.weight_bytes));
-        set(CAP_DECODE_TPS, Some(c.decode_tokens_per_second));
-        set(CAP_COST, c.cost_per_million_output_tokens);
+        let g = &self.capacity;
+        set_or_remove(
+            &g.max_concurrent_sequences,
+            &l,
+            Some(c.max_concurrent_sequences),
+        );
+        set_or_remove(&g.kv_cache_tokens, &l, Some(c.kv_cache_tokens));
+        set_or_remove(&g.kv_bytes_per_token, &l, Some(c.kv_bytes_per_token));
+        set_or_remove(&g.weight_bytes, &l, Some(c.weight_bytes));
+        set_or_remove(
+            &g.decode_tokens_per_second,
+            &l,
+            Some(c.decode_tokens_per_second),
+        );
+        set_or_remove(
+            &g.cost_per_million_output_tokens,
+            &l,
+            c.cost_per_million_output_tokens,
+        );
     }
 
     /// Publishes headroom (absent when nothing says how many sequences run).
     pub fn set_headroom(&self, target: &str, model: &str, ratio: Option<f64>) {
-        set_or_remove(&self.capacity[CAP_HEADROOM], &[target, model], ratio);
+        set_or_remove(&self.engine.headroom, &[target, model], ratio);
     }
 
     /// Publishes one engine scrape. On failure only success and duration are set and
@@ -761,25 +336,35 @@ impl Metrics {
         g: &EngineGauges,
     ) {
         let l = [target, model];
-        self.engine[ENG_SUCCESS]
+        let e = &self.engine;
+        e.success
             .with_label_values(&l)
             .set(if success { 1.0 } else { 0.0 });
-        self.engine[ENG_DURATION]
-            .with_label_values(&l)
-            .set(duration_seconds);
-        let set = |i: usize, v: Option<f64>| set_or_remove(&self.engine[i], &l, v);
-        set(ENG_RUNNING, g.running);
-        set(ENG_WAITING, g.waiting);
-        set(ENG_KV_USAGE, g.kv_cache_usage_ratio);
-        set(ENG_KV_TOKENS, g.kv_cache_tokens);
-        set(ENG_MAX_SEQS, g.max_concurrent_sequences);
-        set(ENG_GEN_TPS, g.generation_tokens_per_second);
-        set(ENG_COST, g.cost_per_million_output_tokens);
-        set(ENG_TTFT_MEAN, g.ttft_mean_seconds);
-        set(ENG_TTFT_GAP, g.ttft_client_server_gap_seconds);
+        e.duration.with_label_values(&l).set(duration_seconds);
+        set_or_remove(&e.running, &l, g.running);
+        set_or_remove(&e.waiting, &l, g.waiting);
+        set_or_remove(&e.kv_cache_usage_ratio, &l, g.kv_cache_usage_ratio);
+        set_or_remove(&e.kv_cache_tokens, &l, g.kv_cache_tokens);
+        set_or_remove(&e.max_concurrent_sequences, &l, g.max_concurrent_sequences);
+        set_or_remove(
+            &e.generation_tokens_per_second,
+            &l,
+            g.generation_tokens_per_second,
+        );
+        set_or_remove(
+            &e.cost_per_million_output_tokens,
+            &l,
+            g.cost_per_million_output_tokens,
+        );
+        set_or_remove(&e.ttft_mean_seconds, &l, g.ttft_mean_seconds);
+        set_or_remove(
+            &e.ttft_client_server_gap_seconds,
+            &l,
+            g.ttft_client_server_gap_seconds,
+        );
         for (c, delta) in [
-            (&self.engine_ttft_sum, g.ttft_sum_delta),
-            (&self.engine_ttft_count, g.ttft_count_delta),
+            (&e.ttft_sum, g.ttft_sum_delta),
+            (&e.ttft_count, g.ttft_count_delta),
         ] {
             // A counter only grows: negative or non-finite deltas never reach it.
             if let Some(d) = delta.filter(|d| d.is_finite() && *d >= 0.0) {
@@ -788,7 +373,7 @@ impl Metrics {
         }
     }
 
-    /// Removes every capacity and engine gauge of a target.
+    /// Removes every capacity and engine series of a target.
     pub fn remove_target(&self, target: &str, model: &str) {
         self.remove_capacity(target, model);
         self.remove_engine(target, model);
@@ -797,30 +382,26 @@ impl Metrics {
     /// Removes the capacity-model gauges of a target (headroom stays: it may come from
     /// the engine).
     pub fn remove_capacity(&self, target: &str, model: &str) {
-        for g in &self.capacity[..CAP_HEADROOM] {
-            let _ = g.remove_label_values(&[target, model]);
-        }
+        self.registered.remove(Scope::Capacity, &[target, model]);
     }
 
-    /// Removes the engine-scrape gauges of a target, and the headroom derived from them.
+    /// Removes the engine-scrape series of a target, and the headroom derived from them.
     pub fn remove_engine(&self, target: &str, model: &str) {
-        for g in self.engine.iter().chain([&self.capacity[CAP_HEADROOM]]) {
-            let _ = g.remove_label_values(&[target, model]);
-        }
-        let _ = self.engine_ttft_sum.remove_label_values(&[target, model]);
-        let _ = self.engine_ttft_count.remove_label_values(&[target, model]);
+        self.registered.remove(Scope::Engine, &[target, model]);
     }
 
     /// Records the outcome of a configuration (re)load.
     pub fn set_reload(&self, ok: bool) {
-        self.reload_ok.set(i64::from(ok));
+        self.daemon.reload_ok.set(i64::from(ok));
         if ok {
-            self.reload_ts.set(unix_now());
+            self.daemon.reload_ts.set(unix_now());
         }
     }
 
     pub fn set_targets(&self, n: usize) {
-        self.targets.set(i64::try_from(n).unwrap_or(i64::MAX));
+        self.daemon
+            .targets
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     /// The exposition text (`text/plain; version=0.0.4`).
@@ -832,25 +413,25 @@ impl Metrics {
     }
 }
 
+/// The children of a family with an extra label (`reason`), one per value, keyed by it.
+fn children(
+    vec: &IntCounterVec,
+    family: &f::Family,
+    l: &[&str; 3],
+) -> Vec<(&'static str, IntCounter)> {
+    let values = family.extra.map(|e| (e.values)()).unwrap_or_default();
+    values
+        .into_iter()
+        .map(|v| (v, vec.with_label_values(&[l[0], l[1], l[2], v])))
+        .collect()
+}
+
 fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
     match v {
         Some(v) if v.is_finite() => g.with_label_values(labels).set(v),
         _ => {
             let _ = g.remove_label_values(labels);
         }
-    }
-}
-
-/// Registers an `Arc`-shared collector (the registry wants to own a box).
-struct SharedCollector<C>(Arc<C>);
-
-impl<C: Collector> Collector for SharedCollector<C> {
-    fn desc(&self) -> Vec<&Desc> {
-        self.0.desc()
-    }
-
-    fn collect(&self) -> Vec<MetricFamily> {
-        self.0.collect()
     }
 }
 
@@ -871,125 +452,11 @@ fn register_process_collector(r: &Registry) {
     let _ = r;
 }
 
-/// Seconds since the Unix epoch (wall clock, for `*_timestamp_seconds` gauges).
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-/// Most per-token ITL observations one probe may add (far above any scenario's
-/// `max_output_tokens`, which the daemon keeps at a few thousand).
-pub const MAX_ITL_OBSERVATIONS_PER_PROBE: u64 = 1 << 16;
-
-/// Pre-resolved child series of one target × scenario: the hot path.
-pub struct ScenarioSeries {
-    requests: IntCounter,
-    failures: Vec<(Outcome, IntCounter)>,
-    goodput: IntCounter,
-    prompt_tokens: IntCounter,
-    output_tokens: IntCounter,
-    cost: Option<(TokenPrice, prometheus::Counter)>,
-    inflight: IntGauge,
-    last_success: Gauge,
-    skipped: [IntCounter; 2],
-    /// `llmprobe_slo_met_requests_total` per SLI (ttft, tpot, e2e), when configured.
-    slo_met: [Option<IntCounter>; 3],
-    ttft: Histogram,
-    tpot: Histogram,
-    itl: Histogram,
-    e2e: Histogram,
-    dispatch_lag: Histogram,
-}
-
-impl ScenarioSeries {
-    /// Feeds one finished probe into every metric, using the record's own derived
-    /// figures (one definition of TTFT, TPOT, ITL, E2E: `record.rs`). Returns whether
-    /// the probe counted as good.
-    pub fn observe(&self, r: &RequestRecord, slo: &Slo) -> bool {
-        self.requests.inc();
-        self.dispatch_lag.observe(r.dispatch_lag().as_secs_f64());
-        // Spend counts only probes the server answered: a connect or TLS failure sent
-        // no prompt (the record's prompt count falls back to what it meant to send).
-        if r.http_status.is_some() {
-            self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
-            self.output_tokens.inc_by(u64::from(r.output_tokens()));
-            if let Some((price, c)) = &self.cost {
-                c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
-            }
-        }
-        if !r.is_success() {
-            if let Some((_, c)) = self.failures.iter().find(|(o, _)| *o == r.outcome) {
-                c.inc();
-            }
-            return false;
-        }
-        self.last_success.set(unix_now());
-        if let Some(t) = r.ttft() {
-            self.ttft.observe(t.as_secs_f64());
-        }
-        if let Some(t) = r.tpot() {
-            self.tpot.observe(t.as_secs_f64());
-        }
-        // Per-token ITL: each sample stands for `tokens` tokens, so it is observed that
-        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations). The
-        // client rejects token counts above the scenario's `max_output_tokens`; the cap
-        // here keeps one absurd record from ever looping for long regardless.
-        let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
-        for (gap, tokens) in r.itl() {
-            let n = u64::from(tokens).min(left);
-            left -= n;
-            let v = gap.as_secs_f64();
-            for _ in 0..n {
-                self.itl.observe(v);
-            }
-            if left == 0 {
-                break;
-            }
-        }
-        if let Some(t) = r.e2e() {
-            self.e2e.observe(t.as_secs_f64());
-        }
-        // Per-SLI attainment against the scenario's own thresholds (the recording rules
-        // use these instead of a fixed `le`). TPOT is met without a TPOT (one output
-        // token), as in `is_good`.
-        let met = [
-            slo.ttft.map(|l| r.ttft().is_some_and(|v| v <= l)),
-            slo.tpot.map(|l| r.tpot().is_none_or(|v| v <= l)),
-            slo.e2e.map(|l| r.e2e().is_some_and(|v| v <= l)),
-        ];
-        for (counter, met) in self.slo_met.iter().zip(met) {
-            if let (Some(c), Some(true)) = (counter, met) {
-                c.inc();
-            }
-        }
-        let good = r.is_good(slo);
-        if good {
-            self.goodput.inc();
-        }
-        good
-    }
-
-    /// Counts an arrival that was dropped without sending.
-    pub fn skip(&self, reason: SkipReason) {
-        let i = match reason {
-            SkipReason::MaxInflight => 0,
-            SkipReason::TokenBudget => 1,
-        };
-        self.skipped[i].inc();
-    }
-
-    /// The in-flight gauge (the daemon increments it around each probe).
-    pub fn inflight(&self) -> &IntGauge {
-        &self.inflight
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::TokenSource;
+    use crate::export::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
+    use crate::record::{Outcome, RequestRecord, TokenSource};
     use std::time::Duration;
 
     fn ms(v: u64) -> Duration {
@@ -1017,23 +484,6 @@ mod tests {
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no sample {line_prefix} in\n{text}"))
-    }
-
-    #[test]
-    fn buckets_are_vllm_plus_every_slo_threshold() {
-        let slo = Slo {
-            ttft: Some(ms(300)),
-            tpot: Some(ms(40)),
-            e2e: Some(ms(2000)),
-        };
-        let b = Buckets::vllm().with_slos([&slo]);
-        assert!(b.ttft.contains(&0.3) && b.ttft.contains(&0.25) && b.ttft.contains(&2560.0));
-        assert!(b.tpot.contains(&0.04) && b.itl.contains(&0.04));
-        // 2 s is already a vLLM E2E bucket: no duplicate.
-        assert_eq!(b.e2e.iter().filter(|v| **v == 2.0).count(), 1);
-        for v in [&b.ttft, &b.tpot, &b.itl, &b.e2e, &b.dispatch_lag] {
-            assert!(v.windows(2).all(|w| w[0] < w[1]), "{v:?}");
-        }
     }
 
     #[test]

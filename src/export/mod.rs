@@ -1,15 +1,23 @@
 //! Export: turns probe records and daemon state into Prometheus metrics and serves them
-//! over HTTP. `metrics` is the only place metric names and buckets live; `server` owns
-//! the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`, `/config`, `/`);
-//! `status` is the per-target board behind `/` and `/-/ready`. Nothing here probes or
-//! schedules.
+//! over HTTP. `families` is the only place metric names, help texts and labels live,
+//! `buckets` the only place bucket bounds live; `registry` registers the families and
+//! removes their series, `histograms` is the per-series-layout latency collector,
+//! `metrics` binds the families to what sets them and `series` is the per-probe hot
+//! path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
+//! `/config`, `/`); `status` is the per-target board behind `/` and `/-/ready`. Nothing
+//! here probes or schedules.
 
+pub mod buckets;
+pub mod families;
+pub mod histograms;
 pub mod metrics;
+pub mod registry;
+pub mod series;
 pub mod server;
 pub mod status;
 
-pub use metrics::{
-    Buckets, CapacityGauges, EngineGauges, Metrics, ScenarioSeries, SkipReason, TokenPrice,
-};
+pub use buckets::Buckets;
+pub use metrics::{CapacityGauges, EngineGauges, Metrics, SkipReason};
+pub use series::{ScenarioSeries, TokenPrice, unix_now};
 pub use server::{ReloadRequest, ServerState, serve};
 pub use status::{ScenarioStatus, StatusBoard};

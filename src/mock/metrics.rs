@@ -4,21 +4,10 @@
 
 use std::fmt::Write;
 
-/// vLLM's `vllm:time_to_first_token_seconds` buckets (v1 loggers.py).
-pub const TTFT_BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-];
-/// vLLM's `vllm:inter_token_latency_seconds` buckets.
-pub const ITL_BUCKETS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-    40.0, 80.0,
-];
-/// vLLM's `vllm:e2e_request_latency_seconds` buckets.
-pub const E2E_BUCKETS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-    480.0, 960.0, 1920.0, 7680.0,
-];
+// vLLM's bucket bounds, defined once in `export::buckets`.
+pub use crate::export::buckets::{
+    VLLM_E2E as E2E_BUCKETS, VLLM_ITL as ITL_BUCKETS, VLLM_TTFT as TTFT_BUCKETS,
+};
 
 /// A fixed-bucket histogram (non-cumulative counts; rendered cumulatively).
 #[derive(Debug, Clone)]

@@ -1,0 +1,399 @@
+//! The config file's types with their defaults: they are the schema
+//! (`docs/config.schema.json` is generated from them) and what `/config` prints.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::rate::Rate;
+use crate::client::config::duration_str;
+use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
+use crate::secret::Secret;
+
+/// Default listen address of the exporter (the port is llmprobe's own, next to
+/// Prometheus' OpenTelemetry range).
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:9464";
+
+/// The whole config file.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address of the HTTP server (`/metrics`, `/-/ready`, ...). `--listen` overrides it.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    /// Seed of every random choice (arrival times, prompts). Each target × scenario
+    /// derives its own stream from it, so adding a target does not change the others.
+    #[serde(default)]
+    pub seed: u64,
+    /// How long in-flight probes may run on shutdown before they are cancelled.
+    #[serde(default = "default_grace_period", with = "duration_str")]
+    #[schemars(with = "String")]
+    pub grace_period: Duration,
+    /// How often engines with `engine_metrics_url` are scraped.
+    #[serde(default = "default_scrape_interval", with = "duration_str")]
+    #[schemars(with = "String")]
+    pub engine_scrape_interval: Duration,
+    /// Extra histogram bucket upper bounds in seconds, per metric. They extend vLLM's own
+    /// buckets (never replace them); every configured SLO threshold is added in any case.
+    #[serde(default)]
+    pub buckets: BucketsConfig,
+    /// Values every target inherits unless it sets its own.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// The endpoints to probe.
+    pub targets: Vec<Target>,
+}
+
+fn default_listen() -> String {
+    DEFAULT_LISTEN.to_string()
+}
+
+fn default_grace_period() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_scrape_interval() -> Duration {
+    Duration::from_secs(15)
+}
+
+/// Histogram buckets (seconds) per latency metric.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BucketsConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e: Option<Vec<f64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_lag: Option<Vec<f64>>,
+}
+
+/// Defaults for every target.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Probe rate of a target, shared evenly by its scenarios (Poisson arrivals).
+    #[serde(default = "default_rate")]
+    pub rate: Rate,
+    /// Most probes in flight per target × scenario; arrivals beyond it are skipped
+    /// (`llmprobe_probes_skipped_total{reason="max_inflight"}`).
+    #[serde(default = "default_max_inflight")]
+    pub max_inflight: u32,
+    /// Objectives of every scenario that does not set its own (per field).
+    #[serde(default)]
+    pub slo: SloConfig,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            rate: default_rate(),
+            max_inflight: default_max_inflight(),
+            slo: SloConfig::default(),
+        }
+    }
+}
+
+fn default_rate() -> Rate {
+    Rate::ONE_PER_MINUTE
+}
+
+fn default_max_inflight() -> u32 {
+    4
+}
+
+/// Latency objectives; a probe is good when it succeeds and meets every one set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SloConfig {
+    /// Time to first token, e.g. `500ms`.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub ttft: Option<Duration>,
+    /// Time per output token after the first, e.g. `50ms`.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub tpot: Option<Duration>,
+    /// End-to-end latency, e.g. `10s`.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub e2e: Option<Duration>,
+}
+
+impl SloConfig {
+    /// Field-wise: a value set here wins over `fallback`'s.
+    pub fn or(self, fallback: SloConfig) -> SloConfig {
+        SloConfig {
+            ttft: self.ttft.or(fallback.ttft),
+            tpot: self.tpot.or(fallback.tpot),
+            e2e: self.e2e.or(fallback.e2e),
+        }
+    }
+}
+
+/// One endpoint to probe.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Unique name; the `target` label of every series (never the URL).
+    pub name: String,
+    /// Server base URL, with or without a trailing `/v1`.
+    pub base_url: String,
+    /// The `model` field of requests; the `model` label.
+    pub model: String,
+    #[serde(default)]
+    pub endpoint: Endpoint,
+    /// File holding the API key (sent as `Authorization: Bearer`), e.g. a mounted
+    /// Kubernetes Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<PathBuf>,
+    /// Environment variable holding the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra request headers: a literal value, or `{file: PATH}` / `{env: VAR}`.
+    /// Values are secrets: `/config` shows literal ones as `<secret>`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, HeaderValue>,
+    #[serde(default)]
+    pub tls: TlsConfig,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    #[serde(default)]
+    pub limits: Limits,
+    /// Probe rate of this target, shared evenly by its scenarios (default:
+    /// `defaults.rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// Most probes in flight per scenario (default: `defaults.max_inflight`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_inflight: Option<u32>,
+    /// Tokens (prompt + output) the probes of this target may spend per hour; arrivals
+    /// beyond it are skipped (`reason="token_budget"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget_per_hour: Option<u64>,
+    /// Price of the target's tokens, for the probes' own spend
+    /// (`llmprobe_probe_cost_dollars_total`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceConfig>,
+    /// Send `stream_options.continuous_usage_stats` (vLLM; exact tokens per chunk).
+    /// Turn off for servers that reject unknown fields.
+    #[serde(default = "yes")]
+    pub continuous_usage_stats: bool,
+    /// Send `stream_options.include_usage`.
+    #[serde(default = "yes")]
+    pub include_usage: bool,
+    /// Keep connections open between probes (default). `false` opens a new connection
+    /// per probe, so TTFT includes TCP and TLS setup as a brand-new client sees it.
+    #[serde(default = "yes")]
+    pub reuse_connections: bool,
+    /// JSON fields merged into every request body last.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// What to send; one runner each. Default: one scenario named `default`.
+    #[serde(default = "default_scenarios")]
+    pub scenarios: Vec<Scenario>,
+    /// Replicas behind `base_url` (multiplies the aggregate capacity gauges).
+    #[serde(default = "one")]
+    pub replicas: u32,
+    /// The capacity model of this deployment, published as `llmprobe_capacity_*`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "capacity_yaml::serialize"
+    )]
+    pub capacity: Option<crate::capacity::CapacityInputs>,
+    /// The engine's own Prometheus endpoint (vLLM or SGLang `/metrics`), scraped every
+    /// `engine_scrape_interval` for live load, KV capacity and server-side TTFT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_metrics_url: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_scenarios() -> Vec<Scenario> {
+    vec![Scenario::default()]
+}
+
+/// A header value: literal, from a file, or from an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HeaderValue {
+    /// A literal value (shown as `<secret>` in `/config`).
+    Literal(Secret),
+    /// `{file: PATH}` or `{env: VAR}`.
+    From(HeaderSource),
+}
+
+/// Where a header value comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum HeaderSource {
+    File(PathBuf),
+    Env(String),
+}
+
+/// Dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    #[serde(default)]
+    pub input_per_million: f64,
+    #[serde(default)]
+    pub output_per_million: f64,
+}
+
+/// One kind of probe request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Unique within the target; the `scenario` label.
+    #[serde(default = "default_scenario_name")]
+    pub name: String,
+    /// Prompt length in tokens (approximate without a tokenizer).
+    #[serde(default = "default_input_tokens")]
+    pub input_tokens: u32,
+    /// Output tokens asked for (`max_tokens`).
+    #[serde(default = "default_output_tokens")]
+    pub output_tokens: u32,
+    /// Tokens of a fixed prefix shared by every prompt of this scenario (measures the
+    /// prefix cache on purpose); 0 = every prompt unique from its first token.
+    #[serde(default)]
+    pub shared_prefix_tokens: u32,
+    /// Send `ignore_eos` so every probe generates exactly `output_tokens` (comparable
+    /// TPOT and E2E from probe to probe).
+    #[serde(default = "yes")]
+    pub ignore_eos: bool,
+    /// Objectives of this scenario; unset fields fall back to `defaults.slo`.
+    #[serde(default)]
+    pub slo: SloConfig,
+    /// A fixed rate for this scenario instead of its share of the target's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            name: default_scenario_name(),
+            input_tokens: default_input_tokens(),
+            output_tokens: default_output_tokens(),
+            shared_prefix_tokens: 0,
+            ignore_eos: true,
+            slo: SloConfig::default(),
+            rate: None,
+        }
+    }
+}
+
+fn default_scenario_name() -> String {
+    "default".to_string()
+}
+
+fn default_input_tokens() -> u32 {
+    128
+}
+
+fn default_output_tokens() -> u32 {
+    32
+}
+
+/// Optional durations as human strings (`"250ms"`).
+pub mod opt_duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.collect_str(&humantime::format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            None => Ok(None),
+            Some(text) => humantime::parse_duration(&text).map(Some).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
+                ))
+            }),
+        }
+    }
+}
+
+/// `CapacityInputs` is deserialize-only (the capacity module reads it, never writes it);
+/// `/config` still shows it, so its fields are written out here.
+mod capacity_yaml {
+    use serde::ser::{SerializeMap, Serializer};
+
+    use crate::capacity::CapacityInputs;
+
+    pub fn serialize<S: Serializer>(c: &Option<CapacityInputs>, s: S) -> Result<S::Ok, S::Error> {
+        let Some(c) = c else {
+            return s.serialize_none();
+        };
+        let mut m = s.serialize_map(None)?;
+        if let Some(p) = &c.preset {
+            m.serialize_entry("preset", p)?;
+        }
+        if let Some(p) = &c.hf_config {
+            m.serialize_entry("hf_config", p)?;
+        }
+        m.serialize_entry("gpu", &c.gpu)?;
+        m.serialize_entry("tp", &c.tp)?;
+        for (k, v) in [
+            ("weight_bytes", c.weight_bytes),
+            ("kv_bytes", c.kv_bytes),
+            ("gpu_hourly", c.gpu_hourly),
+            ("gpu_mem_gib", c.gpu_mem_gib),
+            ("gpu_bandwidth_tbs", c.gpu_bandwidth_tbs),
+            ("gpu_tflops", c.gpu_tflops),
+        ] {
+            if let Some(v) = v {
+                m.serialize_entry(k, &v)?;
+            }
+        }
+        m.serialize_entry("context", &c.context)?;
+        m.serialize_entry("util", &c.util)?;
+        m.serialize_entry("activation_gib", &c.activation_gib)?;
+        m.serialize_entry("mbu", &c.mbu)?;
+        m.serialize_entry("mfu", &c.mfu)?;
+        m.serialize_entry("block_size", &c.block_size)?;
+        m.serialize_entry("max_num_seqs", &c.max_num_seqs)?;
+        m.end()
+    }
+}
+
+/// The JSON Schema of the config file (committed as `docs/config.schema.json`).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Config);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,24 @@
+//! Where the daemon's config comes from: a file read again on every reload, or text
+//! held in memory (the `--mock` demo).
+
+use std::path::PathBuf;
+
+use crate::config::{ConfigError, Plan, plan};
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A file, read again on every reload.
+    File(PathBuf),
+    /// Text held in memory (`--mock`); `name` stands for the file in errors.
+    Inline { name: String, text: String },
+}
+
+impl ConfigSource {
+    pub fn load(&self) -> Result<Plan, ConfigError> {
+        match self {
+            ConfigSource::File(path) => plan::load(path),
+            ConfigSource::Inline { name, text } => plan::load_str(text, name),
+        }
+    }
+}

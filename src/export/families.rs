@@ -1,0 +1,572 @@
+//! Every metric family of `llmprobe daemon` as data: name, type, help text, labels, unit
+//! and, for histograms, the bucket layout. This list drives registration
+//! (`Metrics::new`) and the removal of a target's or scenario's series; the named
+//! constants are how the code refers to one family. docs/metrics.md documents the same
+//! list (a test below keeps the two equal).
+
+use super::buckets::Layout;
+use crate::record::{Outcome, Sli};
+use crate::runner::SkipReason;
+
+/// The Prometheus type of a family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// Whether samples are integers (`IntCounter`, `IntGauge`) or floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    Int,
+    Float,
+}
+
+/// Which series a family has, which decides when they are created and removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// One series per target × model × scenario (× `extra` label value), removed with
+    /// the scenario.
+    Scenario,
+    /// Capacity-model gauges of a target, removed when its capacity block goes.
+    Capacity,
+    /// Engine-scrape series of a target (and what is derived from them), removed when
+    /// its `engine_metrics_url` goes.
+    Engine,
+    /// The daemon's own series, never removed.
+    Daemon,
+}
+
+/// The label after a family's scope labels (`target, model, scenario` for a scenario
+/// family), and its values.
+#[derive(Debug, Clone, Copy)]
+pub struct Extra {
+    pub label: &'static str,
+    pub values: fn() -> Vec<&'static str>,
+}
+
+/// One metric family.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub value: Value,
+    pub help: &'static str,
+    pub scope: Scope,
+    /// The label after the scope's own labels, if any.
+    pub extra: Option<Extra>,
+    /// The base unit the name ends with (before `_total`), if it has one.
+    pub unit: Option<&'static str>,
+    /// Histograms: the layout of [`super::Buckets`] each series starts from (vLLM's ∪
+    /// configured extras ∪ the scenario's own SLO thresholds).
+    pub buckets: Option<Layout>,
+}
+
+/// Labels of every probe-result series, in this order.
+pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
+/// Labels of capacity and engine gauges, in this order.
+pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
+
+impl Family {
+    /// Every label name, in order.
+    pub fn labels(&self) -> Vec<&'static str> {
+        let mut labels = match self.scope {
+            Scope::Scenario => PROBE_LABELS.to_vec(),
+            Scope::Capacity | Scope::Engine => TARGET_LABELS.to_vec(),
+            Scope::Daemon => Vec::new(),
+        };
+        labels.extend(self.extra.map(|e| e.label));
+        labels
+    }
+
+    /// The label values of every series of this family that belongs to `base` (the
+    /// scope's own label values): `base` itself, or `base` + each `extra` value.
+    pub fn series_of<'a>(&self, base: &[&'a str]) -> Vec<Vec<&'a str>> {
+        match self.extra {
+            None => vec![base.to_vec()],
+            Some(e) => (e.values)()
+                .into_iter()
+                .map(|v: &'a str| base.iter().copied().chain([v]).collect())
+                .collect(),
+        }
+    }
+}
+
+/// Failure outcomes, the `reason` values of `llmprobe_request_failures_total`.
+pub fn failure_reasons() -> Vec<&'static str> {
+    Outcome::ALL
+        .into_iter()
+        .filter(|o| !o.is_ok())
+        .map(Outcome::as_str)
+        .collect()
+}
+
+/// Every skip reason, in a stable order. The reason itself is the runner's
+/// ([`SkipReason`]), so it is defined once.
+pub fn skip_reasons() -> Vec<&'static str> {
+    [SkipReason::MaxInflight, SkipReason::TokenBudget]
+        .into_iter()
+        .map(SkipReason::as_str)
+        .collect()
+}
+
+/// The `version` label value of `llmprobe_build_info`.
+pub fn version() -> Vec<&'static str> {
+    vec![env!("CARGO_PKG_VERSION")]
+}
+
+/// The `sli` label values, in the order of [`Sli::ALL`].
+pub fn slis() -> Vec<&'static str> {
+    Sli::ALL.into_iter().map(Sli::as_str).collect()
+}
+
+const fn family(name: &'static str, kind: Kind, value: Value, help: &'static str) -> Family {
+    Family {
+        name,
+        kind,
+        value,
+        help,
+        scope: Scope::Scenario,
+        extra: None,
+        unit: None,
+        buckets: None,
+    }
+}
+
+const fn counter(name: &'static str, help: &'static str) -> Family {
+    family(name, Kind::Counter, Value::Int, help)
+}
+
+const fn gauge(name: &'static str, help: &'static str) -> Family {
+    family(name, Kind::Gauge, Value::Float, help)
+}
+
+const fn histogram(name: &'static str, help: &'static str, layout: Layout) -> Family {
+    Family {
+        unit: Some("seconds"),
+        buckets: Some(layout),
+        ..family(name, Kind::Histogram, Value::Float, help)
+    }
+}
+
+impl Family {
+    const fn scope(self, scope: Scope) -> Self {
+        Family { scope, ..self }
+    }
+
+    const fn extra(self, label: &'static str, values: fn() -> Vec<&'static str>) -> Self {
+        Family {
+            extra: Some(Extra { label, values }),
+            ..self
+        }
+    }
+
+    const fn unit(self, unit: &'static str) -> Self {
+        Family {
+            unit: Some(unit),
+            ..self
+        }
+    }
+
+    const fn float(self) -> Self {
+        Family {
+            value: Value::Float,
+            ..self
+        }
+    }
+
+    const fn int(self) -> Self {
+        Family {
+            value: Value::Int,
+            ..self
+        }
+    }
+}
+
+// Probe results, per target × model × scenario.
+
+pub const REQUESTS: Family = counter("llmprobe_requests_total", "Probes completed (any outcome).");
+pub const FAILURES: Family = counter(
+    "llmprobe_request_failures_total",
+    "Probes that failed, by reason.",
+)
+.extra("reason", failure_reasons);
+pub const GOODPUT: Family = counter(
+    "llmprobe_goodput_requests_total",
+    "Probes that succeeded and met every SLO of their scenario.",
+);
+pub const SLO_MET: Family = counter(
+    "llmprobe_slo_met_requests_total",
+    "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e; only configured SLIs).",
+)
+.extra("sli", slis);
+pub const PROBE_RATE: Family = gauge(
+    "llmprobe_probe_rate_per_second",
+    "The scenario's configured probe rate (Poisson arrivals per second).",
+);
+pub const TTFT: Family = histogram(
+    "llmprobe_ttft_seconds",
+    "Time to first content token, from the actual send.",
+    Layout::Ttft,
+);
+pub const TPOT: Family = histogram(
+    "llmprobe_tpot_seconds",
+    "Time per output token after the first (vLLM's TPOT).",
+    Layout::Tpot,
+);
+pub const ITL: Family = histogram(
+    "llmprobe_inter_token_latency_seconds",
+    "Per-token inter-token latency (a chunk gap shared among its tokens).",
+    Layout::Itl,
+);
+pub const E2E: Family = histogram(
+    "llmprobe_request_duration_seconds",
+    "End-to-end probe latency, send to last token.",
+    Layout::E2e,
+);
+pub const DISPATCH_LAG: Family = histogram(
+    "llmprobe_dispatch_lag_seconds",
+    "Actual send time minus scheduled send time (client health).",
+    Layout::DispatchLag,
+);
+pub const PROMPT_TOKENS: Family = counter(
+    "llmprobe_prompt_tokens_total",
+    "Prompt tokens sent by probes.",
+)
+.unit("tokens");
+pub const OUTPUT_TOKENS: Family = counter(
+    "llmprobe_output_tokens_total",
+    "Output tokens received by probes.",
+)
+.unit("tokens");
+pub const COST: Family = counter(
+    "llmprobe_probe_cost_dollars_total",
+    "The probes' own spend in dollars, when the target has a price.",
+)
+.float()
+.unit("dollars");
+pub const INFLIGHT: Family = gauge("llmprobe_inflight_requests", "Probes in flight now.").int();
+pub const LAST_SUCCESS: Family = gauge(
+    "llmprobe_last_success_timestamp_seconds",
+    "Unix time of the last successful probe.",
+)
+.unit("seconds");
+pub const SLO_TTFT: Family = gauge(
+    "llmprobe_slo_ttft_seconds",
+    "The scenario's configured TTFT objective.",
+)
+.unit("seconds");
+pub const SLO_TPOT: Family = gauge(
+    "llmprobe_slo_tpot_seconds",
+    "The scenario's configured TPOT objective.",
+)
+.unit("seconds");
+pub const SLO_E2E: Family = gauge(
+    "llmprobe_slo_e2e_seconds",
+    "The scenario's configured end-to-end latency objective.",
+)
+.unit("seconds");
+pub const SKIPPED: Family = counter(
+    "llmprobe_probes_skipped_total",
+    "Arrivals dropped without sending, by reason.",
+)
+.extra("reason", skip_reasons);
+
+// The capacity model, per target.
+
+const fn capacity(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::Capacity)
+}
+
+pub const CAP_MAX_SEQS: Family = capacity(
+    "llmprobe_capacity_max_concurrent_sequences",
+    "Capacity model: max concurrent sequences per replica at the configured context (vLLM's definition).",
+);
+pub const CAP_KV_TOKENS: Family = capacity(
+    "llmprobe_capacity_kv_cache_tokens",
+    "Capacity model: KV cache pool in tokens per replica.",
+)
+.unit("tokens");
+pub const CAP_KV_BYTES: Family = capacity(
+    "llmprobe_capacity_kv_bytes_per_token",
+    "Capacity model: KV cache bytes per token per GPU.",
+);
+pub const CAP_WEIGHT_BYTES: Family = capacity(
+    "llmprobe_capacity_weight_bytes",
+    "Capacity model: weight bytes per GPU.",
+)
+.unit("bytes");
+pub const CAP_DECODE_TPS: Family = capacity(
+    "llmprobe_capacity_decode_tokens_per_second",
+    "Capacity model: aggregate decode tokens/s at the largest batch that fits, all replicas.",
+);
+pub const CAP_COST: Family = capacity(
+    "llmprobe_capacity_cost_per_million_output_tokens_dollars",
+    "Capacity model: dollars per million output tokens at full batch.",
+)
+.unit("dollars");
+
+// The engine scrape, per target. Headroom is a capacity figure, but it is derived from
+// the live engine numbers when there are any, so it goes with them.
+
+const fn engine(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::Engine)
+}
+
+pub const HEADROOM: Family = engine(
+    "llmprobe_capacity_headroom_ratio",
+    "1 - running / max concurrent sequences (live engine numbers when scraped, else the model).",
+)
+.unit("ratio");
+pub const ENG_SUCCESS: Family = engine(
+    "llmprobe_engine_scrape_success",
+    "Whether the last scrape of the engine's /metrics succeeded.",
+);
+pub const ENG_DURATION: Family = engine(
+    "llmprobe_engine_scrape_duration_seconds",
+    "Duration of the last engine scrape.",
+)
+.unit("seconds");
+pub const ENG_RUNNING: Family = engine(
+    "llmprobe_engine_running_requests",
+    "Requests running in the engine.",
+);
+pub const ENG_WAITING: Family = engine(
+    "llmprobe_engine_waiting_requests",
+    "Requests waiting in the engine's queue.",
+);
+pub const ENG_KV_USAGE: Family = engine(
+    "llmprobe_engine_kv_cache_usage_ratio",
+    "Engine KV cache usage, 0..1.",
+)
+.unit("ratio");
+pub const ENG_KV_TOKENS: Family = engine(
+    "llmprobe_engine_kv_cache_tokens",
+    "Live KV cache capacity in tokens, as the engine reports it.",
+)
+.unit("tokens");
+pub const ENG_MAX_SEQS: Family = engine(
+    "llmprobe_engine_max_concurrent_sequences",
+    "Live KV cache tokens divided by the context length.",
+);
+pub const ENG_GEN_TPS: Family = engine(
+    "llmprobe_engine_generation_tokens_per_second",
+    "Engine generation throughput over the last scrape interval.",
+);
+pub const ENG_COST: Family = engine(
+    "llmprobe_engine_cost_per_million_output_tokens_dollars",
+    "Live dollars per million output tokens from the observed rate and gpu_hourly.",
+)
+.unit("dollars");
+pub const ENG_TTFT_MEAN: Family = engine(
+    "llmprobe_engine_ttft_mean_seconds",
+    "Server-side mean TTFT over the last scrape interval.",
+)
+.unit("seconds");
+pub const ENG_TTFT_GAP: Family = engine(
+    "llmprobe_ttft_client_server_gap_seconds",
+    "Client mean TTFT minus server mean TTFT over the same interval.",
+)
+.unit("seconds");
+pub const ENG_TTFT_SUM: Family = counter(
+    "llmprobe_engine_ttft_observed_seconds_total",
+    "Sum of the engine's own TTFT observations since scraping began (all traffic it serves).",
+)
+.float()
+.scope(Scope::Engine)
+.unit("seconds");
+pub const ENG_TTFT_COUNT: Family = counter(
+    "llmprobe_engine_ttft_observations_total",
+    "Count of the engine's own TTFT observations since scraping began (all traffic it serves).",
+)
+.float()
+.scope(Scope::Engine);
+
+// The daemon itself.
+
+pub const BUILD_INFO: Family = gauge("llmprobe_build_info", "Build information; value 1.")
+    .int()
+    .scope(Scope::Daemon)
+    .extra("version", version);
+pub const RELOAD_OK: Family = gauge(
+    "llmprobe_config_last_reload_successful",
+    "Whether the last configuration reload succeeded.",
+)
+.int()
+.scope(Scope::Daemon);
+pub const RELOAD_TS: Family = gauge(
+    "llmprobe_config_last_reload_success_timestamp_seconds",
+    "Unix time of the last successful configuration reload.",
+)
+.scope(Scope::Daemon)
+.unit("seconds");
+pub const TARGETS: Family = gauge("llmprobe_targets", "Targets configured.")
+    .int()
+    .scope(Scope::Daemon);
+
+/// Every family, in the order of docs/metrics.md.
+pub const FAMILIES: &[Family] = &[
+    REQUESTS,
+    FAILURES,
+    GOODPUT,
+    SLO_MET,
+    PROBE_RATE,
+    TTFT,
+    TPOT,
+    ITL,
+    E2E,
+    DISPATCH_LAG,
+    PROMPT_TOKENS,
+    OUTPUT_TOKENS,
+    COST,
+    INFLIGHT,
+    LAST_SUCCESS,
+    SLO_TTFT,
+    SLO_TPOT,
+    SLO_E2E,
+    SKIPPED,
+    CAP_MAX_SEQS,
+    CAP_KV_TOKENS,
+    CAP_KV_BYTES,
+    CAP_WEIGHT_BYTES,
+    CAP_DECODE_TPS,
+    CAP_COST,
+    HEADROOM,
+    ENG_SUCCESS,
+    ENG_DURATION,
+    ENG_RUNNING,
+    ENG_WAITING,
+    ENG_KV_USAGE,
+    ENG_KV_TOKENS,
+    ENG_MAX_SEQS,
+    ENG_GEN_TPS,
+    ENG_COST,
+    ENG_TTFT_MEAN,
+    ENG_TTFT_GAP,
+    ENG_TTFT_SUM,
+    ENG_TTFT_COUNT,
+    BUILD_INFO,
+    RELOAD_OK,
+    RELOAD_TS,
+    TARGETS,
+];
+
+/// The histogram families, in list order.
+pub fn histograms() -> impl Iterator<Item = &'static Family> {
+    FAMILIES.iter().filter(|f| f.kind == Kind::Histogram)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::buckets::{self, Buckets};
+
+    const DOC: &str = include_str!("../../docs/metrics.md");
+
+    /// (name, type, labels) of every `llmprobe_*` row of the tables in docs/metrics.md:
+    /// the labels are the section's (`## … (labels: target, model)`) plus the row's own
+    /// (`llmprobe_x{reason}`).
+    fn documented() -> Vec<(String, String, Vec<String>)> {
+        let mut section: Vec<String> = Vec::new();
+        let mut rows = Vec::new();
+        for line in DOC.lines() {
+            if let Some(heading) = line.strip_prefix("## ") {
+                section = heading
+                    .split_once("(labels: ")
+                    .and_then(|(_, rest)| rest.split_once(')'))
+                    .map(|(l, _)| l.split(", ").map(str::to_string).collect())
+                    .unwrap_or_default();
+                continue;
+            }
+            let Some(row) = line.strip_prefix("| `llmprobe_") else {
+                continue;
+            };
+            let row = format!("`llmprobe_{row}");
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let kind = cells[1]
+                .split([' ', ':'])
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            for name in cells[0].split('`').filter(|n| n.starts_with("llmprobe_")) {
+                let (name, extra) = match name.split_once('{') {
+                    Some((n, e)) => (n, e.strip_suffix('}').map(str::to_string)),
+                    None => (name, None),
+                };
+                let labels = section.iter().cloned().chain(extra).collect();
+                rows.push((name.to_string(), kind.clone(), labels));
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn docs_list_every_family_with_its_type_and_labels() {
+        let listed: Vec<(String, String, Vec<String>)> = FAMILIES
+            .iter()
+            .map(|f| {
+                (
+                    f.name.to_string(),
+                    f.kind.as_str().to_string(),
+                    f.labels().iter().map(|l| (*l).to_string()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(documented(), listed);
+    }
+
+    #[test]
+    fn docs_show_vllms_bucket_bounds() {
+        let show = |b: &[f64]| b.iter().map(f64::to_string).collect::<Vec<_>>().join(" ");
+        for (prefix, bounds) in [
+            ("- TTFT: ", show(buckets::VLLM_TTFT)),
+            ("- TPOT and ITL: ", show(buckets::VLLM_ITL)),
+            (
+                "  plus ",
+                show(buckets::FAST_TOKEN_EXTRAS) + " (fast engines)",
+            ),
+            ("- E2E: ", show(buckets::VLLM_E2E)),
+            ("- Dispatch lag: ", show(buckets::DISPATCH_LAG)),
+        ] {
+            let line = DOC.lines().find(|l| l.starts_with(prefix));
+            assert_eq!(line, Some(format!("{prefix}{bounds}").as_str()));
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_follow_the_conventions() {
+        let mut names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), FAMILIES.len());
+        for f in FAMILIES {
+            assert!(f.name.starts_with("llmprobe_") && !f.name.contains(':'));
+            assert_eq!(
+                f.kind == Kind::Counter,
+                f.name.ends_with("_total"),
+                "{}",
+                f.name
+            );
+            if let Some(unit) = f.unit {
+                let base = f.name.trim_end_matches("_total");
+                assert!(base.ends_with(&format!("_{unit}")), "{}", f.name);
+            }
+            assert_eq!(f.kind == Kind::Histogram, f.buckets.is_some(), "{}", f.name);
+        }
+        let layouts: Vec<_> = histograms().map(|f| f.buckets).collect();
+        assert_eq!(layouts.len(), 5);
+        let b = Buckets::vllm();
+        assert!(histograms().all(|f| f.buckets.is_some_and(|l| !l.of(&b).is_empty())));
+    }
+}

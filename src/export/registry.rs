@@ -1,0 +1,151 @@
+//! The registered collectors of every non-histogram family in [`super::families`], made
+//! from the list and looked up by family: registration and the removal of a target's
+//! or scenario's series are loops over the list, never a hand-kept enumeration.
+
+use prometheus::core::Collector;
+use prometheus::{
+    CounterVec, Gauge, GaugeVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
+
+use super::families::{FAMILIES, Family, Kind, Scope, Value};
+
+/// The collector of one family, of the type its kind, value type and labels ask for.
+#[derive(Clone)]
+pub enum Handle {
+    IntCounterVec(IntCounterVec),
+    CounterVec(CounterVec),
+    IntGaugeVec(IntGaugeVec),
+    GaugeVec(GaugeVec),
+    IntGauge(IntGauge),
+    Gauge(Gauge),
+}
+
+impl Handle {
+    fn new(f: &Family) -> prometheus::Result<Self> {
+        let opts = Opts::new(f.name, f.help);
+        let labels = f.labels();
+        Ok(match (f.kind, f.value, labels.is_empty()) {
+            (Kind::Counter, Value::Int, false) => {
+                Handle::IntCounterVec(IntCounterVec::new(opts, &labels)?)
+            }
+            (Kind::Counter, Value::Float, false) => {
+                Handle::CounterVec(CounterVec::new(opts, &labels)?)
+            }
+            (Kind::Gauge, Value::Int, false) => {
+                Handle::IntGaugeVec(IntGaugeVec::new(opts, &labels)?)
+            }
+            (Kind::Gauge, Value::Float, false) => Handle::GaugeVec(GaugeVec::new(opts, &labels)?),
+            (Kind::Gauge, Value::Int, true) => Handle::IntGauge(IntGauge::with_opts(opts)?),
+            (Kind::Gauge, Value::Float, true) => Handle::Gauge(Gauge::with_opts(opts)?),
+            _ => {
+                return Err(prometheus::Error::Msg(format!(
+                    "{}: no collector for this kind of family",
+                    f.name
+                )));
+            }
+        })
+    }
+
+    fn boxed(&self) -> Box<dyn Collector> {
+        match self {
+            Handle::IntCounterVec(v) => Box::new(v.clone()),
+            Handle::CounterVec(v) => Box::new(v.clone()),
+            Handle::IntGaugeVec(v) => Box::new(v.clone()),
+            Handle::GaugeVec(v) => Box::new(v.clone()),
+            Handle::IntGauge(v) => Box::new(v.clone()),
+            Handle::Gauge(v) => Box::new(v.clone()),
+        }
+    }
+
+    /// Removes one series. Removing a series that does not exist does nothing.
+    fn remove(&self, labels: &[&str]) {
+        // `remove_label_values` fails only when the series does not exist.
+        let _ = match self {
+            Handle::IntCounterVec(v) => v.remove_label_values(labels),
+            Handle::CounterVec(v) => v.remove_label_values(labels),
+            Handle::IntGaugeVec(v) => v.remove_label_values(labels),
+            Handle::GaugeVec(v) => v.remove_label_values(labels),
+            Handle::IntGauge(_) | Handle::Gauge(_) => Ok(()),
+        };
+    }
+}
+
+/// Every non-histogram family of [`FAMILIES`], created and registered.
+pub struct Registered {
+    handles: Vec<(&'static Family, Handle)>,
+}
+
+impl Registered {
+    pub fn new(registry: &Registry) -> prometheus::Result<Self> {
+        let mut handles = Vec::with_capacity(FAMILIES.len());
+        for f in FAMILIES.iter().filter(|f| f.kind != Kind::Histogram) {
+            let h = Handle::new(f)?;
+            registry.register(h.boxed())?;
+            handles.push((f, h));
+        }
+        Ok(Registered { handles })
+    }
+
+    fn get(&self, f: &Family) -> prometheus::Result<&Handle> {
+        self.handles
+            .iter()
+            .find(|(g, _)| g.name == f.name)
+            .map(|(_, h)| h)
+            .ok_or_else(|| prometheus::Error::Msg(format!("{} is not in FAMILIES", f.name)))
+    }
+
+    fn mismatch(f: &Family) -> prometheus::Error {
+        prometheus::Error::Msg(format!("{}: another collector type was asked for", f.name))
+    }
+
+    pub fn int_counter_vec(&self, f: &Family) -> prometheus::Result<IntCounterVec> {
+        match self.get(f)? {
+            Handle::IntCounterVec(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn counter_vec(&self, f: &Family) -> prometheus::Result<CounterVec> {
+        match self.get(f)? {
+            Handle::CounterVec(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn int_gauge_vec(&self, f: &Family) -> prometheus::Result<IntGaugeVec> {
+        match self.get(f)? {
+            Handle::IntGaugeVec(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn gauge_vec(&self, f: &Family) -> prometheus::Result<GaugeVec> {
+        match self.get(f)? {
+            Handle::GaugeVec(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn int_gauge(&self, f: &Family) -> prometheus::Result<IntGauge> {
+        match self.get(f)? {
+            Handle::IntGauge(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn gauge(&self, f: &Family) -> prometheus::Result<Gauge> {
+        match self.get(f)? {
+            Handle::Gauge(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    /// Removes every series with the scope labels `base` of every family of `scope`.
+    pub fn remove(&self, scope: Scope, base: &[&str]) {
+        for (f, h) in self.handles.iter().filter(|(f, _)| f.scope == scope) {
+            for labels in f.series_of(base) {
+                h.remove(&labels);
+            }
+        }
+    }
+}
