@@ -1,4 +1,4 @@
-//! The `llmprobe bench` binary under faults (issue 7 §2): for every fault kind of the
+//! The `llmprobe bench` binary under faults: for every fault kind of the
 //! mock, `bench --mock --mock-fault KIND` (forced on every request) reports exactly
 //! its requests as failed under the documented reason in `--json-out`, the records
 //! are kept, and the exit code follows the gates: failures alone are data (exit 0), an

@@ -1,4 +1,4 @@
-//! The daemon binary under faults (issue 7 §2): one target whose mock fails in every
+//! The daemon binary under faults: one target whose mock fails in every
 //! way at once (every fault kind with a probability), one that only answers 429 with a
 //! long `Retry-After`, and a clean one, probed side by side.
 //!

@@ -1,4 +1,4 @@
-//! Secrets canary (issue 7 §5): unique canary values are put in every place a secret can
+//! Secrets canary: unique canary values are put in every place a secret can
 //! come from — the daemon's `api_key_file`, `api_key_env`, header values from a file,
 //! from the environment and literal; bench's `--api-key`, `OPENAI_API_KEY` and
 //! `--header`; the mock's `--api-key` — and the binaries run at `--log-level trace`

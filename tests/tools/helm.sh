@@ -93,7 +93,7 @@ reject() { # what, helm args...
   say "rejected $what: $(grep -v 'symbolic link' "$scratch/reject.log" | head -n 2 | tr '\n' ' ' | cut -c1-160)"
 }
 reject "an objective of 1.5" --set prometheusRule.objectives.goodput=1.5
-reject "a single minRequests number (per window since review #7)" --set prometheusRule.minRequests=20
+reject "a single minRequests number" --set prometheusRule.minRequests=20
 reject "a minRequests window the rules do not have" --set prometheusRule.minRequests.2h=5
 reject "an unknown top-level value" --set replicas=2
 reject "config.listen without a port" --set config.listen=localhost

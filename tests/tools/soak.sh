@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Short soak (issue 7 §4): benches/soak.sh for SOAK_MINUTES (default 1.5) with the
+# Short soak: benches/soak.sh for SOAK_MINUTES (default 1.5) with the
 # release daemon against `llmprobe mock` with a mix of every fault kind at 20 probes/s.
 # Fails when, after a 30 s warm-up, the daemon's RSS grows by more than 4 MiB or its open
 # fds by more than 16 (median of the last third of the samples vs the first third), or
