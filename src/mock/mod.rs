@@ -140,7 +140,7 @@ impl fmt::Debug for MockConfig {
 
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    crate::duration::parse(&s)
+    humantime::parse_duration(s.trim())
         .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e}")))
 }
 
