@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+/// Success (the bench plan's verdict when every gate passed).
+pub const OK: u8 = 0;
 /// A runtime failure (network, IO, a bug).
 pub const FAILURE: u8 = 1;
 /// Bad input: flags, config files, datasets. Same code clap uses for usage errors.

@@ -16,11 +16,15 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod duration;
 pub mod engine;
+pub mod event;
 pub mod exit;
 pub mod export;
+pub mod latency;
 pub mod logging;
 pub mod mock;
+pub mod rate;
 pub mod record;
 pub mod report;
 pub mod runner;
@@ -48,6 +52,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon(args) => daemon::run_cli(args).await,
         Command::Mock(args) => mock::command::run(&args).await,
         Command::Bench(args) => bench::run::run(&args).await,
-        Command::Report(args) => report::merge::run(&args),
+        Command::Report(args) => bench::report_cmd::run(&args),
     }
 }

@@ -25,26 +25,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::event::{RunEvent, SkipReason};
 use crate::record::{Outcome, RequestRecord};
 
 /// How long before a deadline the precise timer stops sleeping on tokio's timer: tokio
 /// wakes up to one 1 ms tick late, so 2 ms leaves room for that and for a busy runtime.
 pub const COARSE_MARGIN: Duration = Duration::from_millis(2);
 
-/// How long before a deadline the timer thread stops sleeping and spins. With a 1 µs
-/// timer slack, `std::thread::sleep` on the development VM overshot by 23 µs at the
-/// median and 56 µs at p99 (72 µs / 142 µs with the default 50 µs slack); 80 µs covers
-/// that while keeping the spinning share of a core small (docs/measurement.md).
+/// How long before a deadline the timer thread stops sleeping and spins: enough to cover
+/// `std::thread::sleep`'s overshoot with a 1 µs timer slack while keeping the spinning
+/// share of a core small (measurements in docs/measurement.md).
 pub const SPIN: Duration = Duration::from_micros(80);
 
 /// The last stretch the precise timer busy-waits in the dispatcher task: its thread
 /// wakes the dispatcher this long before the deadline, because a cross-thread wake-up
-/// of a parked tokio worker takes about as long (30–50 µs measured on a VM); shorter
+/// of a parked tokio worker takes about as long (docs/measurement.md); shorter
 /// waits are spun in place without the thread. Blocking a worker this briefly is within
 /// tokio's guidance for time between awaits (~100 µs).
 pub const IN_TASK_SPIN: Duration = Duration::from_micros(50);
@@ -65,39 +65,6 @@ impl Dispatch {
     pub fn elapsed(&self) -> Duration {
         Instant::now().saturating_duration_since(self.run_start)
     }
-}
-
-/// Why an arrival was not sent. Stable snake_case names (the `reason` label of
-/// `llmprobe_probes_skipped_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkipReason {
-    /// The concurrency cap was reached and the policy is [`CapPolicy::Skip`].
-    MaxInflight,
-    /// The admission hook refused it (the daemon's token budget).
-    TokenBudget,
-}
-
-impl SkipReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SkipReason::MaxInflight => "max_inflight",
-            SkipReason::TokenBudget => "token_budget",
-        }
-    }
-}
-
-/// What the runner reports, in completion order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunEvent {
-    /// A request finished (or was cancelled at the end of the run).
-    Record(RequestRecord),
-    /// An arrival was dropped at its scheduled time.
-    Skipped {
-        id: u64,
-        t_sched: Duration,
-        reason: SkipReason,
-    },
 }
 
 /// What to do with an arrival when `max_inflight` requests are already in flight.
@@ -192,15 +159,15 @@ pub struct Spins {
 }
 
 impl Spins {
-    /// No busy-waiting at all: about 30–90 µs median lag and a p99 well under 1 ms,
+    /// No busy-waiting at all: a somewhat higher median lag and a p99 well under 1 ms,
     /// for a fraction of the CPU of [`Spins::TIGHT`]. The default (see [`Default`]).
     pub const NONE: Spins = Spins {
         thread: Duration::ZERO,
         task: Duration::ZERO,
     };
 
-    /// [`SPIN`] in the thread and [`IN_TASK_SPIN`] in the task: 5–35 µs median lag,
-    /// for about 130 µs of busy CPU per dispatch (docs/measurement.md), and a worker
+    /// [`SPIN`] in the thread and [`IN_TASK_SPIN`] in the task: the lowest median lag,
+    /// for busy CPU on every dispatch (docs/measurement.md), and a worker
     /// blocked for the in-task spin, which delays the reads (and so the timestamps) of
     /// every stream on it. Only for no-op or very cheap probes on a dedicated machine.
     pub const TIGHT: Spins = Spins {
@@ -209,11 +176,10 @@ impl Spins {
     };
 }
 
-/// [`Spins::NONE`]. With real streaming probes (BENCHMARKS.md, issue 8) the spins cost
-/// 25–30 % of the client's CPU at 100 requests/s (130–230 µs per request, 2–4 µs per
-/// streamed token of a 64-token response) and bought 40 µs of median dispatch lag,
-/// which no TTFT includes (it starts at `t_send`), while the lag p99 without them is
-/// still far under the 1 ms target. CPU is what a benchmark client must not waste.
+/// [`Spins::NONE`]. With real streaming probes the spins cost a large share of the
+/// client's CPU and buy only a little median dispatch lag, which no TTFT includes (it
+/// starts at `t_send`), while the lag p99 without them is still far under the 1 ms
+/// target (docs/measurement.md). CPU is what a benchmark client must not waste.
 impl Default for Spins {
     fn default() -> Self {
         Spins::NONE
@@ -375,6 +341,22 @@ pub struct RunReport {
     pub end: Duration,
 }
 
+impl RunReport {
+    /// The report of a run starting at `run_start`, before any arrival.
+    fn starting(run_start: Instant) -> RunReport {
+        RunReport {
+            run_start,
+            stopped_by: StopReason::Exhausted,
+            arrivals: 0,
+            dispatched: 0,
+            skipped: 0,
+            cancelled: 0,
+            dispatch_end: Duration::ZERO,
+            end: Duration::ZERO,
+        }
+    }
+}
+
 /// Decides whether an arrival may go: `Err(reason)` skips it. Called at the arrival's
 /// scheduled time, before any wait for a concurrency slot.
 pub type Admission = Box<dyn FnMut(&Dispatch) -> Result<(), SkipReason> + Send>;
@@ -412,16 +394,7 @@ where
     let kill = CancellationToken::new();
     let cancelled = Arc::new(AtomicU64::new(0));
     let mut tasks: JoinSet<()> = JoinSet::new();
-    let mut report = RunReport {
-        run_start,
-        stopped_by: StopReason::Exhausted,
-        arrivals: 0,
-        dispatched: 0,
-        skipped: 0,
-        cancelled: 0,
-        dispatch_end: Duration::ZERO,
-        end: Duration::ZERO,
-    };
+    let mut report = RunReport::starting(run_start);
     let mut arrivals = arrivals.into_iter();
 
     'dispatch: loop {
@@ -458,29 +431,18 @@ where
             run_start,
         };
         report.arrivals += 1;
-        let skip = |reason| RunEvent::Skipped {
-            id: dispatch.id,
-            t_sched,
-            reason,
-        };
-        let mut permit = None;
-        if let Some((sem, CapPolicy::Skip)) = &slots {
-            match sem.clone().try_acquire_owned() {
-                Ok(p) => permit = Some(p),
-                Err(_) => {
-                    report.skipped += 1;
-                    let _ = events.send(skip(SkipReason::MaxInflight));
-                    continue;
-                }
+        let mut permit = match admit(&slots, &mut admission, &dispatch) {
+            Ok(permit) => permit,
+            Err(reason) => {
+                report.skipped += 1;
+                let _ = events.send(RunEvent::Skipped {
+                    id: dispatch.id,
+                    t_sched,
+                    reason,
+                });
+                continue;
             }
-        }
-        if let Some(admit) = admission.as_mut()
-            && let Err(reason) = admit(&dispatch)
-        {
-            report.skipped += 1;
-            let _ = events.send(skip(reason));
-            continue;
-        }
+        };
         if let Some((sem, CapPolicy::Wait)) = &slots {
             tokio::select! {
                 biased;
@@ -497,35 +459,100 @@ where
         }
         report.dispatched += 1;
         let fut = probe(dispatch);
-        let kill = kill.clone();
-        let cancelled = cancelled.clone();
-        let events = events.clone();
-        tasks.spawn(async move {
-            let t_dispatch = dispatch.elapsed();
-            let record = tokio::select! {
-                biased;
-                record = fut => record,
-                () = kill.cancelled() => {
-                    cancelled.fetch_add(1, Ordering::Relaxed);
-                    cancelled_record(&dispatch, t_dispatch)
-                }
-            };
-            drop(permit);
-            let _ = events.send(RunEvent::Record(record));
-        });
+        spawn_request(
+            &mut tasks, dispatch, fut, permit, &kill, &cancelled, &events,
+        );
     }
     report.dispatch_end = match report.stopped_by {
         StopReason::Duration => stop.duration.unwrap_or_default(),
         _ => Instant::now().saturating_duration_since(run_start),
     };
 
-    // Drain: let in-flight requests finish within the allowed time, then cancel them.
+    let was_cancelled = report.stopped_by == StopReason::Cancelled;
+    drain_tasks(
+        tasks,
+        was_cancelled,
+        drain,
+        cancel_grace,
+        &stop.cancel,
+        &kill,
+    )
+    .await;
+    report.cancelled = cancelled.load(Ordering::Relaxed);
+    report.end = Instant::now().saturating_duration_since(run_start);
+    report
+}
+
+/// Whether an arrival may go at its scheduled time: a slot under
+/// [`CapPolicy::Skip`] (taken now), then the admission hook. `Err` skips it.
+fn admit(
+    slots: &Option<(Arc<Semaphore>, CapPolicy)>,
+    admission: &mut Option<Admission>,
+    dispatch: &Dispatch,
+) -> Result<Option<OwnedSemaphorePermit>, SkipReason> {
+    let mut permit = None;
+    if let Some((sem, CapPolicy::Skip)) = slots {
+        match sem.clone().try_acquire_owned() {
+            Ok(p) => permit = Some(p),
+            Err(_) => return Err(SkipReason::MaxInflight),
+        }
+    }
+    if let Some(admit) = admission.as_mut()
+        && let Err(reason) = admit(dispatch)
+    {
+        return Err(reason);
+    }
+    Ok(permit)
+}
+
+/// Runs one request as its own task: its record goes to `events` when it ends, or a
+/// cancelled record when `kill` fires first; its concurrency slot is freed then.
+fn spawn_request<F>(
+    tasks: &mut JoinSet<()>,
+    dispatch: Dispatch,
+    fut: F,
+    permit: Option<OwnedSemaphorePermit>,
+    kill: &CancellationToken,
+    cancelled: &Arc<AtomicU64>,
+    events: &mpsc::UnboundedSender<RunEvent>,
+) where
+    F: Future<Output = RequestRecord> + Send + 'static,
+{
+    let kill = kill.clone();
+    let cancelled = cancelled.clone();
+    let events = events.clone();
+    tasks.spawn(async move {
+        let t_dispatch = dispatch.elapsed();
+        let record = tokio::select! {
+            biased;
+            record = fut => record,
+            () = kill.cancelled() => {
+                cancelled.fetch_add(1, Ordering::Relaxed);
+                cancelled_record(&dispatch, t_dispatch)
+            }
+        };
+        drop(permit);
+        let _ = events.send(RunEvent::Record(record));
+    });
+}
+
+/// Drain: lets in-flight requests finish within the allowed time (`drain`, or
+/// `cancel_grace` once the run is cancelled), then cancels them through `kill`.
+async fn drain_tasks(
+    mut tasks: JoinSet<()>,
+    was_cancelled: bool,
+    drain: Option<Duration>,
+    cancel_grace: Duration,
+    cancel: &CancellationToken,
+    kill: &CancellationToken,
+) {
     let now = Instant::now();
-    let mut deadline = match report.stopped_by {
-        StopReason::Cancelled => Some(now + cancel_grace),
-        _ => drain.map(|d| now + d),
+    let mut deadline = if was_cancelled {
+        Some(now + cancel_grace)
+    } else {
+        drain.map(|d| now + d)
     };
-    let mut cancel_seen = report.stopped_by == StopReason::Cancelled;
+    let mut cancel_seen = was_cancelled;
     while !tasks.is_empty() {
         let sleep = async {
             match deadline {
@@ -542,7 +569,7 @@ where
                     tracing::error!(error = %e, "a probe task panicked; its record is lost");
                 }
             }
-            () = stop.cancel.cancelled(), if !cancel_seen => {
+            () = cancel.cancelled(), if !cancel_seen => {
                 cancel_seen = true;
                 let by = Instant::now() + cancel_grace;
                 deadline = Some(deadline.map_or(by, |d| d.min(by)));
@@ -553,9 +580,6 @@ where
             }
         }
     }
-    report.cancelled = cancelled.load(Ordering::Relaxed);
-    report.end = Instant::now().saturating_duration_since(run_start);
-    report
 }
 
 /// The record of a request cut off at the end of a run. Its `t_send` is when its task

@@ -5,6 +5,7 @@
 //! once per arrival, so the schedule does not drift however long the run is (the runner
 //! waits for `run_start + offset`, never for "previous send + gap").
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use rand::SeedableRng;
@@ -167,6 +168,48 @@ impl Iterator for Arrivals {
         // An offset past u64::MAX seconds is not representable: the schedule ends there
         // (NaN cannot occur: gaps are finite and ≥ 0).
         Duration::try_from_secs_f64(at).ok()
+    }
+}
+
+/// Which shard of a scaled-out run this process is: `index` in `0..count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    /// 0-based index of this shard.
+    pub index: u32,
+    /// Number of shards in the run.
+    pub count: u32,
+}
+
+impl Shard {
+    /// This shard's part of `total` requests: `total / count`, the remainder going to
+    /// the lowest indices, so the parts sum to exactly `total`.
+    pub fn share_of(self, total: u64) -> u64 {
+        let n = u64::from(self.count);
+        let i = u64::from(self.index);
+        total / n + u64::from(i < total % n)
+    }
+
+    /// A seed for this shard's streams. Distinct shards get unrelated seeds
+    /// ([`splitmix64`]), so their Poisson streams are independent and superpose into
+    /// one Poisson stream at the full rate.
+    pub fn seed(self, base: u64) -> u64 {
+        splitmix64(base ^ splitmix64(u64::from(self.index)))
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Shard, String> {
+        let bad = || format!("{s:?} is not I/N (0-based shard index I of N shards, e.g. 0/4)");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: u32 = i.trim().parse().map_err(|_| bad())?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(format!(
+                "shard {s:?}: the index must be in 0..{count} (I/N with 0 <= I < N)"
+            ));
+        }
+        Ok(Shard { index, count })
     }
 }
 

@@ -12,7 +12,7 @@
 //! - Measurement window: from the origin (the run start, or with warmup the scheduled
 //!   time of the last warmup arrival) to the end of the last counted request.
 //!   `duration` is its length; achieved rate = completed / duration; goodput =
-//!   good / duration; goodput ratio = good / counted requests (DESIGN.md).
+//!   good / duration; goodput ratio = good / counted requests (docs/measurement.md).
 //! - Offered rate: the rate the schedule asked for, as realised by the seeded draw:
 //!   inter-arrival gaps / their total span. Without warmup, the n counted arrivals
 //!   (sent or skipped) span n − 1 gaps from the first to the last scheduled time; with
@@ -37,8 +37,9 @@ use serde::{Deserialize, Serialize};
 
 pub use samples::{Percentile, Samples, Stats};
 
+use crate::event::{RunEvent, SkipReason};
+use crate::latency::Latency;
 use crate::record::{RequestRecord, Slo};
-use crate::runner::{RunEvent, SkipReason};
 
 /// Accumulates records of one run (or one shard).
 #[derive(Debug, Clone, Default)]
@@ -61,14 +62,8 @@ pub struct Collector {
     end: Duration,
     /// The windows of runs added with [`Collector::append`] (summed).
     prior: Window,
-    ttft: Samples,
-    tpot: Samples,
-    itl: Samples,
-    chunk_gap: Samples,
-    e2e: Samples,
-    ttft_from_sched: Samples,
-    e2e_from_sched: Samples,
-    dispatch_lag: Samples,
+    /// One distribution per [`Latency`], indexed by [`Latency::index`].
+    latencies: [Samples; Latency::COUNT],
 }
 
 fn secs(d: Duration) -> f64 {
@@ -112,16 +107,7 @@ impl Collector {
     /// histogram ([`Samples::with_exact_limit`]; the default is
     /// [`samples::DEFAULT_EXACT_LIMIT`]). Call before pushing.
     pub fn with_exact_limit(mut self, limit: usize) -> Self {
-        for s in [
-            &mut self.ttft,
-            &mut self.tpot,
-            &mut self.itl,
-            &mut self.chunk_gap,
-            &mut self.e2e,
-            &mut self.ttft_from_sched,
-            &mut self.e2e_from_sched,
-            &mut self.dispatch_lag,
-        ] {
+        for s in &mut self.latencies {
             *s = Samples::with_exact_limit(limit);
         }
         self
@@ -182,7 +168,7 @@ impl Collector {
             .max()
             .unwrap_or(r.t_send);
         self.end = self.end.max(end);
-        self.dispatch_lag.push(secs(r.dispatch_lag()));
+        self.push_latencies(r, true);
         if !r.is_success() {
             *self.failures.entry(r.outcome.as_str()).or_default() += 1;
             return;
@@ -197,21 +183,17 @@ impl Collector {
             .or_default() += 1;
         self.input_tokens += u64::from(r.prompt_tokens());
         self.output_tokens += u64::from(r.output_tokens());
-        let add = |s: &mut Samples, v: Option<Duration>| {
-            if let Some(v) = v {
-                s.push(secs(v));
+        self.push_latencies(r, false);
+    }
+
+    /// Pushes `r`'s values of the latencies measured on every dispatched request
+    /// (`dispatched`), or of those measured on successful requests only.
+    fn push_latencies(&mut self, r: &RequestRecord, dispatched: bool) {
+        for l in Latency::ALL {
+            if l.covers_failures() == dispatched {
+                let s = &mut self.latencies[l.index()];
+                l.extract(r, |v, weight| s.push_weighted(secs(v), weight));
             }
-        };
-        add(&mut self.ttft, r.ttft());
-        add(&mut self.tpot, r.tpot());
-        add(&mut self.e2e, r.e2e());
-        add(&mut self.ttft_from_sched, r.ttft_from_sched());
-        add(&mut self.e2e_from_sched, r.e2e_from_sched());
-        for (per_token, tokens) in r.itl() {
-            self.itl.push_weighted(secs(per_token), tokens);
-        }
-        for gap in r.chunk_gaps() {
-            self.chunk_gap.push(secs(gap));
         }
     }
 
@@ -255,16 +237,7 @@ impl Collector {
         }
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
-        for (mine, theirs) in [
-            (&mut self.ttft, &other.ttft),
-            (&mut self.tpot, &other.tpot),
-            (&mut self.itl, &other.itl),
-            (&mut self.chunk_gap, &other.chunk_gap),
-            (&mut self.e2e, &other.e2e),
-            (&mut self.ttft_from_sched, &other.ttft_from_sched),
-            (&mut self.e2e_from_sched, &other.e2e_from_sched),
-            (&mut self.dispatch_lag, &other.dispatch_lag),
-        ] {
+        for (mine, theirs) in self.latencies.iter_mut().zip(&other.latencies) {
             mine.merge(theirs);
         }
     }
@@ -307,6 +280,16 @@ impl Collector {
         let own = |m: &BTreeMap<&'static str, u64>| -> BTreeMap<String, u64> {
             m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
         };
+        let [
+            ttft,
+            tpot,
+            itl,
+            chunk_gap,
+            e2e,
+            ttft_from_sched,
+            e2e_from_sched,
+            dispatch_lag,
+        ] = Latency::ALL.map(|l| self.latencies[l.index()].stats(percentiles));
         Summary {
             requests: self.requests,
             completed: self.completed,
@@ -327,14 +310,14 @@ impl Collector {
             goodput_ratio: (self.requests > 0).then(|| self.good as f64 / self.requests as f64),
             slo: self.slo,
             token_sources: own(&self.token_sources),
-            ttft: self.ttft.stats(percentiles),
-            tpot: self.tpot.stats(percentiles),
-            itl: self.itl.stats(percentiles),
-            chunk_gap: self.chunk_gap.stats(percentiles),
-            e2e: self.e2e.stats(percentiles),
-            ttft_from_sched: self.ttft_from_sched.stats(percentiles),
-            e2e_from_sched: self.e2e_from_sched.stats(percentiles),
-            dispatch_lag: self.dispatch_lag.stats(percentiles),
+            ttft,
+            tpot,
+            itl,
+            chunk_gap,
+            e2e,
+            ttft_from_sched,
+            e2e_from_sched,
+            dispatch_lag,
         }
     }
 }
@@ -391,6 +374,22 @@ pub struct Summary {
     pub e2e_from_sched: Stats,
     /// t_send − t_sched over every dispatched request.
     pub dispatch_lag: Stats,
+}
+
+impl Summary {
+    /// The statistics of one latency.
+    pub fn latency(&self, l: Latency) -> &Stats {
+        match l {
+            Latency::Ttft => &self.ttft,
+            Latency::Tpot => &self.tpot,
+            Latency::Itl => &self.itl,
+            Latency::ChunkGap => &self.chunk_gap,
+            Latency::E2e => &self.e2e,
+            Latency::TtftFromSched => &self.ttft_from_sched,
+            Latency::E2eFromSched => &self.e2e_from_sched,
+            Latency::DispatchLag => &self.dispatch_lag,
+        }
+    }
 }
 
 #[cfg(test)]

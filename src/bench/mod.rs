@@ -3,7 +3,9 @@
 //! measurement core (workload → schedule → runner → client → records), aggregates each
 //! rate's records and hands the summaries to `report`. It never defines a figure itself.
 
-pub mod gate;
+pub mod args;
 pub mod options;
+pub mod plan;
+pub mod report_cmd;
 pub mod run;
 pub mod search;

@@ -8,195 +8,21 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::bench::gate::Gate;
-use crate::cli::BenchArgs;
+use crate::bench::args::BenchArgs;
+use crate::client::{Endpoint, valid_header_name};
+use crate::duration::DurationError;
 use crate::exit::UsageError;
+pub use crate::latency::LatencyMetric;
+pub use crate::rate::Rate;
 use crate::record::Slo;
-use crate::schedule::splitmix64;
+use crate::report::gate::Gate;
+pub use crate::schedule::Shard;
 
 type Result<T> = std::result::Result<T, UsageError>;
 
 /// Largest `--input-len` (2^20 tokens, past the longest context windows served today):
 /// a longer prompt is a typo, and would take gigabytes to build.
 pub const MAX_INPUT_LEN: u32 = 1 << 20;
-
-/// A request rate in requests per second; `f64::INFINITY` sends everything at t = 0.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Rate(f64);
-
-impl Rate {
-    pub const INFINITE: Rate = Rate(f64::INFINITY);
-
-    /// A finite positive rate or infinity; anything else is refused.
-    pub fn new(per_second: f64) -> Option<Rate> {
-        (per_second > 0.0 && !per_second.is_nan()).then_some(Rate(per_second))
-    }
-
-    pub fn per_second(self) -> f64 {
-        self.0
-    }
-
-    pub fn is_infinite(self) -> bool {
-        self.0.is_infinite()
-    }
-
-    /// This rate split over `n` shards (infinity stays infinity).
-    pub fn divided(self, n: u32) -> Rate {
-        Rate(self.0 / f64::from(n.max(1)))
-    }
-}
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_infinite() {
-            f.write_str("inf")
-        } else {
-            // Shortest form that round-trips: 8, 0.5, 12.25.
-            write!(f, "{}", self.0)
-        }
-    }
-}
-
-impl FromStr for Rate {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Rate, String> {
-        let t = s.trim();
-        if t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity") {
-            return Ok(Rate::INFINITE);
-        }
-        let v: f64 = t
-            .parse()
-            .map_err(|_| format!("{s:?} is not a number of requests per second or `inf`"))?;
-        Rate::new(v).ok_or_else(|| format!("{s:?}: a rate must be greater than 0"))
-    }
-}
-
-/// The API flavour to call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    Chat,
-    Completions,
-}
-
-impl Api {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-        }
-    }
-
-    /// vLLM's `backend` name for the same API, used in `--save-result` files.
-    pub fn vllm_backend(self) -> &'static str {
-        match self {
-            Api::Chat => "openai-chat",
-            Api::Completions => "openai",
-        }
-    }
-}
-
-impl FromStr for Api {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Api, String> {
-        // loadgen.py names, plus vLLM's --endpoint paths with the same meaning.
-        match s.trim().trim_end_matches('/') {
-            // vLLM's --backend names: openai-chat posts to /v1/chat/completions; openai,
-            // vllm and sglang to /v1/completions.
-            "chat" | "/v1/chat/completions" | "openai-chat" => Ok(Api::Chat),
-            "completions" | "/v1/completions" | "openai" | "vllm" | "sglang" => {
-                Ok(Api::Completions)
-            }
-            _ => Err(format!(
-                "unknown endpoint {s:?}: expected chat or completions (or /v1/chat/completions, /v1/completions)"
-            )),
-        }
-    }
-}
-
-/// A latency figure reported with a mean and percentiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LatencyMetric {
-    Ttft,
-    Tpot,
-    Itl,
-    E2el,
-}
-
-impl LatencyMetric {
-    pub const ALL: [LatencyMetric; 4] = [
-        LatencyMetric::Ttft,
-        LatencyMetric::Tpot,
-        LatencyMetric::Itl,
-        LatencyMetric::E2el,
-    ];
-
-    /// vLLM's short name (`--percentile-metrics`, `--goodput`, `*_ms` keys).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LatencyMetric::Ttft => "ttft",
-            LatencyMetric::Tpot => "tpot",
-            LatencyMetric::Itl => "itl",
-            LatencyMetric::E2el => "e2el",
-        }
-    }
-}
-
-impl FromStr for LatencyMetric {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<LatencyMetric, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ttft" => Ok(LatencyMetric::Ttft),
-            "tpot" => Ok(LatencyMetric::Tpot),
-            "itl" => Ok(LatencyMetric::Itl),
-            "e2el" | "e2e" => Ok(LatencyMetric::E2el),
-            _ => Err(format!(
-                "unknown metric {s:?}: expected ttft, tpot, itl or e2el"
-            )),
-        }
-    }
-}
-
-/// Which shard of a scaled-out run this process is: `index` in `0..count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Shard {
-    /// 0-based index of this shard.
-    pub index: u32,
-    /// Number of shards in the run.
-    pub count: u32,
-}
-
-impl Shard {
-    /// This shard's part of `total` requests: `total / count`, the remainder going to
-    /// the lowest indices, so the parts sum to exactly `total`.
-    pub fn share_of(self, total: u64) -> u64 {
-        let n = u64::from(self.count);
-        let i = u64::from(self.index);
-        total / n + u64::from(i < total % n)
-    }
-
-    /// A seed for this shard's streams. Distinct shards get unrelated seeds
-    /// ([`splitmix64`]), so their Poisson streams are independent and superpose into
-    /// one Poisson stream at the full rate.
-    pub fn seed(self, base: u64) -> u64 {
-        splitmix64(base ^ splitmix64(u64::from(self.index)))
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Shard, String> {
-        let bad = || format!("{s:?} is not I/N (0-based shard index I of N shards, e.g. 0/4)");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let index: u32 = i.trim().parse().map_err(|_| bad())?;
-        let count: u32 = n.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index >= count {
-            return Err(format!(
-                "shard {s:?}: the index must be in 0..{count} (I/N with 0 <= I < N)"
-            ));
-        }
-        Ok(Shard { index, count })
-    }
-}
 
 /// How narrow the max-rate search's bracket must get.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -307,7 +133,7 @@ pub struct MockOptions {
 pub struct BenchOptions {
     pub base_url: String,
     pub model: String,
-    pub api: Api,
+    pub api: Endpoint,
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
@@ -353,36 +179,7 @@ impl BenchOptions {
     /// Checks every flag. `now_compact` is the `YYYYMMDD-HHMMSS` stamp used in a
     /// generated `--save-result` file name.
     pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
-        let api: Api = a.endpoint.parse().map_err(|e| flag("--endpoint", e))?;
-        let model = match (&a.model, a.mock) {
-            (Some(m), _) if !m.trim().is_empty() => m.clone(),
-            (Some(_), _) => return Err(UsageError::new("--model must not be empty")),
-            (None, true) => "mock-llm".to_string(),
-            (None, false) => {
-                return Err(UsageError::new(
-                    "--model is required (the model name the server serves), unless --mock",
-                ));
-            }
-        };
-        let base_url = match &a.base_url {
-            Some(url) => url.clone(),
-            // vLLM's --host/--port form.
-            None => format!(
-                "http://{}:{}",
-                a.host.as_deref().unwrap_or("localhost"),
-                a.port.unwrap_or(8000)
-            ),
-        };
-        if a.mock && (a.base_url.is_some() || a.host.is_some() || a.port.is_some()) {
-            return Err(UsageError::new(
-                "--mock starts its own server: drop --base-url/--host/--port",
-            ));
-        }
-        if !a.mock && !base_url.starts_with("http://") && !base_url.starts_with("https://") {
-            return Err(UsageError::new(format!(
-                "--base-url {base_url:?} must start with http:// or https://"
-            )));
-        }
+        let (base_url, model, api) = parse_target(a)?;
         let headers = a
             .headers
             .iter()
@@ -392,266 +189,31 @@ impl BenchOptions {
         if timeout.is_zero() {
             return Err(UsageError::new("--timeout must be greater than 0"));
         }
-
         let shard = a
             .shard
             .as_deref()
             .map(str::parse::<Shard>)
             .transpose()
             .map_err(|e| flag("--shard", e))?;
-
-        let stop = match (a.num_requests, &a.duration) {
-            (Some(_), Some(_)) => {
-                return Err(UsageError::new(
-                    "--num-requests and --duration both set: choose one stop condition",
-                ));
-            }
-            (Some(0), None) => return Err(UsageError::new("--num-requests must be at least 1")),
-            (Some(n), None) => Stop::Count(n),
-            (None, Some(d)) => {
-                let d = parse_duration(d).map_err(|e| flag("--duration", e))?;
-                if d.is_zero() {
-                    return Err(UsageError::new("--duration must be greater than 0"));
-                }
-                Stop::Duration(d)
-            }
-            // loadgen.py's default.
-            (None, None) => Stop::Count(200),
-        };
-        if let (Some(s), Stop::Count(n)) = (shard, stop)
-            && s.share_of(n) == 0
-        {
-            return Err(UsageError::new(format!(
-                "--num-requests {n} over {} shards leaves shard {} with no request",
-                s.count, s.index
-            )));
-        }
-        if !(a.burstiness > 0.0 && a.burstiness.is_finite()) {
-            return Err(UsageError::new(format!(
-                "--burstiness {} must be a finite number greater than 0 (1 = Poisson)",
-                a.burstiness
-            )));
-        }
-        if a.max_concurrency == Some(0) {
-            return Err(UsageError::new("--max-concurrency must be at least 1"));
-        }
-
-        let gates_text: Vec<String> = a
-            .gates
-            .iter()
-            .cloned()
-            .chain(
-                a.min_goodput_ratio
-                    .iter()
-                    .map(|r| format!("goodput-ratio>={r}")),
-            )
-            .collect();
-        let gates = gates_text
-            .iter()
-            .map(|g| g.parse::<Gate>().map_err(|e| flag("--gate", e)))
-            .collect::<Result<Vec<_>>>()?;
-
-        let rates = if a.find_max_rate {
-            if a.sweep.is_some() {
-                return Err(UsageError::new(
-                    "--find-max-rate and --sweep both set: the search chooses its own rates",
-                ));
-            }
-            if gates.is_empty() {
-                return Err(UsageError::new(
-                    "--find-max-rate needs at least one --gate (or --min-goodput-ratio) to search against",
-                ));
-            }
-            let start = match &a.rate {
-                Some(r) => r.parse::<Rate>().map_err(|e| flag("--rate", e))?,
-                None => Rate(1.0),
-            };
-            if start.is_infinite() {
-                return Err(UsageError::new(
-                    "--find-max-rate needs a finite starting --rate",
-                ));
-            }
-            let precision: Precision = a
-                .max_rate_precision
-                .parse()
-                .map_err(|e| flag("--max-rate-precision", e))?;
-            if !(a.max_rate_limit.is_finite() && a.max_rate_limit >= start.0) {
-                return Err(UsageError::new(format!(
-                    "--max-rate-limit {} must be a finite rate at least the starting rate {start}",
-                    a.max_rate_limit
-                )));
-            }
-            RatePlan::FindMax {
-                start,
-                precision,
-                limit: a.max_rate_limit,
-            }
-        } else {
-            match (&a.rate, &a.sweep) {
-                (Some(_), Some(_)) => {
-                    return Err(UsageError::new(
-                        "--rate and --sweep both set: give one rate or a list",
-                    ));
-                }
-                (Some(r), None) => RatePlan::Fixed(vec![r.parse().map_err(|e| flag("--rate", e))?]),
-                (None, Some(list)) => RatePlan::Fixed(parse_list(list, "--sweep")?),
-                (None, None) => {
-                    return Err(UsageError::new(
-                        "no rate: give --rate R (req/s or inf), --sweep R1,R2,.. or --find-max-rate",
-                    ));
-                }
-            }
-        };
-        if let (Stop::Duration(_), RatePlan::Fixed(rates)) = (stop, &rates)
-            && rates.iter().any(|r| r.is_infinite())
-        {
-            return Err(UsageError::new(
-                "an infinite rate sends everything at once: it needs --num-requests, not --duration",
-            ));
-        }
-
-        let len_dist = match (a.len_dist.as_deref(), a.random_range_ratio) {
-            (_, Some(r)) if !(0.0..1.0).contains(&r) => {
-                return Err(UsageError::new(format!(
-                    "--random-range-ratio {r} must be in [0, 1)"
-                )));
-            }
-            (None, None) | (Some("fixed"), None) => LenDist::Fixed,
-            (None, Some(r)) | (Some("uniform"), Some(r)) => LenDist::Uniform { range_ratio: r },
-            // vLLM's documented default range for uniform lengths.
-            (Some("uniform"), None) => LenDist::Uniform { range_ratio: 0.5 },
-            (Some("lognormal"), None) => LenDist::Lognormal,
-            (Some(d @ ("fixed" | "lognormal")), Some(_)) => {
-                return Err(UsageError::new(format!(
-                    "--random-range-ratio applies to uniform lengths, not --len-dist {d}"
-                )));
-            }
-            (Some(other), _) => {
-                return Err(UsageError::new(format!(
-                    "unknown --len-dist {other:?}: expected fixed, uniform or lognormal"
-                )));
-            }
-        };
-        if a.input_len == 0 || a.output_len == 0 {
-            return Err(UsageError::new(
-                "--input-len and --output-len must be at least 1",
-            ));
-        }
-        if a.input_len > MAX_INPUT_LEN {
-            return Err(UsageError::new(format!(
-                "--input-len {} is more than {MAX_INPUT_LEN} tokens",
-                a.input_len
-            )));
-        }
-        let dataset = match (a.dataset.as_str(), &a.dataset_path) {
-            ("random", None) => Dataset::Random,
-            ("random", Some(_)) => {
-                return Err(UsageError::new(
-                    "--dataset-path needs --dataset sharegpt or jsonl",
-                ));
-            }
-            ("sharegpt", Some(p)) => Dataset::ShareGpt(p.clone()),
-            ("jsonl", Some(p)) => Dataset::Jsonl(p.clone()),
-            ("sharegpt" | "jsonl", None) => {
-                return Err(UsageError::new(format!(
-                    "--dataset {} needs --dataset-path FILE",
-                    a.dataset
-                )));
-            }
-            (other, _) => {
-                return Err(UsageError::new(format!(
-                    "unknown --dataset {other:?}: expected random, sharegpt or jsonl"
-                )));
-            }
-        };
+        let stop = parse_stop(a, shard)?;
+        check_load_shape(a)?;
+        let gates = parse_gates(a)?;
+        let rates = parse_rate_plan(a, &gates, stop)?;
+        let len_dist = parse_len_dist(a)?;
+        check_lengths(a)?;
+        let dataset = parse_dataset(a)?;
 
         let slo = build_slo(a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, &a.goodput)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
-
-        let save_result = match (&a.save_result, &a.result_filename) {
-            (None, None) => None,
-            (None, Some(_)) => {
-                return Err(UsageError::new("--result-filename needs --save-result"));
-            }
-            (Some(given), name) => {
-                let file = match (name, given) {
-                    (Some(n), _) => n.clone(),
-                    (None, Some(f)) => f.clone(),
-                    // vLLM's naming: backend, rate, model, date.
-                    (None, None) => {
-                        let rate = match &rates {
-                            RatePlan::Fixed(r) if r.len() == 1 => format!("{}qps", r[0]),
-                            RatePlan::Fixed(_) => "sweep".to_string(),
-                            RatePlan::FindMax { .. } => "max-rate".to_string(),
-                        };
-                        let model_tail = model.rsplit('/').next().unwrap_or(&model);
-                        PathBuf::from(format!(
-                            "{}-{rate}-{model_tail}-{now_compact}.json",
-                            api.vllm_backend()
-                        ))
-                    }
-                };
-                Some(match &a.result_dir {
-                    Some(dir) => dir.join(file),
-                    None => file,
-                })
-            }
-        };
-        if let Some(p) = &a.plot {
-            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if !ext.eq_ignore_ascii_case("svg") {
-                return Err(UsageError::new(format!(
-                    "--plot {}: only .svg output is supported",
-                    p.display()
-                )));
-            }
-        }
+        let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
+        check_plot(a)?;
         if !(a.dispatch_lag_warn_ms >= 0.0 && a.dispatch_lag_warn_ms.is_finite()) {
             return Err(UsageError::new(
                 "--dispatch-lag-warn-ms must be a finite number of ms >= 0",
             ));
         }
-
-        let mock = a
-            .mock
-            .then(|| -> Result<MockOptions> {
-                Ok(MockOptions {
-                    ttft: a
-                        .mock_ttft_ms
-                        .map(|v| ms_to_duration(v, "--mock-ttft-ms"))
-                        .transpose()?,
-                    itl: a
-                        .mock_itl_ms
-                        .map(|v| ms_to_duration(v, "--mock-itl-ms"))
-                        .transpose()?,
-                    batch_slowdown: match a.mock_batch_slowdown {
-                        Some(f) if !(f >= 0.0 && f.is_finite()) => {
-                            return Err(UsageError::new(
-                                "--mock-batch-slowdown must be a finite number >= 0",
-                            ));
-                        }
-                        other => other,
-                    },
-                    max_running: match a.mock_max_running {
-                        Some(0) => {
-                            return Err(UsageError::new("--mock-max-running must be at least 1"));
-                        }
-                        other => other,
-                    },
-                    tokens_per_chunk: match a.mock_tokens_per_chunk {
-                        Some(0) => {
-                            return Err(UsageError::new(
-                                "--mock-tokens-per-chunk must be at least 1",
-                            ));
-                        }
-                        other => other,
-                    },
-                    no_usage: a.mock_no_usage,
-                    faults: a.mock_faults.clone(),
-                })
-            })
-            .transpose()?;
+        let mock = a.mock.then(|| parse_mock(a)).transpose()?;
 
         let seed = match shard {
             Some(s) => s.seed(a.seed),
@@ -714,6 +276,330 @@ pub fn computed_percentiles(reported: &[f64], gates: &[Gate]) -> Vec<f64> {
     all
 }
 
+/// The server to load: base URL (or vLLM's `--host`/`--port`), model and API.
+fn parse_target(a: &BenchArgs) -> Result<(String, String, Endpoint)> {
+    let api: Endpoint = a.endpoint.parse().map_err(|e| flag("--endpoint", e))?;
+    let model = match (&a.model, a.mock) {
+        (Some(m), _) if !m.trim().is_empty() => m.clone(),
+        (Some(_), _) => return Err(UsageError::new("--model must not be empty")),
+        (None, true) => "mock-llm".to_string(),
+        (None, false) => {
+            return Err(UsageError::new(
+                "--model is required (the model name the server serves), unless --mock",
+            ));
+        }
+    };
+    let base_url = match &a.base_url {
+        Some(url) => url.clone(),
+        // vLLM's --host/--port form.
+        None => format!(
+            "http://{}:{}",
+            a.host.as_deref().unwrap_or("localhost"),
+            a.port.unwrap_or(8000)
+        ),
+    };
+    if a.mock && (a.base_url.is_some() || a.host.is_some() || a.port.is_some()) {
+        return Err(UsageError::new(
+            "--mock starts its own server: drop --base-url/--host/--port",
+        ));
+    }
+    if !a.mock && !base_url.starts_with("http://") && !base_url.starts_with("https://") {
+        return Err(UsageError::new(format!(
+            "--base-url {base_url:?} must start with http:// or https://"
+        )));
+    }
+    Ok((base_url, model, api))
+}
+
+/// When a run at one rate stops: `--num-requests` (shared among shards) or `--duration`.
+fn parse_stop(a: &BenchArgs, shard: Option<Shard>) -> Result<Stop> {
+    let stop = match (a.num_requests, &a.duration) {
+        (Some(_), Some(_)) => {
+            return Err(UsageError::new(
+                "--num-requests and --duration both set: choose one stop condition",
+            ));
+        }
+        (Some(0), None) => return Err(UsageError::new("--num-requests must be at least 1")),
+        (Some(n), None) => Stop::Count(n),
+        (None, Some(d)) => {
+            let d = parse_duration(d).map_err(|e| flag("--duration", e))?;
+            if d.is_zero() {
+                return Err(UsageError::new("--duration must be greater than 0"));
+            }
+            Stop::Duration(d)
+        }
+        // loadgen.py's default.
+        (None, None) => Stop::Count(200),
+    };
+    if let (Some(s), Stop::Count(n)) = (shard, stop)
+        && s.share_of(n) == 0
+    {
+        return Err(UsageError::new(format!(
+            "--num-requests {n} over {} shards leaves shard {} with no request",
+            s.count, s.index
+        )));
+    }
+    Ok(stop)
+}
+
+/// `--burstiness` and `--max-concurrency`.
+fn check_load_shape(a: &BenchArgs) -> Result<()> {
+    if !(a.burstiness > 0.0 && a.burstiness.is_finite()) {
+        return Err(UsageError::new(format!(
+            "--burstiness {} must be a finite number greater than 0 (1 = Poisson)",
+            a.burstiness
+        )));
+    }
+    if a.max_concurrency == Some(0) {
+        return Err(UsageError::new("--max-concurrency must be at least 1"));
+    }
+    Ok(())
+}
+
+/// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R`.
+fn parse_gates(a: &BenchArgs) -> Result<Vec<Gate>> {
+    let gates_text: Vec<String> = a
+        .gates
+        .iter()
+        .cloned()
+        .chain(
+            a.min_goodput_ratio
+                .iter()
+                .map(|r| format!("goodput-ratio>={r}")),
+        )
+        .collect();
+    gates_text
+        .iter()
+        .map(|g| g.parse::<Gate>().map_err(|e| flag("--gate", e)))
+        .collect()
+}
+
+/// Which rates to run: `--find-max-rate`, or `--rate`/`--sweep`.
+fn parse_rate_plan(a: &BenchArgs, gates: &[Gate], stop: Stop) -> Result<RatePlan> {
+    let rates = if a.find_max_rate {
+        parse_find_max(a, gates)?
+    } else {
+        match (&a.rate, &a.sweep) {
+            (Some(_), Some(_)) => {
+                return Err(UsageError::new(
+                    "--rate and --sweep both set: give one rate or a list",
+                ));
+            }
+            (Some(r), None) => RatePlan::Fixed(vec![r.parse().map_err(|e| flag("--rate", e))?]),
+            (None, Some(list)) => RatePlan::Fixed(parse_list(list, "--sweep")?),
+            (None, None) => {
+                return Err(UsageError::new(
+                    "no rate: give --rate R (req/s or inf), --sweep R1,R2,.. or --find-max-rate",
+                ));
+            }
+        }
+    };
+    if let (Stop::Duration(_), RatePlan::Fixed(rates)) = (stop, &rates)
+        && rates.iter().any(|r| r.is_infinite())
+    {
+        return Err(UsageError::new(
+            "an infinite rate sends everything at once: it needs --num-requests, not --duration",
+        ));
+    }
+    Ok(rates)
+}
+
+/// `--find-max-rate` with its starting `--rate`, precision and limit.
+fn parse_find_max(a: &BenchArgs, gates: &[Gate]) -> Result<RatePlan> {
+    if a.sweep.is_some() {
+        return Err(UsageError::new(
+            "--find-max-rate and --sweep both set: the search chooses its own rates",
+        ));
+    }
+    if gates.is_empty() {
+        return Err(UsageError::new(
+            "--find-max-rate needs at least one --gate (or --min-goodput-ratio) to search against",
+        ));
+    }
+    let start = match &a.rate {
+        Some(r) => r.parse::<Rate>().map_err(|e| flag("--rate", e))?,
+        None => Rate(1.0),
+    };
+    if start.is_infinite() {
+        return Err(UsageError::new(
+            "--find-max-rate needs a finite starting --rate",
+        ));
+    }
+    let precision: Precision = a
+        .max_rate_precision
+        .parse()
+        .map_err(|e| flag("--max-rate-precision", e))?;
+    if !(a.max_rate_limit.is_finite() && a.max_rate_limit >= start.0) {
+        return Err(UsageError::new(format!(
+            "--max-rate-limit {} must be a finite rate at least the starting rate {start}",
+            a.max_rate_limit
+        )));
+    }
+    Ok(RatePlan::FindMax {
+        start,
+        precision,
+        limit: a.max_rate_limit,
+    })
+}
+
+/// `--len-dist` and `--random-range-ratio`.
+fn parse_len_dist(a: &BenchArgs) -> Result<LenDist> {
+    Ok(match (a.len_dist.as_deref(), a.random_range_ratio) {
+        (_, Some(r)) if !(0.0..1.0).contains(&r) => {
+            return Err(UsageError::new(format!(
+                "--random-range-ratio {r} must be in [0, 1)"
+            )));
+        }
+        (None, None) | (Some("fixed"), None) => LenDist::Fixed,
+        (None, Some(r)) | (Some("uniform"), Some(r)) => LenDist::Uniform { range_ratio: r },
+        // vLLM's documented default range for uniform lengths.
+        (Some("uniform"), None) => LenDist::Uniform { range_ratio: 0.5 },
+        (Some("lognormal"), None) => LenDist::Lognormal,
+        (Some(d @ ("fixed" | "lognormal")), Some(_)) => {
+            return Err(UsageError::new(format!(
+                "--random-range-ratio applies to uniform lengths, not --len-dist {d}"
+            )));
+        }
+        (Some(other), _) => {
+            return Err(UsageError::new(format!(
+                "unknown --len-dist {other:?}: expected fixed, uniform or lognormal"
+            )));
+        }
+    })
+}
+
+/// `--input-len` and `--output-len`.
+fn check_lengths(a: &BenchArgs) -> Result<()> {
+    if a.input_len == 0 || a.output_len == 0 {
+        return Err(UsageError::new(
+            "--input-len and --output-len must be at least 1",
+        ));
+    }
+    if a.input_len > MAX_INPUT_LEN {
+        return Err(UsageError::new(format!(
+            "--input-len {} is more than {MAX_INPUT_LEN} tokens",
+            a.input_len
+        )));
+    }
+    Ok(())
+}
+
+/// `--dataset` and `--dataset-path`.
+fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
+    Ok(match (a.dataset.as_str(), &a.dataset_path) {
+        ("random", None) => Dataset::Random,
+        ("random", Some(_)) => {
+            return Err(UsageError::new(
+                "--dataset-path needs --dataset sharegpt or jsonl",
+            ));
+        }
+        ("sharegpt", Some(p)) => Dataset::ShareGpt(p.clone()),
+        ("jsonl", Some(p)) => Dataset::Jsonl(p.clone()),
+        ("sharegpt" | "jsonl", None) => {
+            return Err(UsageError::new(format!(
+                "--dataset {} needs --dataset-path FILE",
+                a.dataset
+            )));
+        }
+        (other, _) => {
+            return Err(UsageError::new(format!(
+                "unknown --dataset {other:?}: expected random, sharegpt or jsonl"
+            )));
+        }
+    })
+}
+
+/// Where `--save-result` writes: the given file or `--result-filename`, else vLLM's
+/// name (backend, rate, model, date), under `--result-dir`.
+fn save_result_path(
+    a: &BenchArgs,
+    rates: &RatePlan,
+    model: &str,
+    api: Endpoint,
+    now_compact: &str,
+) -> Result<Option<PathBuf>> {
+    let given = match (&a.save_result, &a.result_filename) {
+        (None, None) => return Ok(None),
+        (None, Some(_)) => {
+            return Err(UsageError::new("--result-filename needs --save-result"));
+        }
+        (Some(given), _) => given,
+    };
+    let file = match (&a.result_filename, given) {
+        (Some(n), _) => n.clone(),
+        (None, Some(f)) => f.clone(),
+        // vLLM's naming: backend, rate, model, date.
+        (None, None) => {
+            let rate = match rates {
+                RatePlan::Fixed(r) if r.len() == 1 => format!("{}qps", r[0]),
+                RatePlan::Fixed(_) => "sweep".to_string(),
+                RatePlan::FindMax { .. } => "max-rate".to_string(),
+            };
+            let model_tail = model.rsplit('/').next().unwrap_or(model);
+            PathBuf::from(format!(
+                "{}-{rate}-{model_tail}-{now_compact}.json",
+                api.vllm_backend()
+            ))
+        }
+    };
+    Ok(Some(match &a.result_dir {
+        Some(dir) => dir.join(file),
+        None => file,
+    }))
+}
+
+/// `--plot` writes SVG only.
+fn check_plot(a: &BenchArgs) -> Result<()> {
+    if let Some(p) = &a.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !ext.eq_ignore_ascii_case("svg") {
+            return Err(UsageError::new(format!(
+                "--plot {}: only .svg output is supported",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The `--mock-*` settings of the in-process mock.
+fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
+    Ok(MockOptions {
+        ttft: a
+            .mock_ttft_ms
+            .map(|v| ms_to_duration(v, "--mock-ttft-ms"))
+            .transpose()?,
+        itl: a
+            .mock_itl_ms
+            .map(|v| ms_to_duration(v, "--mock-itl-ms"))
+            .transpose()?,
+        batch_slowdown: match a.mock_batch_slowdown {
+            Some(f) if !(f >= 0.0 && f.is_finite()) => {
+                return Err(UsageError::new(
+                    "--mock-batch-slowdown must be a finite number >= 0",
+                ));
+            }
+            other => other,
+        },
+        max_running: match a.mock_max_running {
+            Some(0) => {
+                return Err(UsageError::new("--mock-max-running must be at least 1"));
+            }
+            other => other,
+        },
+        tokens_per_chunk: match a.mock_tokens_per_chunk {
+            Some(0) => {
+                return Err(UsageError::new(
+                    "--mock-tokens-per-chunk must be at least 1",
+                ));
+            }
+            other => other,
+        },
+        no_usage: a.mock_no_usage,
+        faults: a.mock_faults.clone(),
+    })
+}
+
 fn flag(name: &str, msg: String) -> UsageError {
     UsageError::new(format!("{name}: {msg}"))
 }
@@ -727,15 +613,12 @@ fn ms_to_duration(v: f64, name: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(v / 1000.0))
 }
 
-/// A duration: humantime (`90s`, `2m`, `1h 30m`, `500ms`) or a bare number of seconds.
+/// A duration by [`crate::duration::parse`]'s rule, with the message naming the text.
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs)
-            .map_err(|_| format!("{s:?} is not a duration >= 0"));
-    }
-    humantime::parse_duration(t)
-        .map_err(|e| format!("{s:?} is not a duration (e.g. 30s, 2m, 1h): {e}"))
+    crate::duration::parse(s).map_err(|e| match e {
+        DurationError::Seconds => format!("{s:?} is not a duration >= 0"),
+        DurationError::Span(e) => format!("{s:?} is not a duration (e.g. 30s, 2m, 1h): {e}"),
+    })
 }
 
 /// `K:V` → (K, V), both trimmed; the name must be a valid HTTP header name.
@@ -744,10 +627,7 @@ pub fn parse_header(s: &str) -> Result<(String, String)> {
         .split_once(':')
         .ok_or_else(|| UsageError::new(format!("--header {s:?}: expected Name:Value")))?;
     let k = k.trim();
-    let valid_name = !k.is_empty()
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid_name {
+    if !valid_header_name(k) {
         return Err(UsageError::new(format!(
             "--header {s:?}: {k:?} is not a valid header name"
         )));
@@ -937,7 +817,7 @@ mod tests {
         assert_eq!(o.stop, Stop::Count(10));
         assert_eq!((o.input_len, o.output_len), (64, 8));
         assert_eq!(o.len_dist, LenDist::Uniform { range_ratio: 0.25 });
-        assert_eq!(o.api, Api::Chat);
+        assert_eq!(o.api, Endpoint::Chat);
         assert_eq!(o.slo.e2e, Some(Duration::from_secs(2)));
         assert_eq!(
             o.percentile_metrics,
@@ -988,10 +868,10 @@ mod tests {
     fn host_port_and_backend_like_vllm() {
         let o = opts("--model m --rate 1 --host gpu-1 --port 30000 --backend openai-chat").unwrap();
         assert_eq!(o.base_url, "http://gpu-1:30000");
-        assert_eq!(o.api, Api::Chat);
+        assert_eq!(o.api, Endpoint::Chat);
         let o = opts("--model m --rate 1").unwrap();
         assert_eq!(o.base_url, "http://localhost:8000");
-        assert_eq!(o.api, Api::Completions);
+        assert_eq!(o.api, Endpoint::Completions);
         let o =
             opts("--model m --rate 1 --base-url https://api.example/v1 --backend vllm").unwrap();
         assert_eq!(o.base_url, "https://api.example/v1");

@@ -1,9 +1,10 @@
 //! Running `bench`: builds the target (or starts the in-process mock), the workload and
 //! the client once, then runs the shared open-loop runner once per rate, streaming
 //! records to `--records` as they arrive, and summarises each rate into a
-//! [`RateReport`]. The rate plan (fixed list or max-rate search) only decides which
-//! rates to run.
+//! [`RateReport`](crate::report::RateReport). It is the real [`Executor`]; which rates
+//! run and what the results mean is [`plan`]'s business.
 
+use std::future::Future;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,18 +17,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::aggregate::Collector;
-use crate::bench::gate;
-use crate::bench::options::{Api, BenchOptions, Dataset, LenDist, Rate, RatePlan, Stop};
-use crate::bench::search;
-use crate::cli::BenchArgs;
-use crate::client::{Client, ClientConfig, Endpoint};
+use crate::bench::args::BenchArgs;
+use crate::bench::options::{BenchOptions, Dataset, LenDist, Stop};
+use crate::bench::plan::{self, Executor, RateRun};
+use crate::client::{Client, ClientConfig};
 use crate::exit;
 use crate::mock::{self, MockConfig, MockFlags, MockServer};
-use crate::record::RequestRecord;
+use crate::rate::Rate;
+use crate::record::{RequestRecord, Slo};
 use crate::report::jsonl::{JsonlWriter, RecordLine};
-use crate::report::{self, RateReport, RateValue, build::ReportContext};
+use crate::report::{self, RateReport, build::ReportContext};
 use crate::runner::{self, CapPolicy, ConcurrencyCap, RunConfig, RunEvent, Timer};
-use crate::schedule::{ArrivalProcess, Schedule};
+use crate::schedule::{ArrivalProcess, Schedule, Shard};
 use crate::secret::Secret;
 use crate::workload::lengths::{LengthDist, Lengths};
 use crate::workload::prompt::PromptGenerator;
@@ -129,10 +130,7 @@ impl Bench {
 
         let cfg = ClientConfig {
             base_url: base_url.clone(),
-            endpoint: match opts.api {
-                Api::Chat => Endpoint::Chat,
-                Api::Completions => Endpoint::Completions,
-            },
+            endpoint: opts.api,
             model: opts.model.clone(),
             api_key: opts.api_key.clone().map(Secret::new),
             headers: opts
@@ -202,117 +200,25 @@ impl Bench {
     }
 
     async fn run_all(mut self) -> anyhow::Result<ExitCode> {
-        let mut reports: Vec<RateReport> = Vec::new();
-        let mut all_records: Vec<Vec<RequestRecord>> = Vec::new();
-        let search_result = match self.opts.rates.clone() {
-            RatePlan::Fixed(rates) => {
-                for rate in rates {
-                    let (report, records) = self.run_rate(rate).await?;
-                    reports.push(report);
-                    all_records.push(records);
-                    if self.cancel.is_cancelled() {
-                        break;
-                    }
-                }
-                None
-            }
-            RatePlan::FindMax {
-                start,
-                precision,
-                limit,
-            } => {
-                eprintln!(
-                    "searching for the highest rate passing {} (precision {precision}, limit {limit} req/s)",
-                    self.gate_list()
-                );
-                let this = &mut self;
-                let result =
-                    search::find_max_rate(start.per_second(), precision, limit, async |r| {
-                        let rate = Rate::new(r).unwrap_or(start);
-                        if this.cancel.is_cancelled() {
-                            anyhow::bail!("interrupted");
-                        }
-                        let (report, records) = this.run_rate(rate).await?;
-                        let passed = report.gates_passed();
-                        eprintln!(
-                            "probe {rate} req/s: {}",
-                            if passed { "pass" } else { "FAIL" }
-                        );
-                        reports.push(report);
-                        all_records.push(records);
-                        Ok(passed)
-                    })
-                    .await?;
-                Some(result)
-            }
-        };
-
-        // Rows in rate order read as a curve (the search visits rates out of order).
-        let mut order: Vec<usize> = (0..reports.len()).collect();
-        if search_result.is_some() {
-            order.sort_by(|&a, &b| reports[a].rate.0.total_cmp(&reports[b].rate.0));
-        }
-        let sorted: Vec<RateReport> = order.iter().map(|&i| reports[i].clone()).collect();
+        let plan = self.opts.rates.clone();
+        let result = plan::run_plan(&plan, &self.gate_list(), &mut self).await?;
+        let rows = result.rows();
         print!(
             "{}",
-            report::table::render(
-                &sorted,
-                &self.opts.percentile_metrics,
-                &self.opts.percentiles
-            )
+            report::table::render(&rows, &self.opts.percentile_metrics, &self.opts.percentiles)
         );
 
         if let Some(path) = &self.opts.save_result {
-            self.save_vllm(path, &reports, &all_records)?;
+            self.save_vllm(path, &result.runs)?;
         }
         if let Some(path) = &self.opts.plot {
-            report::plot::write_svg(path, &sorted, &self.opts.percentiles)?;
+            report::plot::write_svg(path, &rows, &self.opts.percentiles)?;
             eprintln!("plot written to {}", path.display());
         }
 
-        if self.cancel.is_cancelled() {
-            eprintln!("Error: interrupted; the figures above cover what was measured");
-            return Ok(ExitCode::from(exit::FAILURE));
-        }
-        if let Some(s) = search_result {
-            return Ok(match (s.max_rate, s.hit_limit) {
-                (Some(max), false) => {
-                    println!(
-                        "max rate: {max} req/s passes every gate; {} req/s fails",
-                        s.first_failing.map_or("-".to_string(), |f| f.to_string())
-                    );
-                    ExitCode::SUCCESS
-                }
-                (Some(max), true) => {
-                    println!(
-                        "max rate: at least {max} req/s (the --max-rate-limit); every probe passed"
-                    );
-                    ExitCode::SUCCESS
-                }
-                (None, _) => {
-                    eprintln!(
-                        "no rate down to the search floor passes {}",
-                        self.gate_list()
-                    );
-                    ExitCode::from(exit::SLO_FAILED)
-                }
-            });
-        }
-        let verdicts: Vec<(String, Vec<gate::GateResult>)> = reports
-            .iter()
-            .map(|r| (r.rate.to_string(), r.gates.clone()))
-            .collect();
-        if let Some((rate, g)) = gate::first_failure(&verdicts) {
-            let observed = g
-                .observed
-                .map_or("no data".to_string(), |v| format!("{v:.3} {}", g.unit));
-            eprintln!(
-                "SLO gate failed at rate {rate}: {} (observed {observed})",
-                g.gate
-            );
-            return Ok(ExitCode::from(exit::SLO_FAILED));
-        }
-        Ok(ExitCode::SUCCESS)
+        let verdict = result.verdict(self.cancel.is_cancelled());
+        verdict.print(&self.gate_list());
+        Ok(ExitCode::from(verdict.exit_code()))
     }
 
     fn gate_list(&self) -> String {
@@ -325,26 +231,10 @@ impl Bench {
     }
 
     /// One open-loop run at `rate` (the whole run's rate; a shard sends its part).
-    async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<(RateReport, Vec<RequestRecord>)> {
-        let opts = &self.opts;
-        let shards = opts.shard.map_or(1, |s| s.count);
-        let process_rate = rate.divided(shards);
-        let process = if opts.burstiness == 1.0 {
-            ArrivalProcess::Poisson
-        } else {
-            ArrivalProcess::Gamma {
-                burstiness: opts.burstiness,
-            }
-        };
-        let schedule = Schedule::new(process_rate.per_second(), process)?;
-        let warmup = opts.warmup;
-        let (max_requests, duration) = match opts.stop {
-            Stop::Count(n) => {
-                let mine = opts.shard.map_or(n, |s| s.share_of(n));
-                (Some(warmup + mine), None)
-            }
-            Stop::Duration(d) => (None, Some(d)),
-        };
+    async fn run_one(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+        let process_rate = rate.divided(self.opts.shard.map_or(1, |s| s.count));
+        let schedule = self.schedule(process_rate)?;
+        let (max_requests, duration) = self.stop_condition();
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
         let nonce = run_nonce(self.nonce_base, self.runs);
@@ -362,8 +252,81 @@ impl Bench {
         let stop = self.cancel.child_token();
         // A prompt that cannot be built on the fly stops the run (see BuildFailure).
         let build_failure = BuildFailure::new(stop.clone());
-        let config = RunConfig {
-            cap: opts.max_concurrency.map(|c| ConcurrencyCap {
+        let config = self.run_config(max_requests, duration, stop);
+        let sender = RequestSender {
+            client: self.client.clone(),
+            prebuilt,
+            workload,
+            // With --respect-retry-after, the latest Retry-After deadline any response
+            // asked for; requests due before it wait (their wait is dispatch lag, as it
+            // should be).
+            retry_gate: self.opts.respect_retry_after.then(RetryGate::default),
+            build_failure: build_failure.clone(),
+        };
+        let probe = move |d: runner::Dispatch| sender.send(d);
+
+        let progress = self.progress_bar(rate, max_requests, duration);
+        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+        // Tells this run's --records lines from another run's in `report merge`.
+        let run_id = format!("{started_at}/{nonce:08x}");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let arrivals = schedule.arrivals(self.opts.seed);
+        let runner = runner::run(arrivals, config, None, probe, tx);
+        let sink = RecordSink {
+            out: self.records_out.as_mut(),
+            rate,
+            run_id: &run_id,
+            shard: self.opts.shard,
+            slo: self.opts.slo,
+            warmup: self.opts.warmup,
+            // The vLLM file lists every request; keep them only when it is wanted.
+            keep: self.opts.save_result.is_some(),
+            progress: &progress,
+            build_failure: &build_failure,
+        };
+        let (_run_report, collected) = tokio::join!(runner, sink.collect(rx));
+        progress.finish_and_clear();
+        let (collector, mut records) = collected?;
+        if let Some(e) = build_failure.error() {
+            return Err(e.into());
+        }
+        records.sort_by_key(|r| r.id);
+        let report = self.report(rate, process_rate, &collector, started_at)?;
+        Ok(RateRun { report, records })
+    }
+
+    /// The arrival schedule of this process at `process_rate`.
+    fn schedule(&self, process_rate: Rate) -> anyhow::Result<Schedule> {
+        let process = if self.opts.burstiness == 1.0 {
+            ArrivalProcess::Poisson
+        } else {
+            ArrivalProcess::Gamma {
+                burstiness: self.opts.burstiness,
+            }
+        };
+        Ok(Schedule::new(process_rate.per_second(), process)?)
+    }
+
+    /// The runner's stop condition: (requests including warmup, duration).
+    fn stop_condition(&self) -> (Option<u64>, Option<Duration>) {
+        let opts = &self.opts;
+        match opts.stop {
+            Stop::Count(n) => {
+                let mine = opts.shard.map_or(n, |s| s.share_of(n));
+                (Some(opts.warmup + mine), None)
+            }
+            Stop::Duration(d) => (None, Some(d)),
+        }
+    }
+
+    fn run_config(
+        &self,
+        max_requests: Option<u64>,
+        duration: Option<Duration>,
+        stop: CancellationToken,
+    ) -> RunConfig {
+        RunConfig {
+            cap: self.opts.max_concurrency.map(|c| ConcurrencyCap {
                 max_inflight: c as usize,
                 policy: CapPolicy::Wait,
             }),
@@ -375,104 +338,24 @@ impl Bench {
             drain: None,
             cancel_grace: CANCEL_GRACE,
             timer: self.timer.clone(),
-        };
-        let client = self.client.clone();
-        // With --respect-retry-after, the latest Retry-After deadline any response asked
-        // for; requests due before it wait (their wait is dispatch lag, as it should be).
-        let retry_gate = opts.respect_retry_after.then(RetryGate::default);
-        // The dispatcher only clones a few Arcs; the spec is looked up (or built) inside
-        // the request's own task.
-        let probe_failure = build_failure.clone();
-        let probe = move |d: runner::Dispatch| {
-            let client = client.clone();
-            let prebuilt = prebuilt.clone();
-            let workload = workload.clone();
-            let retry_gate = retry_gate.clone();
-            let build_failure = probe_failure.clone();
-            async move {
-                if let Some(gate) = &retry_gate {
-                    gate.wait().await;
-                }
-                let built;
-                let spec = match prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
-                    Some(spec) => spec,
-                    None => match workload.spec(d.id) {
-                        Ok(spec) => {
-                            built = spec;
-                            &built
-                        }
-                        Err(e) => {
-                            build_failure.fail(d.id, &e);
-                            return unsent(d);
-                        }
-                    },
-                };
-                let record = client.send(spec, d.id, d.t_sched, d.run_start).await;
-                if let (Some(gate), Some(delay)) = (&retry_gate, record.retry_after) {
-                    gate.hold_for(delay);
-                }
-                record
-            }
-        };
-
-        let progress = self.progress_bar(rate, max_requests, duration);
-        let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-        // Tells this run's --records lines from another run's in `report merge`.
-        let run_id = format!("{started_at}/{nonce:08x}");
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let arrivals = schedule.arrivals(opts.seed);
-        let runner = runner::run(arrivals, config, None, probe, tx);
-        let rate_value = RateValue(rate.per_second());
-        let shard = opts.shard;
-        let slo = opts.slo;
-        // The vLLM file lists every request; keep them only when it is wanted.
-        let keep = opts.save_result.is_some();
-        let records_out = &mut self.records_out;
-        let collect = async {
-            let mut collector = Collector::new(slo, warmup);
-            let mut kept = Vec::new();
-            while let Some(ev) = rx.recv().await {
-                // The request whose prompt could not be built was never sent: it is no
-                // result (the run fails below).
-                if let RunEvent::Record(r) = &ev
-                    && build_failure.is(r.id)
-                {
-                    continue;
-                }
-                collector.push_event(&ev);
-                if let RunEvent::Record(r) = ev {
-                    let is_warmup = r.id < warmup;
-                    if let Some(w) = records_out.as_mut() {
-                        w.write(&RecordLine::new(
-                            r.clone(),
-                            rate_value,
-                            &run_id,
-                            shard,
-                            is_warmup,
-                            &slo,
-                        ))?;
-                    }
-                    progress.inc(1);
-                    if keep && !is_warmup {
-                        kept.push(r);
-                    }
-                }
-            }
-            anyhow::Ok((collector, kept))
-        };
-        let (_run_report, collected) = tokio::join!(runner, collect);
-        progress.finish_and_clear();
-        let (collector, mut records) = collected?;
-        if let Some(e) = build_failure.error() {
-            return Err(e.into());
         }
-        records.sort_by_key(|r| r.id);
+    }
 
+    /// The rate's report from its collected records, warned about and written to
+    /// `--json-out`.
+    fn report(
+        &mut self,
+        rate: Rate,
+        process_rate: Rate,
+        collector: &Collector,
+        started_at: String,
+    ) -> anyhow::Result<RateReport> {
+        let opts = &self.opts;
         let ctx = ReportContext {
             inputs: Some(self.inputs()),
-            rate: rate_value,
-            process_rate: RateValue(process_rate.per_second()),
-            shard,
+            rate,
+            process_rate,
+            shard: opts.shard,
             percentiles: opts.computed_percentiles(),
             gates: opts.gates.clone(),
             dispatch_lag_warn: opts.dispatch_lag_warn,
@@ -491,7 +374,7 @@ impl Bench {
         if let Some(w) = self.json_out.as_mut() {
             w.write(&report)?;
         }
-        Ok((report, records))
+        Ok(report)
     }
 
     fn progress_bar(
@@ -566,12 +449,7 @@ impl Bench {
         }
     }
 
-    fn save_vllm(
-        &self,
-        path: &std::path::Path,
-        reports: &[RateReport],
-        records: &[Vec<RequestRecord>],
-    ) -> anyhow::Result<()> {
+    fn save_vllm(&self, path: &std::path::Path, runs: &[RateRun]) -> anyhow::Result<()> {
         let date = compact_utc(SystemTime::now());
         let tokenizer_id = self
             .opts
@@ -592,8 +470,8 @@ impl Bench {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         // One file per rate, as vLLM writes one per run; a sweep gets `-RATEqps` added.
-        for (report, recs) in reports.iter().zip(records) {
-            let file = if reports.len() == 1 {
+        for RateRun { report, records } in runs {
+            let file = if runs.len() == 1 {
                 path.to_path_buf()
             } else {
                 let stem = path
@@ -602,13 +480,121 @@ impl Bench {
                     .unwrap_or("result");
                 path.with_file_name(format!("{stem}-{}qps.json", report.rate))
             };
-            let value = report::vllm::result(report, recs, &ctx);
+            let value = report::vllm::result(report, records, &ctx);
             let text = serde_json::to_string_pretty(&value)?;
             std::fs::write(&file, text)
                 .with_context(|| format!("cannot write {}", file.display()))?;
             eprintln!("vLLM-format result written to {}", file.display());
         }
         Ok(())
+    }
+}
+
+impl Executor for Bench {
+    async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+        self.run_one(rate).await
+    }
+
+    fn interrupted(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+}
+
+/// Sends one dispatched request: waits out any Retry-After pause, looks up (or builds)
+/// its spec and sends it. The dispatcher only clones a few Arcs; the spec is looked up
+/// (or built) inside the request's own task.
+#[derive(Clone)]
+struct RequestSender {
+    client: Arc<Client>,
+    prebuilt: Option<Arc<Vec<RequestSpec>>>,
+    workload: Arc<Workload>,
+    retry_gate: Option<RetryGate>,
+    build_failure: BuildFailure,
+}
+
+impl RequestSender {
+    fn send(
+        &self,
+        d: runner::Dispatch,
+    ) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
+        let this = self.clone();
+        async move {
+            if let Some(gate) = &this.retry_gate {
+                gate.wait().await;
+            }
+            let built;
+            let spec = match this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
+                Some(spec) => spec,
+                None => match this.workload.spec(d.id) {
+                    Ok(spec) => {
+                        built = spec;
+                        &built
+                    }
+                    Err(e) => {
+                        this.build_failure.fail(d.id, &e);
+                        return unsent(d);
+                    }
+                },
+            };
+            let record = this.client.send(spec, d.id, d.t_sched, d.run_start).await;
+            if let (Some(gate), Some(delay)) = (&this.retry_gate, record.retry_after) {
+                gate.hold_for(delay);
+            }
+            record
+        }
+    }
+}
+
+/// Where a run's events go: the rate's [`Collector`], `--records`, the progress bar,
+/// and the records kept for `--save-result`.
+struct RecordSink<'a> {
+    out: Option<&'a mut JsonlWriter>,
+    rate: Rate,
+    run_id: &'a str,
+    shard: Option<Shard>,
+    slo: Slo,
+    warmup: u64,
+    keep: bool,
+    progress: &'a ProgressBar,
+    build_failure: &'a BuildFailure,
+}
+
+impl RecordSink<'_> {
+    /// Takes every event until the runner is done.
+    async fn collect(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<RunEvent>,
+    ) -> anyhow::Result<(Collector, Vec<RequestRecord>)> {
+        let mut collector = Collector::new(self.slo, self.warmup);
+        let mut kept = Vec::new();
+        while let Some(ev) = rx.recv().await {
+            // The request whose prompt could not be built was never sent: it is no
+            // result (the run fails below).
+            if let RunEvent::Record(r) = &ev
+                && self.build_failure.is(r.id)
+            {
+                continue;
+            }
+            collector.push_event(&ev);
+            if let RunEvent::Record(r) = ev {
+                let is_warmup = r.id < self.warmup;
+                if let Some(w) = self.out.as_mut() {
+                    w.write(&RecordLine::new(
+                        r.clone(),
+                        self.rate,
+                        self.run_id,
+                        self.shard,
+                        is_warmup,
+                        &self.slo,
+                    ))?;
+                }
+                self.progress.inc(1);
+                if self.keep && !is_warmup {
+                    kept.push(r);
+                }
+            }
+        }
+        Ok((collector, kept))
     }
 }
 

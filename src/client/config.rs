@@ -37,6 +37,39 @@ impl Endpoint {
             Endpoint::Completions => "completions",
         }
     }
+
+    /// vLLM's `backend` name for the same API, used in `--save-result` files.
+    pub fn vllm_backend(self) -> &'static str {
+        match self {
+            Endpoint::Chat => "openai-chat",
+            Endpoint::Completions => "openai",
+        }
+    }
+}
+
+/// The command line's spellings (`bench --endpoint`/`--backend`): loadgen.py's names,
+/// plus vLLM's `--endpoint` paths and `--backend` names with the same meaning.
+impl std::str::FromStr for Endpoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Endpoint, String> {
+        match s.trim().trim_end_matches('/') {
+            // vLLM's --backend names: openai-chat posts to /v1/chat/completions; openai,
+            // vllm and sglang to /v1/completions.
+            "chat" | "/v1/chat/completions" | "openai-chat" => Ok(Endpoint::Chat),
+            "completions" | "/v1/completions" | "openai" | "vllm" | "sglang" => {
+                Ok(Endpoint::Completions)
+            }
+            _ => Err(format!(
+                "unknown endpoint {s:?}: expected chat or completions (or /v1/chat/completions, /v1/completions)"
+            )),
+        }
+    }
+}
+
+/// Whether `name` is a valid HTTP header name (a non-empty RFC 9110 token), the one
+/// check of header names in config files and on the command line.
+pub fn valid_header_name(name: &str) -> bool {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
 }
 
 /// Everything the client needs to talk to one target.
@@ -214,7 +247,7 @@ impl ClientConfig {
             crate::usage_bail!("limits must be greater than zero");
         }
         for (name, _) in &self.headers {
-            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            if !valid_header_name(name) {
                 crate::usage_bail!("header name {name:?} is not a valid HTTP header name");
             }
         }
@@ -250,7 +283,7 @@ pub mod duration_str {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map_err(|e| {
+        crate::duration::parse(&text).map_err(|e| {
             serde::de::Error::custom(format!(
                 "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
             ))

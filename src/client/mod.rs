@@ -1,7 +1,7 @@
 //! The OpenAI-compatible streaming client: turns a [`RequestSpec`] into a
 //! [`RequestRecord`] with exact timestamps. This is the measurement path.
 //!
-//! Timing rules (DESIGN.md, "Measurement contract"): every instant is a
+//! Timing rules (docs/measurement.md): every instant is a
 //! `tokio::time::Instant` offset from the run start, so paused-clock tests see exact
 //! values. `t_send` is taken right before the request is handed to reqwest. A chunk's
 //! arrival time is taken when the bytes leave the socket (when reqwest yields the body
@@ -34,7 +34,7 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig};
+pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name};
 
 use crate::record::{Outcome, RequestRecord, TokenSource};
 use crate::workload::{RequestSpec, TokenCounter};
@@ -325,45 +325,7 @@ impl Client {
             Ok(Ok(r)) => r,
         };
         rec.t_headers = Some(offset(Instant::now()));
-        let status = resp.status();
-        rec.http_status = Some(status.as_u16());
-        if matches!(status.as_u16(), 429 | 503) {
-            rec.retry_after = resp
-                .headers()
-                .get(header::RETRY_AFTER)
-                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
-        }
-        if !status.is_success() {
-            let snippet =
-                read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
-            let mut msg = format!("HTTP {status}");
-            if !snippet.is_empty() {
-                msg.push_str(": ");
-                msg.push_str(&snippet);
-            }
-            if status.is_client_error()
-                && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
-                && let Some(hint) = &self.non_standard_hint
-            {
-                msg.push_str(&format!(" ({hint})"));
-            }
-            return Err(Failure::new(
-                Outcome::from_http_status(status.as_u16()),
-                msg,
-            ));
-        }
-        if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
-            let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
-            let essence = ct_text.split(';').next().unwrap_or("").trim();
-            if !essence.eq_ignore_ascii_case("text/event-stream") {
-                let snippet =
-                    read_snippet(&mut resp, total_deadline.min(Instant::now() + t.idle)).await;
-                return Err(Failure::stream(format!(
-                    "expected a text/event-stream response, got Content-Type {ct_text:?} \
-                     (is `stream: true` honoured?): {snippet}"
-                )));
-            }
-        }
+        self.check_response(&mut resp, total_deadline, rec).await?;
 
         let limits = self.cfg.limits;
         let mut parser = SseParser::new(limits.max_line_bytes, limits.max_line_bytes);
@@ -413,6 +375,62 @@ impl Client {
                 return Ok(());
             }
         }
+    }
+
+    /// Checks the response head: a success status (else the body's start in the
+    /// error) and an event stream. Notes the status and any Retry-After in `rec`.
+    async fn check_response(
+        &self,
+        resp: &mut reqwest::Response,
+        total_deadline: Instant,
+        rec: &mut RequestRecord,
+    ) -> Result<(), Failure> {
+        let status = resp.status();
+        rec.http_status = Some(status.as_u16());
+        if matches!(status.as_u16(), 429 | 503) {
+            rec.retry_after = resp
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
+        }
+        if !status.is_success() {
+            let snippet = read_snippet(
+                resp,
+                total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
+            )
+            .await;
+            let mut msg = format!("HTTP {status}");
+            if !snippet.is_empty() {
+                msg.push_str(": ");
+                msg.push_str(&snippet);
+            }
+            if status.is_client_error()
+                && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
+                && let Some(hint) = &self.non_standard_hint
+            {
+                msg.push_str(&format!(" ({hint})"));
+            }
+            return Err(Failure::new(
+                Outcome::from_http_status(status.as_u16()),
+                msg,
+            ));
+        }
+        if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
+            let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
+            let essence = ct_text.split(';').next().unwrap_or("").trim();
+            if !essence.eq_ignore_ascii_case("text/event-stream") {
+                let snippet = read_snippet(
+                    resp,
+                    total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
+                )
+                .await;
+                return Err(Failure::stream(format!(
+                    "expected a text/event-stream response, got Content-Type {ct_text:?} \
+                     (is `stream: true` honoured?): {snippet}"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The earlier of the total deadline and the phase deadline.

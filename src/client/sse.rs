@@ -116,29 +116,8 @@ impl SseParser {
             self.has_data = false;
         }
         loop {
-            if !self.bom_checked {
-                let rest = &self.buf[self.pos..];
-                if rest.len() >= BOM.len() || self.eof {
-                    if rest.starts_with(BOM) {
-                        self.pos += BOM.len();
-                    }
-                    self.bom_checked = true;
-                } else if BOM.starts_with(rest) {
-                    return Ok(None);
-                } else {
-                    self.bom_checked = true;
-                }
-            }
-            if self.skip_lf {
-                match self.buf.get(self.pos) {
-                    Some(b'\n') => {
-                        self.pos += 1;
-                        self.skip_lf = false;
-                    }
-                    Some(_) => self.skip_lf = false,
-                    None if self.eof => self.skip_lf = false,
-                    None => return Ok(None),
-                }
+            if !self.skip_bom() || !self.skip_pending_lf() {
+                return Ok(None);
             }
             let rest = &self.buf[self.pos..];
             let (line_len, consumed) = match memchr2(b'\n', b'\r', rest) {
@@ -192,35 +171,79 @@ impl SseParser {
             if line[0] == b':' {
                 continue; // comment (keep-alive pings, mostly)
             }
-            let (field, value) = match memchr::memchr(b':', line) {
-                Some(i) => {
-                    let v = &line[i + 1..];
-                    (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            self.field(start, line_len)?;
+        }
+    }
+
+    /// Skips a UTF-8 BOM at the start of the stream; false when more input is needed
+    /// to tell.
+    fn skip_bom(&mut self) -> bool {
+        if !self.bom_checked {
+            let rest = &self.buf[self.pos..];
+            if rest.len() >= BOM.len() || self.eof {
+                if rest.starts_with(BOM) {
+                    self.pos += BOM.len();
                 }
-                None => (line, &line[..0]),
-            };
-            match field {
-                b"data" => {
-                    let extra = value.len() + usize::from(self.has_data);
-                    if self.data.len() + extra > self.max_event {
-                        return Err(SseError::EventTooLarge {
-                            limit: self.max_event,
-                        });
-                    }
-                    if self.has_data {
-                        self.data.push(b'\n');
-                    }
-                    self.data.extend_from_slice(value);
-                    self.has_data = true;
-                }
-                b"event" => {
-                    self.event.clear();
-                    self.event.extend_from_slice(value);
-                }
-                // `id`, `retry` and unknown fields: ignored.
-                _ => {}
+                self.bom_checked = true;
+            } else if BOM.starts_with(rest) {
+                return false;
+            } else {
+                self.bom_checked = true;
             }
         }
+        true
+    }
+
+    /// Skips the LF of a CRLF split across reads; false when more input is needed to
+    /// tell.
+    fn skip_pending_lf(&mut self) -> bool {
+        if self.skip_lf {
+            match self.buf.get(self.pos) {
+                Some(b'\n') => {
+                    self.pos += 1;
+                    self.skip_lf = false;
+                }
+                Some(_) => self.skip_lf = false,
+                None if self.eof => self.skip_lf = false,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Applies the field line `buf[start..start + len]` (not blank, not a comment) to
+    /// the pending event.
+    fn field(&mut self, start: usize, len: usize) -> Result<(), SseError> {
+        let line = &self.buf[start..start + len];
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &line[..0]),
+        };
+        match field {
+            b"data" => {
+                let extra = value.len() + usize::from(self.has_data);
+                if self.data.len() + extra > self.max_event {
+                    return Err(SseError::EventTooLarge {
+                        limit: self.max_event,
+                    });
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.extend_from_slice(value);
+            }
+            // `id`, `retry` and unknown fields: ignored.
+            _ => {}
+        }
+        Ok(())
     }
 }
 

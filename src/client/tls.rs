@@ -16,13 +16,6 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::config::TlsConfig;
 
-/// Installs `ring` as the process-wide rustls provider, for any other rustls user in
-/// the process (reqwest is built without a provider of its own). Idempotent.
-pub fn install_default_provider() {
-    // Err means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// Builds the rustls client configuration for one target. File problems are
 /// [`UsageError`](crate::exit::UsageError)s naming the file.
 pub fn client_config(tls: &TlsConfig) -> anyhow::Result<rustls::ClientConfig> {

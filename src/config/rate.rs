@@ -1,6 +1,10 @@
 //! `Rate`: a probe rate in config files, per second, minute or hour (`"2/min"`,
 //! `"0.5/s"`, `"30/h"`, or a bare number meaning per second). Validated while parsing,
 //! so a bad rate is reported with its line and column.
+//!
+//! A probe rate is not [`crate::rate::Rate`], the request rate of `bench`: it remembers
+//! the unit it was written in (so `/config` shows the user's own spelling), is always
+//! finite, and is written back as `"2/min"`; its value is [`Rate::hz`] per second.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -49,10 +53,6 @@ impl Rate {
 
     pub fn per_second(v: f64) -> Result<Rate, String> {
         Rate::new(v, RateUnit::Second)
-    }
-
-    pub fn per_minute(v: f64) -> Result<Rate, String> {
-        Rate::new(v, RateUnit::Minute)
     }
 
     fn new(count: f64, unit: RateUnit) -> Result<Rate, String> {

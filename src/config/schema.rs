@@ -338,7 +338,7 @@ pub mod opt_duration {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         match Option::<String>::deserialize(d)? {
             None => Ok(None),
-            Some(text) => humantime::parse_duration(&text).map(Some).map_err(|e| {
+            Some(text) => crate::duration::parse(&text).map(Some).map_err(|e| {
                 serde::de::Error::custom(format!(
                     "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
                 ))

@@ -71,7 +71,7 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
     }
     for (name, value) in &t.headers {
         let hp = path.key("headers").key(name);
-        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        if !crate::client::valid_header_name(name) {
             return Err((hp, format!("{name:?} is not a valid HTTP header name")));
         }
         if let HeaderValue::Literal(v) = value

@@ -5,18 +5,20 @@
 use std::time::Duration;
 
 use crate::aggregate::{Stats, Summary};
-use crate::bench::gate::Gate;
-use crate::bench::options::Shard;
-use crate::report::{LagStats, LatencyStats, RateReport, RateValue, RunInputs, SCHEMA_VERSION};
+use crate::latency::Latency;
+use crate::rate::Rate;
+use crate::report::gate::Gate;
+use crate::report::{LagStats, LatencyStats, RateReport, RunInputs, SCHEMA_VERSION};
+use crate::schedule::Shard;
 
 /// Everything a rate's report needs besides the summary.
 #[derive(Debug, Clone)]
 pub struct ReportContext {
     pub inputs: Option<RunInputs>,
     /// Configured rate of the whole run.
-    pub rate: RateValue,
+    pub rate: Rate,
     /// Configured rate of this process.
-    pub process_rate: RateValue,
+    pub process_rate: Rate,
     pub shard: Option<Shard>,
     /// Percentiles to compute (reported ones, gate ones, 50 and 99).
     pub percentiles: Vec<f64>,
@@ -42,13 +44,14 @@ fn ms_stats(s: &Stats, percentiles: &[f64]) -> LatencyStats {
 /// The report of one rate from its summary (computed with `ctx.percentiles`).
 pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
     let lag_ms = |v: Option<f64>| v.map(|v| v * 1000.0);
+    let lag = s.latency(Latency::DispatchLag);
     let dispatch_lag_ms = LagStats {
-        p50: lag_ms(s.dispatch_lag.percentile(50.0)),
-        p99: lag_ms(s.dispatch_lag.percentile(99.0)),
-        max: lag_ms(s.dispatch_lag.max),
+        p50: lag_ms(lag.percentile(50.0)),
+        p99: lag_ms(lag.percentile(99.0)),
+        max: lag_ms(lag.max),
     };
     let warn_ms = ctx.dispatch_lag_warn.as_secs_f64() * 1000.0;
-    let p = &ctx.percentiles;
+    let latency = |l: Latency| ms_stats(s.latency(l), &ctx.percentiles);
     let mut report = RateReport {
         schema_version: SCHEMA_VERSION,
         llmprobe_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -73,13 +76,13 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         good: s.good,
         goodput: s.goodput,
         goodput_ratio: s.goodput_ratio,
-        ttft_ms: ms_stats(&s.ttft, p),
-        tpot_ms: ms_stats(&s.tpot, p),
-        itl_ms: ms_stats(&s.itl, p),
-        chunk_gap_ms: ms_stats(&s.chunk_gap, p),
-        e2el_ms: ms_stats(&s.e2e, p),
-        ttft_from_sched_ms: ms_stats(&s.ttft_from_sched, p),
-        e2el_from_sched_ms: ms_stats(&s.e2e_from_sched, p),
+        ttft_ms: latency(Latency::Ttft),
+        tpot_ms: latency(Latency::Tpot),
+        itl_ms: latency(Latency::Itl),
+        chunk_gap_ms: latency(Latency::ChunkGap),
+        e2el_ms: latency(Latency::E2e),
+        ttft_from_sched_ms: latency(Latency::TtftFromSched),
+        e2el_from_sched_ms: latency(Latency::E2eFromSched),
         client_behind: dispatch_lag_ms.p99.is_some_and(|v| v > warn_ms),
         dispatch_lag_ms,
         dispatch_lag_warn_ms: warn_ms,

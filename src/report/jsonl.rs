@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::options::Shard;
+use crate::rate::Rate;
 use crate::record::{RequestRecord, Slo};
-use crate::report::{RateValue, SCHEMA_VERSION};
+use crate::report::SCHEMA_VERSION;
+use crate::schedule::Shard;
 
 /// A JSONL file written line by line, each line flushed.
 pub struct JsonlWriter {
@@ -94,7 +95,7 @@ pub struct RecordLine {
     pub schema_version: u32,
     /// Rate of the whole run this request belongs to (req/s or `"inf"`); the key that
     /// groups records of a sweep.
-    pub rate: RateValue,
+    pub rate: Rate,
     /// Which run sent it: the run's start (RFC 3339) and prompt nonce, unique per run
     /// of each process. `report merge` tells separate runs apart by it (empty in files
     /// written before it existed: the file then stands for the run).
@@ -116,7 +117,7 @@ pub struct RecordLine {
 impl RecordLine {
     pub fn new(
         record: RequestRecord,
-        rate: RateValue,
+        rate: Rate,
         run: &str,
         shard: Option<Shard>,
         warmup: bool,
@@ -174,7 +175,7 @@ mod tests {
         };
         let line = RecordLine::new(
             record(),
-            RateValue(8.0),
+            Rate(8.0),
             "2026-11-29T18:00:00Z/0badc0de",
             None,
             false,
@@ -197,7 +198,7 @@ mod tests {
         rec.outcome = Outcome::Timeout;
         let line = RecordLine::new(
             rec.clone(),
-            RateValue(f64::INFINITY),
+            Rate(f64::INFINITY),
             "2026-11-29T18:00:00Z/0badc0de",
             Some(Shard { index: 1, count: 2 }),
             true,

@@ -1,4 +1,4 @@
-//! `llmprobe report merge`: exact combined summaries from the `--records` files of
+//! `llmprobe report merge` (the command is `bench::report_cmd`): exact combined summaries from the `--records` files of
 //! several shards, several runs at the same rates, or both.
 //!
 //! Every line names its run (start time and prompt nonce) and shard, so each
@@ -15,29 +15,19 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 
 use crate::aggregate::Collector;
-use crate::bench::gate::{self, Gate};
-use crate::bench::options::{
-    Shard, build_slo, computed_percentiles, parse_metrics, parse_percentiles,
-};
-use crate::cli::{MergeArgs, ReportArgs, ReportCommand};
-use crate::exit::{self, UsageError};
+use crate::exit::UsageError;
+use crate::rate::Rate;
 use crate::record::{RequestRecord, Slo};
+use crate::report::RateReport;
 use crate::report::build::{ReportContext, from_summary};
-use crate::report::jsonl::{JsonlWriter, RecordLine};
-use crate::report::{RateReport, RateValue, table};
-
-/// `llmprobe report …`.
-pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    match &args.command {
-        ReportCommand::Merge(m) => run_merge(m),
-    }
-}
+use crate::report::gate::Gate;
+use crate::report::jsonl::RecordLine;
+use crate::schedule::Shard;
 
 /// The records one process sent at one rate: one run, or one shard of a run.
 #[derive(Debug, Default)]
@@ -158,8 +148,8 @@ pub fn merged_report(
     }
     let ctx = ReportContext {
         inputs: None,
-        rate: RateValue(g.rate),
-        process_rate: RateValue(g.rate),
+        rate: Rate(g.rate),
+        process_rate: Rate(g.rate),
         shard: None,
         percentiles,
         gates,
@@ -167,58 +157,6 @@ pub fn merged_report(
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
     };
     from_summary(&all.summary(&ctx.percentiles), &ctx)
-}
-
-fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let slo = build_slo(a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, &a.goodput)?;
-    let metrics = parse_metrics(&a.percentile_metrics)?;
-    let percentiles = parse_percentiles(&a.metric_percentiles)?;
-    let gates = a
-        .gates
-        .iter()
-        .map(|g| {
-            g.parse::<Gate>()
-                .map_err(|e| UsageError::new(format!("--gate: {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if !(a.dispatch_lag_warn_ms >= 0.0 && a.dispatch_lag_warn_ms.is_finite()) {
-        return Err(
-            UsageError::new("--dispatch-lag-warn-ms must be a finite number of ms >= 0").into(),
-        );
-    }
-    let lag_warn = Duration::from_secs_f64(a.dispatch_lag_warn_ms / 1000.0);
-    let groups = read_groups(&a.files)?;
-    if groups.is_empty() {
-        return Err(UsageError::new("no records in the given files").into());
-    }
-    let mut out = a.json_out.as_deref().map(JsonlWriter::create).transpose()?;
-    let mut reports = Vec::new();
-    for g in &groups {
-        for w in missing_shards(g) {
-            eprintln!("WARNING: rate {}: {w}", RateValue(g.rate));
-        }
-        let r = merged_report(
-            g,
-            slo,
-            computed_percentiles(&percentiles, &gates),
-            gates.clone(),
-            lag_warn,
-        );
-        if let Some(w) = out.as_mut() {
-            w.write(&r)?;
-        }
-        reports.push(r);
-    }
-    print!("{}", table::render(&reports, &metrics, &percentiles));
-    let verdicts: Vec<(String, Vec<gate::GateResult>)> = reports
-        .iter()
-        .map(|r| (r.rate.to_string(), r.gates.clone()))
-        .collect();
-    if let Some((rate, g)) = gate::first_failure(&verdicts) {
-        eprintln!("SLO gate failed at rate {rate}: {}", g.gate);
-        return Ok(ExitCode::from(exit::SLO_FAILED));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// One warning per sharded run of `g` that lacks some of its shards (unsharded runs
@@ -239,6 +177,7 @@ pub fn missing_shards(g: &RateGroup) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit;
     use crate::record::{Outcome, TokenSource};
     use crate::report::jsonl::JsonlWriter;
 
@@ -286,7 +225,7 @@ mod tests {
     ) -> std::path::PathBuf {
         let mut w = JsonlWriter::create(path).unwrap();
         for r in recs {
-            let line = RecordLine::new(r.clone(), RateValue(8.0), run, shard, r.id < warmup, slo);
+            let line = RecordLine::new(r.clone(), Rate(8.0), run, shard, r.id < warmup, slo);
             w.write(&line).unwrap();
         }
         path.to_path_buf()
@@ -338,8 +277,8 @@ mod tests {
         }
         let ctx = ReportContext {
             inputs: None,
-            rate: RateValue(8.0),
-            process_rate: RateValue(8.0),
+            rate: Rate(8.0),
+            process_rate: Rate(8.0),
             shard: None,
             percentiles: ps.clone(),
             gates,

@@ -11,10 +11,12 @@ use std::collections::BTreeMap;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::bench::gate::GateResult;
-use crate::bench::options::{LatencyMetric, Shard};
+use crate::latency::{Latency, LatencyMetric};
+use crate::rate::Rate;
+use crate::schedule::Shard;
 
 pub mod build;
+pub mod gate;
 pub mod jsonl;
 pub mod merge;
 pub mod plot;
@@ -23,49 +25,6 @@ pub mod vllm;
 
 /// Version of the `--json-out` and `--records` layouts.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// A request rate in JSON: a number of requests/s, or the string `"inf"` (as vLLM
-/// writes it), since JSON has no infinity.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateValue(pub f64);
-
-impl Serialize for RateValue {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.is_infinite() {
-            s.serialize_str("inf")
-        } else {
-            s.serialize_f64(self.0)
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for RateValue {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RateValue, D::Error> {
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Num(f64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Num(v) => Ok(RateValue(v)),
-            Raw::Text(t) if t == "inf" => Ok(RateValue(f64::INFINITY)),
-            Raw::Text(t) => Err(serde::de::Error::custom(format!(
-                "rate {t:?} is neither a number nor \"inf\""
-            ))),
-        }
-    }
-}
-
-impl std::fmt::Display for RateValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_infinite() {
-            f.write_str("inf")
-        } else {
-            write!(f, "{}", self.0)
-        }
-    }
-}
 
 /// Mean, standard deviation and percentiles of one latency distribution, in ms.
 /// Serialized as `{"count": n, "mean": x, "std": x, "p50": x, "p90": x, "p99": x}`
@@ -194,6 +153,22 @@ pub struct RunInputs {
     pub gates: Vec<String>,
 }
 
+/// The verdict of one gate ([`gate::Gate`]) at one rate (part of the JSON report).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateResult {
+    /// The gate as written, e.g. `ttft-p99<=500ms`.
+    pub gate: String,
+    /// The figure observed at this rate, in `unit`; null when it does not exist (then
+    /// the gate fails).
+    pub observed: Option<f64>,
+    /// The threshold, in `unit` (ratios as fractions).
+    pub threshold: f64,
+    /// `ms`, `req/s`, `tok/s`, or empty for ratios.
+    pub unit: &'static str,
+    /// Whether the gate held.
+    pub passed: bool,
+}
+
 /// One rate's summary: one line of `--json-out`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RateReport {
@@ -211,9 +186,9 @@ pub struct RateReport {
     pub inputs: Option<RunInputs>,
     /// The configured request rate of the whole run (all shards together), req/s or
     /// `"inf"`: the row's key in a sweep.
-    pub rate: RateValue,
+    pub rate: Rate,
     /// The configured rate this process sent (`rate` / shards), req/s or `"inf"`.
-    pub process_rate: RateValue,
+    pub process_rate: Rate,
     /// Offered rate as realised: counted arrivals / scheduled span, req/s (null for an
     /// infinite rate, where every arrival is at t = 0).
     pub offered_rate: Option<f64>,
@@ -284,12 +259,23 @@ pub struct RateReport {
 impl RateReport {
     /// The stats of one latency metric.
     pub fn latency(&self, m: LatencyMetric) -> &LatencyStats {
-        match m {
-            LatencyMetric::Ttft => &self.ttft_ms,
-            LatencyMetric::Tpot => &self.tpot_ms,
-            LatencyMetric::Itl => &self.itl_ms,
-            LatencyMetric::E2el => &self.e2el_ms,
-        }
+        self.latency_stats(m.latency())
+            .expect("every metric users name is in the report")
+    }
+
+    /// The stats of one latency, in ms; `None` for dispatch lag, which the report
+    /// keeps as [`LagStats`].
+    pub fn latency_stats(&self, l: Latency) -> Option<&LatencyStats> {
+        Some(match l {
+            Latency::Ttft => &self.ttft_ms,
+            Latency::Tpot => &self.tpot_ms,
+            Latency::Itl => &self.itl_ms,
+            Latency::ChunkGap => &self.chunk_gap_ms,
+            Latency::E2e => &self.e2el_ms,
+            Latency::TtftFromSched => &self.ttft_from_sched_ms,
+            Latency::E2eFromSched => &self.e2el_from_sched_ms,
+            Latency::DispatchLag => return None,
+        })
     }
 
     /// Whether every gate passed at this rate.
@@ -355,8 +341,8 @@ pub mod test_support {
             started_at: "2026-11-29T18:00:00Z".into(),
             shard: None,
             inputs: Some(inputs()),
-            rate: RateValue(rate),
-            process_rate: RateValue(rate),
+            rate: Rate(rate),
+            process_rate: Rate(rate),
             offered_rate: rate.is_finite().then_some(rate * 0.99),
             achieved_rate: finite * 0.98,
             duration_s: 100.0 / finite,
@@ -413,12 +399,7 @@ mod tests {
     #[test]
     fn json_out_schema() {
         let mut r = test_support::sample_report(8.0);
-        r.gates = vec![
-            "ttft-p99<=110ms"
-                .parse::<crate::bench::gate::Gate>()
-                .unwrap()
-                .check(&r),
-        ];
+        r.gates = vec!["ttft-p99<=110ms".parse::<gate::Gate>().unwrap().check(&r)];
         insta::assert_json_snapshot!(serde_json::to_value(&r).unwrap());
     }
 
@@ -432,11 +413,11 @@ mod tests {
     #[test]
     fn infinite_rate_is_the_string_inf() {
         assert_eq!(
-            serde_json::to_string(&RateValue(f64::INFINITY)).unwrap(),
+            serde_json::to_string(&Rate(f64::INFINITY)).unwrap(),
             "\"inf\""
         );
-        assert_eq!(serde_json::to_string(&RateValue(2.5)).unwrap(), "2.5");
-        let back: RateValue = serde_json::from_str("\"inf\"").unwrap();
+        assert_eq!(serde_json::to_string(&Rate(2.5)).unwrap(), "2.5");
+        let back: Rate = serde_json::from_str("\"inf\"").unwrap();
         assert!(back.0.is_infinite());
     }
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::options::LatencyMetric;
+use crate::latency::LatencyMetric;
 use crate::report::{RateReport, percentile_key};
 
 /// Milliseconds with about three significant digits; `-` when absent.
@@ -41,6 +41,45 @@ struct Group {
 
 /// Renders the sweep table and the notes under it.
 pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[f64]) -> String {
+    let groups = groups(metrics, percentiles);
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| row(r, metrics, percentiles))
+        .collect();
+    let widths = widths(&groups, &rows);
+
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut col = 0;
+    for (gi, g) in groups.iter().enumerate() {
+        let n = g.columns.len();
+        let span: usize = widths[col..col + n].iter().sum::<usize>() + 2 * (n - 1);
+        if gi > 0 {
+            line.push_str(" | ");
+        }
+        let _ = write!(line, "{:^span$}", g.title);
+        col += n;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+
+    let header: Vec<String> = groups.iter().flat_map(|g| g.columns.clone()).collect();
+    let header_line = format_row(&groups, &widths, &header);
+    out.push_str(&header_line);
+    out.push('\n');
+    out.push_str(&"-".repeat(header_line.len()));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&format_row(&groups, &widths, r));
+        out.push('\n');
+    }
+
+    out.push_str(&notes(reports));
+    out
+}
+
+/// The column groups: requests, throughput, goodput, one per latency metric, lag.
+fn groups(metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<Group> {
     let mut groups = vec![Group {
         title: "requests".into(),
         columns: vec![
@@ -71,42 +110,43 @@ pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[
         title: "lag ms".into(),
         columns: vec!["p99".into()],
     });
+    groups
+}
 
-    let rows: Vec<Vec<String>> = reports
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                r.rate.to_string(),
-                r.offered_rate.map_or("-".to_string(), num),
-                num(r.achieved_rate),
-                r.completed.to_string(),
-                r.failed.to_string(),
-                num(r.output_throughput),
-                num(r.total_token_throughput),
-                num(r.goodput),
-                r.goodput_ratio
-                    .map_or("-".to_string(), |g| format!("{:.1}", g * 100.0)),
-            ];
-            for &m in metrics {
-                let s = r.latency(m);
-                row.push(ms(s.mean));
-                row.extend(percentiles.iter().map(|&p| ms(s.percentile(p))));
-            }
-            let lag = ms(r.dispatch_lag_ms.p99);
-            row.push(if r.client_behind {
-                format!("{lag}!")
-            } else {
-                lag
-            });
-            row
-        })
-        .collect();
+/// The cells of one rate's row.
+fn row(r: &RateReport, metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<String> {
+    let mut row = vec![
+        r.rate.to_string(),
+        r.offered_rate.map_or("-".to_string(), num),
+        num(r.achieved_rate),
+        r.completed.to_string(),
+        r.failed.to_string(),
+        num(r.output_throughput),
+        num(r.total_token_throughput),
+        num(r.goodput),
+        r.goodput_ratio
+            .map_or("-".to_string(), |g| format!("{:.1}", g * 100.0)),
+    ];
+    for &m in metrics {
+        let s = r.latency(m);
+        row.push(ms(s.mean));
+        row.extend(percentiles.iter().map(|&p| ms(s.percentile(p))));
+    }
+    let lag = ms(r.dispatch_lag_ms.p99);
+    row.push(if r.client_behind {
+        format!("{lag}!")
+    } else {
+        lag
+    });
+    row
+}
 
-    // Column widths: the widest of header and cells; a group is at least as wide as
-    // its title (extra room goes to its first column).
+/// Column widths: the widest of header and cells; a group is at least as wide as its
+/// title (extra room goes to its first column).
+fn widths(groups: &[Group], rows: &[Vec<String>]) -> Vec<usize> {
     let mut widths: Vec<usize> = Vec::new();
     let mut col = 0;
-    for g in &groups {
+    for g in groups {
         let start = col;
         for c in &g.columns {
             let w = rows
@@ -123,53 +163,27 @@ pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[
             widths[start] += g.title.len() - span;
         }
     }
+    widths
+}
 
-    let mut out = String::new();
-    let mut line = String::new();
+/// One line of cells, right-aligned in their columns, groups separated by ` | `.
+fn format_row(groups: &[Group], widths: &[usize], cells: &[String]) -> String {
+    let mut s = String::new();
     let mut col = 0;
     for (gi, g) in groups.iter().enumerate() {
-        let n = g.columns.len();
-        let span: usize = widths[col..col + n].iter().sum::<usize>() + 2 * (n - 1);
         if gi > 0 {
-            line.push_str(" | ");
+            s.push_str(" | ");
         }
-        let _ = write!(line, "{:^span$}", g.title);
-        col += n;
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-
-    let fmt_row = |cells: &[String]| -> String {
-        let mut s = String::new();
-        let mut col = 0;
-        for (gi, g) in groups.iter().enumerate() {
-            if gi > 0 {
-                s.push_str(" | ");
+        for k in 0..g.columns.len() {
+            if k > 0 {
+                s.push_str("  ");
             }
-            for k in 0..g.columns.len() {
-                if k > 0 {
-                    s.push_str("  ");
-                }
-                let w = widths[col];
-                let _ = write!(s, "{:>w$}", cells[col]);
-                col += 1;
-            }
+            let w = widths[col];
+            let _ = write!(s, "{:>w$}", cells[col]);
+            col += 1;
         }
-        s
-    };
-    let header: Vec<String> = groups.iter().flat_map(|g| g.columns.clone()).collect();
-    let header_line = fmt_row(&header);
-    out.push_str(&header_line);
-    out.push('\n');
-    out.push_str(&"-".repeat(header_line.len()));
-    out.push('\n');
-    for r in &rows {
-        out.push_str(&fmt_row(r));
-        out.push('\n');
     }
-
-    out.push_str(&notes(reports));
-    out
+    s
 }
 
 /// The lines under the table: failures, token sources, lag warnings, gate verdicts.
@@ -241,7 +255,7 @@ fn notes(reports: &[RateReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::RateValue;
+    use crate::rate::Rate;
     use crate::report::test_support::sample_report;
 
     fn sweep() -> Vec<RateReport> {
@@ -249,7 +263,7 @@ mod tests {
             .into_iter()
             .map(sample_report)
             .collect();
-        rs[2].rate = RateValue(f64::INFINITY);
+        rs[2].rate = Rate(f64::INFINITY);
         rs[2].offered_rate = None;
         rs[2].achieved_rate = 40.0;
         rs[2].output_throughput = 5120.0;
@@ -257,7 +271,7 @@ mod tests {
         rs[2].goodput = 4.0;
         rs[2].dispatch_lag_ms.p99 = Some(12.5);
         rs[2].client_behind = true;
-        let gate: crate::bench::gate::Gate = "ttft-p99<=110ms".parse().unwrap();
+        let gate: crate::report::gate::Gate = "ttft-p99<=110ms".parse().unwrap();
         for r in &mut rs {
             r.gates = vec![gate.check(r)];
         }

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::bench::options::LatencyMetric;
+use crate::latency::LatencyMetric;
 use crate::record::RequestRecord;
 use crate::report::{RateReport, percentile_key};
 
@@ -71,6 +71,13 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
         "total_token_throughput".into(),
         json!(r.total_token_throughput),
     );
+    latency_keys(&mut m, r, ctx);
+    per_request_lists(&mut m, records);
+    Value::Object(m)
+}
+
+/// `mean_ttft_ms`, `median_ttft_ms`, `std_ttft_ms`, `p99_ttft_ms`, … for each metric.
+fn latency_keys(m: &mut Map<String, Value>, r: &RateReport, ctx: &VllmContext<'_>) {
     for &metric in ctx.metrics {
         let s = r.latency(metric);
         let name = metric.as_str();
@@ -84,6 +91,10 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
             );
         }
     }
+}
+
+/// The per-request lists (`input_lens`, `ttfts`, `itls`, `errors`, …), in seconds.
+fn per_request_lists(m: &mut Map<String, Value>, records: &[RequestRecord]) {
     let secs = |d: Option<std::time::Duration>| d.map_or(0.0, |d| d.as_secs_f64());
     m.insert(
         "input_lens".into(),
@@ -130,7 +141,6 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
                 .collect::<Vec<_>>()
         ),
     );
-    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -155,7 +165,7 @@ mod tests {
         let metrics = LatencyMetric::ALL;
         let v = result(&sample_report(8.0), &[], &ctx(&metrics, &[99.0]));
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        // The keys the issue lists, spelled as vllm/benchmarks/serve.py spells them.
+        // vLLM's result keys, spelled as vllm/benchmarks/serve.py spells them.
         for k in [
             "date",
             "backend",
@@ -205,7 +215,7 @@ mod tests {
     fn schema_snapshot() {
         let metrics = [LatencyMetric::Ttft, LatencyMetric::Tpot];
         let mut r = sample_report(8.0);
-        r.rate = crate::report::RateValue(f64::INFINITY);
+        r.rate = crate::rate::Rate(f64::INFINITY);
         let rec = crate::report::jsonl::tests_support_record();
         let mut failed = rec.clone();
         failed.outcome = crate::record::Outcome::Http5xx;

@@ -17,9 +17,7 @@ pub struct RequestSpec {
     pub max_tokens: u32,
 }
 
-/// Counts the tokens of a piece of text (a Hugging Face tokenizer, in practice). Used by
-/// the client when the server sends no usage.
-pub type TokenCounter = Arc<dyn Fn(&str) -> u32 + Send + Sync>;
+pub use tokenizer::TokenCounter;
 
 pub mod dataset;
 pub mod lengths;

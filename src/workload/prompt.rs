@@ -628,4 +628,40 @@ mod tests {
         assert_eq!(approx_tokens(""), 1);
         assert_eq!(approx_tokens("abcde"), 2);
     }
+
+    /// Rebuilds `tests/fixtures/tokenizer/tiny-bpe.json`:
+    /// `cargo test --lib workload::prompt::tests::regenerate_fixture -- --ignored`.
+    #[test]
+    #[ignore = "writes the committed fixture"]
+    fn regenerate_fixture() {
+        use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+        use tokenizers::models::TrainerWrapper;
+        use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
+        use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+        use tokenizers::{AddedToken, ModelWrapper};
+
+        let mut tok = tokenizers::Tokenizer::new(ModelWrapper::BPE(BPE::default()));
+        tok.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+        tok.with_decoder(Some(ByteLevelDecoder::default()));
+        let mut trainer = TrainerWrapper::BpeTrainer(
+            BpeTrainerBuilder::new()
+                .show_progress(false)
+                .vocab_size(400)
+                .min_frequency(0)
+                .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
+                .special_tokens(vec![AddedToken::from("<|endoftext|>", true)])
+                .build(),
+        );
+        let corpus: Vec<String> = (0..50)
+            .map(|i| {
+                let words = WORDS;
+                (0..200)
+                    .map(|j| words[(i * 31 + j * 7) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        tok.train(&mut trainer, corpus.iter()).unwrap();
+        tok.save(fixture_path(), false).unwrap();
+    }
 }

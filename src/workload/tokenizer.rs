@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::TokenCounter;
 use crate::exit::UsageError;
+
+/// Counts the tokens of a piece of text (a Hugging Face tokenizer, in practice). Used by
+/// the client when the server sends no usage.
+pub type TokenCounter = Arc<dyn Fn(&str) -> u32 + Send + Sync>;
 
 /// A loaded tokenizer plus the ids that are safe to put in a random prompt.
 #[derive(Clone)]
@@ -123,7 +126,8 @@ impl Tokenizer {
 }
 
 /// The tokenizer the tests use: a byte-level BPE with a 400-token vocabulary, trained by
-/// [`tests::regenerate_fixture`] on the approximate generator's word list.
+/// `workload::prompt::tests::regenerate_fixture` on the approximate generator's word
+/// list.
 #[cfg(test)]
 pub(crate) fn fixture_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tokenizer/tiny-bpe.json")
@@ -161,41 +165,5 @@ mod tests {
             e.to_string()
                 .contains("not a usable Hugging Face tokenizer.json")
         );
-    }
-
-    /// Rebuilds `tests/fixtures/tokenizer/tiny-bpe.json`:
-    /// `cargo test --lib workload::tokenizer::tests::regenerate_fixture -- --ignored`.
-    #[test]
-    #[ignore = "writes the committed fixture"]
-    fn regenerate_fixture() {
-        use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
-        use tokenizers::models::TrainerWrapper;
-        use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
-        use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-        use tokenizers::{AddedToken, ModelWrapper};
-
-        let mut tok = tokenizers::Tokenizer::new(ModelWrapper::BPE(BPE::default()));
-        tok.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
-        tok.with_decoder(Some(ByteLevelDecoder::default()));
-        let mut trainer = TrainerWrapper::BpeTrainer(
-            BpeTrainerBuilder::new()
-                .show_progress(false)
-                .vocab_size(400)
-                .min_frequency(0)
-                .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
-                .special_tokens(vec![AddedToken::from("<|endoftext|>", true)])
-                .build(),
-        );
-        let corpus: Vec<String> = (0..50)
-            .map(|i| {
-                let words = crate::workload::prompt::WORDS;
-                (0..200)
-                    .map(|j| words[(i * 31 + j * 7) % words.len()])
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect();
-        tok.train(&mut trainer, corpus.iter()).unwrap();
-        tok.save(fixture_path(), false).unwrap();
     }
 }

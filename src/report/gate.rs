@@ -15,9 +15,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::Serialize;
-
-use crate::bench::options::LatencyMetric;
+use crate::latency::LatencyMetric;
+pub use crate::report::GateResult;
 use crate::report::RateReport;
 
 /// Which statistic of a latency distribution a gate reads.
@@ -89,22 +88,6 @@ impl fmt::Display for Gate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
-}
-
-/// The verdict of one gate at one rate (part of the JSON report).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GateResult {
-    /// The gate as written, e.g. `ttft-p99<=500ms`.
-    pub gate: String,
-    /// The figure observed at this rate, in `unit`; null when it does not exist (then
-    /// the gate fails).
-    pub observed: Option<f64>,
-    /// The threshold, in `unit` (ratios as fractions).
-    pub threshold: f64,
-    /// `ms`, `req/s`, `tok/s`, or empty for ratios.
-    pub unit: &'static str,
-    /// Whether the gate held.
-    pub passed: bool,
 }
 
 impl Gate {

@@ -1,0 +1,283 @@
+//! Flags of `llmprobe bench` and `llmprobe report` (clap types only; `cli` re-exports
+//! them). The names of loadgen.py are the contract; `vllm bench serve` names are
+//! aliases with the same meaning. Turning these strings into checked values is
+//! `bench::options`' job.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+/// Flags of `llmprobe bench`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 all gates passed, 1 runtime failure, 2 bad input, \
+3 an SLO gate failed (or --find-max-rate found no passing rate)."
+)]
+pub struct BenchArgs {
+    // ---- target ----
+    /// Server base URL, with or without a trailing /v1 (default http://localhost:8000).
+    #[arg(long, conflicts_with_all = ["host", "port"], help_heading = "Target")]
+    pub base_url: Option<String>,
+    /// Server host, when --base-url is not given (vLLM's --host).
+    #[arg(long, help_heading = "Target")]
+    pub host: Option<String>,
+    /// Server port, when --base-url is not given (vLLM's --port).
+    #[arg(long, help_heading = "Target")]
+    pub port: Option<u16>,
+    /// Model name sent in requests (required unless --mock).
+    #[arg(long, help_heading = "Target")]
+    pub model: Option<String>,
+    /// API flavour: chat or completions (also vLLM's --endpoint paths
+    /// /v1/chat/completions and /v1/completions, and its --backend names openai-chat,
+    /// openai, vllm, sglang).
+    #[arg(
+        long,
+        visible_alias = "backend",
+        default_value = "completions",
+        help_heading = "Target"
+    )]
+    pub endpoint: String,
+    /// Bearer API key.
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub api_key: Option<String>,
+    /// Extra HTTP header `Name:Value` (repeatable).
+    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// Total time limit per request (e.g. `600s`, `2m`; a bare number is seconds).
+    #[arg(long, default_value = "600s", help_heading = "Target")]
+    pub timeout: String,
+    /// Ask the server to ignore EOS so every request generates exactly --output-len tokens.
+    #[arg(long, help_heading = "Target")]
+    pub ignore_eos: bool,
+    /// After a 429 or 503 with a Retry-After header, hold every new request until that
+    /// delay has passed (off by default: an open-loop test keeps its schedule). The pause
+    /// shows as dispatch lag, so the report says the schedule was not kept.
+    #[arg(long, help_heading = "Target")]
+    pub respect_retry_after: bool,
+    /// Hugging Face tokenizer.json: exact prompt lengths, and token counts when the
+    /// server sends no usage.
+    #[arg(long, value_name = "PATH", help_heading = "Target")]
+    pub tokenizer: Option<PathBuf>,
+
+    // ---- load ----
+    /// Request rate in requests/s (Poisson arrivals), or `inf` to send all at once.
+    #[arg(long, visible_alias = "request-rate", help_heading = "Load")]
+    pub rate: Option<String>,
+    /// Several rates, one run each, e.g. `2,8,32`: the curve, not a single number.
+    #[arg(long, value_name = "R1,R2,..", help_heading = "Load")]
+    pub sweep: Option<String>,
+    /// Requests per rate (counted, after --warmup).
+    #[arg(long, visible_alias = "num-prompts", help_heading = "Load")]
+    pub num_requests: Option<u64>,
+    /// Run each rate for this long instead of a request count (e.g. `60s`).
+    #[arg(long, help_heading = "Load")]
+    pub duration: Option<String>,
+    /// Requests sent first at each rate and left out of every figure.
+    #[arg(long, default_value_t = 0, help_heading = "Load")]
+    pub warmup: u64,
+    /// Cap on requests in flight; arrivals beyond it wait for a slot (the wait shows as
+    /// dispatch lag).
+    #[arg(long, help_heading = "Load")]
+    pub max_concurrency: Option<u32>,
+    /// Gamma shape of the inter-arrival times: 1 = Poisson, < 1 burstier (vLLM's
+    /// --burstiness).
+    #[arg(long, default_value_t = 1.0, help_heading = "Load")]
+    pub burstiness: f64,
+    /// Seed for arrivals, lengths and prompts.
+    #[arg(long, default_value_t = 0, help_heading = "Load")]
+    pub seed: u64,
+    /// Search for the highest rate that passes every gate: doubling, then bisection.
+    #[arg(long, help_heading = "Load")]
+    pub find_max_rate: bool,
+    /// Stop the max-rate search when the bracket is this narrow: req/s (`0.5`) or a
+    /// fraction of the rate (`5%`).
+    #[arg(long, default_value = "5%", help_heading = "Load")]
+    pub max_rate_precision: String,
+    /// Highest rate the max-rate search may try.
+    #[arg(long, default_value_t = 1024.0, help_heading = "Load")]
+    pub max_rate_limit: f64,
+    /// Run shard I of N (0-based): rate/N and 1/N of the requests, with a seed derived
+    /// from I. Merge the shards' --records with `llmprobe report merge`.
+    #[arg(long, value_name = "I/N", help_heading = "Load")]
+    pub shard: Option<String>,
+
+    // ---- workload ----
+    /// Prompt length in tokens (mean for uniform/lognormal).
+    #[arg(
+        long,
+        visible_alias = "random-input-len",
+        default_value_t = 1024,
+        help_heading = "Workload"
+    )]
+    pub input_len: u32,
+    /// Output length in tokens asked for (max_tokens).
+    #[arg(
+        long,
+        visible_alias = "random-output-len",
+        default_value_t = 128,
+        help_heading = "Workload"
+    )]
+    pub output_len: u32,
+    /// Length distribution: fixed, uniform or lognormal (default fixed, or uniform when
+    /// --random-range-ratio is given).
+    #[arg(long, help_heading = "Workload")]
+    pub len_dist: Option<String>,
+    /// Uniform lengths in [n(1-r), n(1+r)] (vLLM's --random-range-ratio).
+    #[arg(long, help_heading = "Workload")]
+    pub random_range_ratio: Option<f64>,
+    /// Tokens of a fixed prefix shared by every prompt (measures the prefix cache on
+    /// purpose; by default a unique nonce starts every prompt).
+    #[arg(
+        long,
+        visible_alias = "random-prefix-len",
+        default_value_t = 0,
+        help_heading = "Workload"
+    )]
+    pub shared_prefix_len: u32,
+    /// Prompt source: random (synthetic), sharegpt or jsonl.
+    #[arg(
+        long,
+        visible_alias = "dataset-name",
+        default_value = "random",
+        help_heading = "Workload"
+    )]
+    pub dataset: String,
+    /// Dataset file for --dataset sharegpt|jsonl.
+    #[arg(long, help_heading = "Workload")]
+    pub dataset_path: Option<PathBuf>,
+
+    // ---- SLOs and gates ----
+    /// Goodput objective: TTFT at most this many ms.
+    #[arg(long, help_heading = "SLOs and gates")]
+    pub slo_ttft_ms: Option<f64>,
+    /// Goodput objective: TPOT at most this many ms.
+    #[arg(long, help_heading = "SLOs and gates")]
+    pub slo_tpot_ms: Option<f64>,
+    /// Goodput objective: end-to-end latency at most this many ms.
+    #[arg(long, visible_alias = "slo-e2e-ms", help_heading = "SLOs and gates")]
+    pub slo_e2el_ms: Option<f64>,
+    /// Goodput objectives vLLM-style, in ms: `--goodput ttft:500 tpot:40 e2el:2000`.
+    #[arg(long, num_args = 1.., value_name = "METRIC:MS", help_heading = "SLOs and gates")]
+    pub goodput: Vec<String>,
+    /// A pass/fail gate checked at every rate, e.g. `goodput-ratio>=0.95`,
+    /// `ttft-p99<=500ms`, `error-ratio<=1%` (repeatable). A failed gate exits with 3.
+    #[arg(long = "gate", value_name = "EXPR", help_heading = "SLOs and gates")]
+    pub gates: Vec<String>,
+    /// Shorthand for `--gate goodput-ratio>=R`.
+    #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
+    pub min_goodput_ratio: Option<String>,
+
+    // ---- report ----
+    /// Latency metrics to report percentiles for: ttft,tpot,itl,e2el.
+    #[arg(long, default_value = "ttft,tpot,itl,e2el", help_heading = "Report")]
+    pub percentile_metrics: String,
+    /// Percentiles to report, e.g. `50,90,99,99.9`.
+    #[arg(long, default_value = "50,90,99", help_heading = "Report")]
+    pub metric_percentiles: String,
+    /// JSONL file: one summary object per rate.
+    #[arg(long, value_name = "FILE", help_heading = "Report")]
+    pub json_out: Option<PathBuf>,
+    /// JSONL file: one object per request, written as results arrive.
+    #[arg(long, value_name = "FILE", help_heading = "Report")]
+    pub records: Option<PathBuf>,
+    /// Write a vLLM-compatible result JSON (to FILE, or to a generated name).
+    #[arg(long, num_args = 0..=1, value_name = "FILE", help_heading = "Report")]
+    pub save_result: Option<Option<PathBuf>>,
+    /// File name for --save-result (vLLM's flag).
+    #[arg(long, help_heading = "Report")]
+    pub result_filename: Option<PathBuf>,
+    /// Directory for --save-result files (vLLM's flag).
+    #[arg(long, help_heading = "Report")]
+    pub result_dir: Option<PathBuf>,
+    /// Draw the sweep curve (latency percentiles and goodput against offered rate) to an
+    /// SVG file.
+    #[arg(long, value_name = "FILE.svg", help_heading = "Report")]
+    pub plot: Option<PathBuf>,
+    /// Warn loudly when the dispatch lag p99 exceeds this many ms: the client, not the
+    /// server, was then the bottleneck.
+    #[arg(long, default_value_t = 1.0, help_heading = "Report")]
+    pub dispatch_lag_warn_ms: f64,
+    /// No progress bar (it is hidden anyway when stderr is not a terminal).
+    #[arg(long, help_heading = "Report")]
+    pub no_progress: bool,
+
+    // ---- mock ----
+    /// Start the in-process fake engine (same as `llmprobe mock`) and point the run at it.
+    #[arg(long, help_heading = "Mock")]
+    pub mock: bool,
+    /// Mock: time to first token in ms.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_ttft_ms: Option<f64>,
+    /// Mock: time per output token in ms (before batch slowdown).
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_itl_ms: Option<f64>,
+    /// Mock: ITL grows as itl × (1 + F × running requests).
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_batch_slowdown: Option<f64>,
+    /// Mock: requests beyond this many running queue (TTFT grows).
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_max_running: Option<u32>,
+    /// Mock: tokens per streamed chunk.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_tokens_per_chunk: Option<u32>,
+    /// Mock: send no usage in streams (like servers that never do), so token counts
+    /// come from --tokenizer or one per chunk.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_no_usage: bool,
+    /// Mock: inject a fault `KIND[:PROBABILITY]` (repeatable; see docs/mock.md).
+    #[arg(long = "mock-fault", requires = "mock", help_heading = "Mock")]
+    pub mock_faults: Vec<String>,
+}
+
+/// `llmprobe report`: work on saved results.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ReportCommand {
+    /// Recompute exact summaries from the --records files of several shards (or runs).
+    Merge(MergeArgs),
+}
+
+/// Flags of `llmprobe report merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// --records JSONL files to combine (one per shard).
+    #[arg(required = true, value_name = "RECORDS.jsonl")]
+    pub files: Vec<PathBuf>,
+    /// Goodput objective: TTFT at most this many ms.
+    #[arg(long)]
+    pub slo_ttft_ms: Option<f64>,
+    /// Goodput objective: TPOT at most this many ms.
+    #[arg(long)]
+    pub slo_tpot_ms: Option<f64>,
+    /// Goodput objective: end-to-end latency at most this many ms.
+    #[arg(long, visible_alias = "slo-e2e-ms")]
+    pub slo_e2el_ms: Option<f64>,
+    /// Goodput objectives vLLM-style, in ms: `--goodput ttft:500 tpot:40`.
+    #[arg(long, num_args = 1.., value_name = "METRIC:MS")]
+    pub goodput: Vec<String>,
+    /// Gates to check on the merged summaries (exit 3 when one fails).
+    #[arg(long = "gate", value_name = "EXPR")]
+    pub gates: Vec<String>,
+    /// Latency metrics to report percentiles for.
+    #[arg(long, default_value = "ttft,tpot,itl,e2el")]
+    pub percentile_metrics: String,
+    /// Percentiles to report.
+    #[arg(long, default_value = "50,90,99")]
+    pub metric_percentiles: String,
+    /// Write the merged summaries as JSONL (one per rate).
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+    /// Warn when the merged dispatch lag p99 exceeds this many ms (as in bench).
+    #[arg(long, default_value_t = 1.0)]
+    pub dispatch_lag_warn_ms: f64,
+}

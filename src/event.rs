@@ -1,0 +1,43 @@
+//! What a run reports besides its records' contents: a finished request, or an arrival
+//! that was not sent and why. At the record layer so the runner that emits these
+//! events and the aggregation that reads them share one definition without depending
+//! on each other.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::record::RequestRecord;
+
+/// Why an arrival was not sent. Stable snake_case names (the `reason` label of
+/// `llmprobe_probes_skipped_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The concurrency cap was reached and the policy is `CapPolicy::Skip` (the runner's).
+    MaxInflight,
+    /// The admission hook refused it (the daemon's token budget).
+    TokenBudget,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::MaxInflight => "max_inflight",
+            SkipReason::TokenBudget => "token_budget",
+        }
+    }
+}
+
+/// What the runner reports, in completion order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    /// A request finished (or was cancelled at the end of the run).
+    Record(RequestRecord),
+    /// An arrival was dropped at its scheduled time.
+    Skipped {
+        id: u64,
+        t_sched: Duration,
+        reason: SkipReason,
+    },
+}
