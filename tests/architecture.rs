@@ -255,7 +255,7 @@ fn path_words(text: &str) -> Vec<Vec<String>> {
             for item in text[j + 3..close].split(',') {
                 let item: Vec<String> = item
                     .split("::")
-                    .map(|s| s.trim().split_whitespace().next().unwrap_or("").to_string())
+                    .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
                     .filter(|s| !s.is_empty() && s != "{")
                     .collect();
                 let mut full = segs.clone();
@@ -381,13 +381,13 @@ fn file_cycles(files: &[SourceFile]) -> Vec<String> {
 
 fn reaches(
     edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
-    from: &Vec<String>,
-    to: &Vec<String>,
+    from: &[String],
+    to: &[String],
 ) -> bool {
     let mut seen = BTreeSet::new();
-    let mut stack = vec![from.clone()];
+    let mut stack = vec![from.to_vec()];
     while let Some(node) = stack.pop() {
-        if &node == to {
+        if node == to {
             return true;
         }
         if seen.insert(node.clone()) {
