@@ -12,7 +12,7 @@ use super::openai::MAX_OUTPUT_TOKENS;
 use crate::exit::UsageError;
 
 /// The mock's behaviour. Every field has a default (see [`MockConfig::default`]);
-/// durations in YAML are humantime strings (`50ms`, `1s`).
+/// durations in YAML follow `src/duration.rs` (`50ms`, `1s`, or bare seconds).
 #[derive(Clone, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MockConfig {
@@ -128,7 +128,7 @@ impl fmt::Debug for MockConfig {
 
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
-    humantime::parse_duration(s.trim())
+    crate::duration::parse(&s)
         .map_err(|e| serde::de::Error::custom(format!("invalid duration {s:?}: {e}")))
 }
 
@@ -292,7 +292,11 @@ mod tests {
                 retry_after_secs: 3
             }
         );
-        assert!(serde_yaml_ng::from_str::<MockConfig>("ttft: 5\n").is_err());
+        // One duration rule everywhere (src/duration.rs): a bare number is seconds.
+        let c: MockConfig = serde_yaml_ng::from_str("ttft: 5\n").unwrap();
+        assert_eq!(c.ttft, Duration::from_secs(5));
+        assert!(serde_yaml_ng::from_str::<MockConfig>("ttft: -5\n").is_err());
+        assert!(serde_yaml_ng::from_str::<MockConfig>("ttft: soon\n").is_err());
         assert!(serde_yaml_ng::from_str::<MockConfig>("tff: 5ms\n").is_err());
     }
 }
