@@ -12,8 +12,8 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   exit 0
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  say "cargo install cargo-fuzz"
-  cargo install --quiet --locked cargo-fuzz || fail "cargo install cargo-fuzz"
+  say "cargo install cargo-fuzz@0.13.2"
+  cargo install --quiet --locked cargo-fuzz --version 0.13.2 || fail "cargo install cargo-fuzz"
 fi
 runs=${LLMPROBE_FUZZ_RUNS:-300000}
 corpus=$(mktemp -d)
