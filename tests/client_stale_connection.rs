@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use client_support::{Script, Step, serve};
 use llmprobe::client::{Client, ClientConfig};
-use llmprobe::record::Outcome;
+use llmprobe::record::{Outcome, RequestRecord};
 use llmprobe::workload::RequestSpec;
 use tokio::time::Instant;
 
@@ -33,6 +33,14 @@ fn close_unanswered() -> Script {
 }
 
 async fn send_all(base_url: String, n: u64) -> Vec<Outcome> {
+    send_records(base_url, n)
+        .await
+        .into_iter()
+        .map(|r| r.outcome)
+        .collect()
+}
+
+async fn send_records(base_url: String, n: u64) -> Vec<RequestRecord> {
     let cfg = ClientConfig {
         base_url,
         model: "m".into(),
@@ -42,12 +50,7 @@ async fn send_all(base_url: String, n: u64) -> Vec<Outcome> {
     let start = Instant::now();
     let mut out = Vec::new();
     for id in 0..n {
-        out.push(
-            client
-                .send(&spec(), id, Duration::ZERO, start)
-                .await
-                .outcome,
-        );
+        out.push(client.send(&spec(), id, Duration::ZERO, start).await);
     }
     out
 }
@@ -59,6 +62,26 @@ async fn a_stale_pooled_connection_is_retried_once_on_a_new_one() {
     assert_eq!(outcomes, [Outcome::Ok, Outcome::Ok]);
     assert_eq!(server.connections(), 2, "the retry opens a new connection");
     assert_eq!(server.requests().len(), 3, "request 2 was sent twice");
+}
+
+/// TTFT of a retried request runs from its first send: the dead attempt and the new
+/// connection are part of what the probe waited for (docs/measurement.md).
+#[tokio::test(start_paused = true)]
+async fn a_retried_request_is_timed_from_its_first_send() {
+    let server = serve(vec![
+        ok_stream(),
+        Script::default().wait_ms(5).then(Step::Close),
+        Script::sse()
+            .wait_ms(30)
+            .data(r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#)
+            .done()
+            .end(),
+    ])
+    .await;
+    let recs = send_records(server.base_url(), 2).await;
+    assert_eq!(recs[1].outcome, Outcome::Ok);
+    assert_eq!(server.connections(), 2);
+    assert_eq!(recs[1].ttft(), Some(Duration::from_millis(35)));
 }
 
 #[tokio::test]
