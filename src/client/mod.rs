@@ -308,7 +308,12 @@ impl Client {
         let offset = |i: Instant| i.duration_since(run_start);
 
         let (deadline, phase) = self.deadline(total_deadline, first_deadline, Phase::FirstToken);
-        let retry = request.try_clone();
+        // Only a pooled connection can be stale: without reuse there is nothing to retry.
+        let retry = if self.cfg.reuse_connections {
+            request.try_clone()
+        } else {
+            None
+        };
         let connects_before = self.connects.get();
         let mut sent = timeout_at(deadline, request.send()).await;
         if let (Ok(Err(e)), Some(retry)) = (&sent, retry)
