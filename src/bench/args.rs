@@ -225,6 +225,10 @@ pub struct BenchArgs {
     /// Mock: tokens per streamed chunk.
     #[arg(long, requires = "mock", help_heading = "Mock")]
     pub mock_tokens_per_chunk: Option<u32>,
+    /// Mock: the first N output tokens are reasoning, streamed in the endpoint's
+    /// reasoning form; the answer (and TTFA) starts at token N.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_reasoning_tokens: Option<u32>,
     /// Mock: send no usage in streams (like servers that never do), so token counts
     /// come from --tokenizer or one per chunk.
     #[arg(long, requires = "mock", help_heading = "Mock")]

@@ -123,6 +123,7 @@ pub struct MockOptions {
     pub batch_slowdown: Option<f64>,
     pub max_running: Option<u32>,
     pub tokens_per_chunk: Option<u32>,
+    pub reasoning_tokens: Option<u32>,
     /// Send no usage in streams.
     pub no_usage: bool,
     pub faults: Vec<String>,
@@ -595,6 +596,7 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
             }
             other => other,
         },
+        reasoning_tokens: a.mock_reasoning_tokens,
         no_usage: a.mock_no_usage,
         faults: a.mock_faults.clone(),
     })
@@ -858,7 +860,7 @@ mod tests {
         assert!(err("--mock --rate 1 --timeout soon").contains("--timeout"));
         assert!(err("--mock --rate 1 --burstiness 0").contains("--burstiness"));
         assert!(err("--mock --rate 1 --max-concurrency 0").contains("--max-concurrency"));
-        assert!(err("--mock --rate 1 --endpoint embeddings").contains("embeddings"));
+        assert!(err("--mock --rate 1 --endpoint rerank").contains("rerank"));
         assert!(err("--rate 1 --model m --base-url localhost:8000").contains("http://"));
         assert!(err("--mock --rate 1 --base-url http://x:1").contains("--mock starts"));
         assert!(err("--mock --rate 1 --num-requests 2 --shard 2/3").contains("no request"));

@@ -73,6 +73,7 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 max_running: m.max_running,
                 no_usage: m.no_usage,
                 tokens_per_chunk: m.tokens_per_chunk,
+                reasoning_tokens: m.reasoning_tokens,
                 faults: mock::parse_fault_flags("--mock-fault", &m.faults)?,
                 model: Some(opts.model.clone()),
                 seed: Some(opts.seed),
