@@ -194,11 +194,14 @@ pub fn scrape_loop(
                     snapshot: snap,
                     slots_error,
                 }) => {
-                    if slots_error.is_some() && slots_error != slots_warned {
+                    if let Some(why) = slots_error.as_deref()
+                        && slots_error != slots_warned
+                    {
                         tracing::warn!(
                             target = %plan.name,
-                            error = %scrub(slots_error.as_deref().unwrap_or_default(), plan.secrets.iter().map(Secret::expose)),
-                            "llama.cpp slot count unavailable; max sequences from the capacity block"
+                            error = %scrub(why, plan.secrets.iter().map(Secret::expose)),
+                            "llama.cpp slot count unavailable (GET /props); max sequences \
+                             fall back to the capacity block, if any"
                         );
                     }
                     slots_warned = slots_error;
