@@ -235,8 +235,9 @@ pub struct Target {
         serialize_with = "capacity_yaml::serialize"
     )]
     pub capacity: Option<crate::capacity::CapacityInputs>,
-    /// The engine's own Prometheus endpoint (vLLM or SGLang `/metrics`), scraped every
-    /// `engine_scrape_interval` for live load, KV capacity and server-side TTFT.
+    /// The engine's own Prometheus endpoint (vLLM, SGLang, llama.cpp or TGI `/metrics`),
+    /// scraped every `engine_scrape_interval` for live load, KV capacity and server-side
+    /// TTFT; for llama.cpp, `/props` on the same server gives its slot count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_metrics_url: Option<String>,
 }

@@ -373,7 +373,7 @@ pub const ENG_KV_TOKENS: Family = engine(
 .unit("tokens");
 pub const ENG_MAX_SEQS: Family = engine(
     "llmprobe_engine_max_concurrent_sequences",
-    "Live KV cache tokens divided by the context length.",
+    "Live max concurrent sequences: llama.cpp's slots, else live KV cache tokens divided by the context length.",
 );
 pub const ENG_GEN_TPS: Family = engine(
     "llmprobe_engine_generation_tokens_per_second",
