@@ -140,6 +140,7 @@ impl Bench {
                 .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
                 .collect(),
             ignore_eos: opts.ignore_eos,
+            stream: opts.stream,
             timeouts: crate::client::Timeouts {
                 total: opts.timeout,
                 first_token: opts.timeout,

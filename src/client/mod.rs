@@ -754,7 +754,10 @@ impl Client {
             _ => None,
         };
         if !self.cfg.endpoint.generates() {
+            // An embedding generates nothing: zero output tokens is the count, not an
+            // unknown.
             rec.streamed = false;
+            rec.usage_completion_tokens = Some(0);
             return Ok(());
         }
         rec.push_body(at, answer.answer.len(), answer.reasoning.len(), tokens);
