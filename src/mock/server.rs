@@ -39,6 +39,8 @@ use super::wire::{ChunkWriter, Usage, sse};
 use crate::client::Endpoint;
 use crate::runner::{PreciseTimer, Spins, Timer};
 
+/// A request header that sets this request's reasoning tokens (else `reasoning_tokens`).
+pub const REASONING_HEADER: &str = "x-mock-reasoning-tokens";
 /// Gap between bytes of the `trickle` fault.
 pub const TRICKLE_BYTE_GAP: Duration = Duration::from_millis(1);
 /// Request bodies larger than this are refused (413) before any timing starts.
@@ -475,10 +477,21 @@ async fn generate(
         }
         _ => {}
     }
+    let reasoning = match headers.get(REASONING_HEADER).map(|v| v.to_str().map(str::parse::<u32>)) {
+        None => engine.cfg.reasoning_tokens,
+        Some(Ok(Ok(n))) => n,
+        Some(_) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "x-mock-reasoning-tokens must be a whole number",
+                "BadRequestError",
+            );
+        }
+    };
     let seq = engine.next_seq();
     let job = Job {
         output_tokens: engine.output_tokens(req.max_tokens),
-        writer: ChunkWriter::new(endpoint, seq, &req.model, engine.cfg.reasoning_tokens),
+        writer: ChunkWriter::new(endpoint, seq, &req.model, reasoning),
         // Per-request jitter stream: reproducible from --seed and the arrival order.
         seed: crate::schedule::splitmix64(engine.cfg.seed ^ seq),
         engine,
