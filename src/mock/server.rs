@@ -477,7 +477,10 @@ async fn generate(
         }
         _ => {}
     }
-    let reasoning = match headers.get(REASONING_HEADER).map(|v| v.to_str().map(str::parse::<u32>)) {
+    let reasoning = match headers
+        .get(REASONING_HEADER)
+        .map(|v| v.to_str().map(str::parse::<u32>))
+    {
         None => engine.cfg.reasoning_tokens,
         Some(Ok(Ok(n))) => n,
         Some(_) => {

@@ -340,6 +340,7 @@ pub mod test_support {
                 ttft_ms: Some(200.0),
                 tpot_ms: Some(20.0),
                 e2el_ms: None,
+                ttfa_ms: None,
             },
             gates: vec![],
         }
@@ -373,6 +374,8 @@ pub mod test_support {
             goodput: finite * 0.9,
             goodput_ratio: Some(0.9),
             ttft_ms: stats(100.0),
+            ttfa_ms: None,
+            reasoning_tokens: None,
             tpot_ms: stats(10.0),
             itl_ms: stats(10.0),
             chunk_gap_ms: stats(10.0),
