@@ -94,3 +94,104 @@ fn event_type<'s>(ev: &'s Event<'_>, from_data: Option<&'s str>) -> &'s str {
         None => std::str::from_utf8(ev.event).unwrap_or(""),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    /// JSON built from the words the decoders look for, nested at random, so the
+    /// fuzzing reaches past the first `type` check.
+    fn vocab_json() -> impl Strategy<Value = Value> {
+        let words = prop::sample::select(vec![
+            "type",
+            "delta",
+            "text",
+            "thinking",
+            "response",
+            "usage",
+            "output_tokens",
+            "input_tokens",
+            "message",
+            "error",
+            "choices",
+            "content",
+            "reasoning_content",
+            "response.output_text.delta",
+            "response.completed",
+            "response.failed",
+            "content_block_delta",
+            "text_delta",
+            "thinking_delta",
+            "message_delta",
+            "message_start",
+            "message_stop",
+            "data",
+            "embedding",
+            "output",
+            "status",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u32>().prop_map(Value::from),
+            words.clone().prop_map(Value::from),
+            ".{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(words.clone(), inner, 0..5).prop_map(
+                    |m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn no_decoder_panics_on_arbitrary_bytes(
+            bytes in prop::collection::vec(any::<u8>(), 0..200),
+            name in prop::collection::vec(any::<u8>(), 0..24),
+        ) {
+            for e in Endpoint::ALL {
+                let p = of(e);
+                let _ = p.decode_event(&Event { event: &name, data: &bytes });
+                let _ = p.decode_full(&bytes);
+            }
+        }
+
+        #[test]
+        fn no_decoder_panics_on_json_of_the_right_words(v in vocab_json()) {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            for e in Endpoint::ALL {
+                let p = of(e);
+                for name in [&b""[..], b"error", b"message_stop", b"response.completed"] {
+                    let _ = p.decode_event(&Event { event: name, data: &bytes });
+                }
+                let _ = p.decode_full(&bytes);
+            }
+        }
+
+        #[test]
+        fn answer_and_reasoning_text_round_trip(text in ".{0,40}") {
+            let cases = [
+                (Endpoint::Responses, json!({"type": "response.output_text.delta", "delta": text}), false),
+                (Endpoint::Responses, json!({"type": "response.reasoning_text.delta", "delta": text}), true),
+                (Endpoint::Messages, json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": text}}), false),
+                (Endpoint::Messages, json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "thinking_delta", "thinking": text}}), true),
+            ];
+            for (e, v, reasoning) in cases {
+                let bytes = serde_json::to_vec(&v).unwrap();
+                let d = of(e).decode_event(&Event { event: b"", data: &bytes }).unwrap();
+                let got = if reasoning { d.reasoning } else { d.content };
+                prop_assert_eq!(got.as_deref(), Some(text.as_str()));
+                prop_assert!(d.has_choice && !d.done && !d.unknown);
+            }
+        }
+    }
+}
