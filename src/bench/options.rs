@@ -818,6 +818,30 @@ mod tests {
     }
 
     #[test]
+    fn streaming_choices_and_the_objectives_they_allow() {
+        let o = opts("--mock --rate 1 --endpoint messages --slo-ttfa-ms 300").unwrap();
+        assert_eq!((o.api, o.stream), (Endpoint::Messages, true));
+        assert_eq!(o.slo.ttfa, Some(Duration::from_millis(300)));
+        let o = opts("--mock --rate 1 --endpoint responses --no-stream --slo-e2el-ms 900").unwrap();
+        assert!(!o.stream);
+        // Embeddings never stream, whatever the flags say.
+        assert!(
+            !opts("--mock --rate 1 --endpoint embeddings")
+                .unwrap()
+                .stream
+        );
+        assert!(err("--mock --rate 1 --no-stream --slo-ttft-ms 100").contains("--no-stream"));
+        assert!(
+            err("--mock --rate 1 --endpoint embeddings --goodput tpot:5")
+                .contains("never streamed")
+        );
+        assert!(
+            err("--mock --rate 1 --endpoint chat --no-stream --slo-ttfa-ms 5")
+                .contains("--slo-ttfa-ms")
+        );
+    }
+
+    #[test]
     fn input_len_has_a_sane_maximum() {
         assert!(opts("--mock --rate 1 --input-len 1048576").is_ok());
         assert!(err("--mock --rate 1 --input-len 1048577").contains("--input-len 1048577"));
