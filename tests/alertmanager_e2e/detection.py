@@ -185,11 +185,14 @@ def main() -> int:
     ap.add_argument("--eval", type=float, default=30)
     ap.add_argument("--group-wait", type=float, default=30)
     ap.add_argument("--horizon", type=float, default=6 * 3600)
+    ap.add_argument("--objective", type=float, help="instead of the rules' objective")
     args = ap.parse_args()
     if args.table:
         print(table(args.runs))
         return 0
     rule = compressed(load_rule(), args.compression)
+    if args.objective:
+        rule = Rule(rule.conditions, rule.for_s, 1 - args.objective)
     xs = simulate(rule, args.rate, args.p, args.history, args.scrape, args.eval,
                   args.group_wait, args.horizon, args.runs)
     print(f"median {fmt(pct(xs, 0.5))}, 10 % {fmt(pct(xs, 0.1))}, 90 % {fmt(pct(xs, 0.9))}")
