@@ -16,11 +16,16 @@ windows hold a healthy history, then at ONSET:
     errors    30% HTTP 500                       -> one page, LlmprobeAvailabilityBudgetBurn
     outage    100% HTTP 500                      -> one page, LlmprobeAvailabilityBudgetBurn
     slow      TTFT 2x its SLO, no errors         -> one page, LlmprobeTTFTBudgetBurn
-    flap      100% HTTP 500 for F s, healthy F s, repeated -> at most one page
+    flap      100% HTTP 500 for 10 s, healthy 35 s, repeated -> at most one page
     light     2% HTTP 500                        -> no page (below 6x the 1% budget; at 5%
                                                     the short history gives the 6h window
                                                     a few % chance to page in 90 s)
 A fault is switched by restarting that target's mock on the same port.
+
+Controls, fed the same probes: an Alertmanager without the inhibit rules must page the
+errors, outage and slow targets more than once, and a Prometheus whose rules lack
+keep_firing_for must page the flapping target more than once (else the scenarios would
+not exercise what they claim to).
 
 Checks: the page notifications per target (count, alert names), that the alerts the
 hierarchy inhibits still fire in Prometheus and are suppressed in Alertmanager, and the
@@ -221,7 +226,8 @@ def main() -> int:
     ap.add_argument("--compression", type=int, default=60)
     ap.add_argument("--history", type=float, default=60, help="healthy seconds before ONSET")
     ap.add_argument("--after", type=float, default=90, help="seconds observed after ONSET")
-    ap.add_argument("--flap", type=float, default=10, help="seconds per flap phase")
+    ap.add_argument("--flap-on", type=float, default=10, help="seconds of each flap outage")
+    ap.add_argument("--flap-off", type=float, default=35, help="seconds between flap outages")
     args = ap.parse_args()
     c = args.compression
     scratch: Path = args.scratch
@@ -236,7 +242,8 @@ def main() -> int:
         # The Alertmanager under test, and a control without the inhibit rules that gets
         # the same alerts: it must page more than once, or the checks below prove nothing.
         am_ports = {}
-        for name, inhibit, path in (("alertmanager", True, ""), ("control", False, "/control")):
+        for name, inhibit, path in (("alertmanager", True, ""), ("control", False, "/control"),
+                                    ("control-keep", True, "/control-keep")):
             am_cfg = scratch / f"{name}.yml"
             am_cfg.write_text(yaml.safe_dump(alertmanager_config(args.am_config, c, hook + path, inhibit)))
             out = subprocess.run([args.amtool, "check-config", str(am_cfg)], capture_output=True, text=True)
@@ -275,7 +282,7 @@ def main() -> int:
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(args.rules)],
             "alerting": {"alertmanagers": [{"static_configs": [
-                {"targets": [f"127.0.0.1:{p}" for p in am_ports.values()]}]}]},
+                {"targets": [f"127.0.0.1:{am_ports[n]}" for n in ("alertmanager", "control")]}]}]},
             "scrape_configs": [{"job_name": "llmprobe",
                                 "static_configs": [{"targets": [daemon.addr]}]}]}))
         procs.append(Proc("prometheus", [
@@ -283,7 +290,27 @@ def main() -> int:
             f"--storage.tsdb.path={scratch}/tsdb", f"--web.listen-address=127.0.0.1:{prom_port}",
             "--rules.alert.resend-delay=1s"], scratch))
         prom = f"http://127.0.0.1:{prom_port}"
+        # Control: the same rules without keep_firing_for, to the same Alertmanager config
+        # (its own instance): the flapping target must page it more than once.
+        rules = yaml.safe_load(args.rules.read_text())
+        for g in rules["groups"]:
+            for r in g["rules"]:
+                r.pop("keep_firing_for", None)
+        (scratch / "rules-no-keep.yaml").write_text(yaml.safe_dump(rules))
+        ctl_port = free_port()
+        (scratch / "prometheus-control.yml").write_text(yaml.safe_dump({
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(scratch / "rules-no-keep.yaml")],
+            "alerting": {"alertmanagers": [{"static_configs": [
+                {"targets": [f"127.0.0.1:{am_ports['control-keep']}"]}]}]},
+            "scrape_configs": [{"job_name": "llmprobe",
+                                "static_configs": [{"targets": [daemon.addr]}]}]}))
+        procs.append(Proc("prometheus-control", [
+            args.prometheus, f"--config.file={scratch}/prometheus-control.yml",
+            f"--storage.tsdb.path={scratch}/tsdb-control", f"--web.listen-address=127.0.0.1:{ctl_port}",
+            "--rules.alert.resend-delay=1s"], scratch))
         wait_ready(f"{prom}/-/ready", 30)
+        wait_ready(f"http://127.0.0.1:{ctl_port}/-/ready", 30)
         for p in am_ports.values():
             wait_ready(f"http://127.0.0.1:{p}/-/ready", 30)
         log(f"prometheus {prom}, alertmanager {am}, daemon {daemon.addr}, webhook {hook}")
@@ -299,14 +326,14 @@ def main() -> int:
             if flags is not None:
                 mocks[name].start(flags)
         log(f"ONSET at {onset - t_start:.0f}s: faults switched on")
-        flap_on, next_flip = True, onset + args.flap
+        flap_on, next_flip = True, onset + args.flap_on
         context_seen: dict[str, set] = {}
         while time.monotonic() < onset + args.after:
             now = time.monotonic()
             if now >= next_flip:
                 flap_on = not flap_on
                 mocks["flap"].start(TARGETS["flap"] if flap_on else [])
-                next_flip += args.flap
+                next_flip += args.flap_on if flap_on else args.flap_off
             # Inhibited alerts: firing in Prometheus, suppressed in Alertmanager.
             for r in query(prom, 'ALERTS{alertstate="firing"}'):
                 lab = r["metric"]
@@ -344,6 +371,11 @@ def main() -> int:
             if n < 2:
                 problems.append(f"control without inhibit rules paged {name} {n} time(s): "
                                 "the scenario does not exercise the hierarchy")
+        n = len(pages_of("/control-keep", "flap"))
+        log(f"control Prometheus without keep_firing_for: flap paged {n} times")
+        if n < 2:
+            problems.append(f"control without keep_firing_for paged flap {n} time(s): "
+                            "the scenario does not exercise keep_firing_for")
         for name in TARGETS:
             pages = [n for n in notes if n["path"] == "/llmprobe-page"
                      and n["body"]["status"] == "firing"
