@@ -50,17 +50,16 @@ compression=60
   || fail "helm template with prometheusRule.timeCompression=$compression"
 "$py" -c 'import sys, yaml; yaml.safe_dump(yaml.safe_load(open(sys.argv[1]))["spec"], open(sys.argv[2], "w"))' \
   "$scratch/prometheusrule.yaml" "$scratch/rules.yaml" || fail "extracting the rule groups"
-"$LLMPROBE_PROMETHEUS" --version >/dev/null 2>&1 || true
 promtool=${LLMPROBE_PROMTOOL:-$(command -v promtool || true)}
 if [ -n "$promtool" ]; then "$promtool" check rules "$scratch/rules.yaml" >/dev/null || fail "promtool check rules (compressed)"; fi
 
-say "end to end (about 3 minutes): daemon + mocks, Prometheus, Alertmanager, webhook"
+say "end to end (about 2.5 minutes): daemon + mocks, Prometheus, Alertmanager, webhook"
 start=$(date +%s)
 # shellcheck disable=SC2086 # extra arguments are a list of words
 if ! "$py" tests/alertmanager_e2e/run.py --bin "$bin" --prometheus "$LLMPROBE_PROMETHEUS" \
     --alertmanager "$LLMPROBE_ALERTMANAGER" --amtool "$amtool" --rules "$scratch/rules.yaml" \
     --am-config "$config" --scratch "$scratch" --compression $compression ${LLMPROBE_AM_E2E_ARGS:-}; then
-  for f in alertmanager prometheus daemon; do
+  for f in alertmanager control control-keep prometheus prometheus-control daemon; do
     say "$f log (tail):"; tail -n 20 "$scratch/$f.log" >&2 || true
   done
   fail "one page per incident: see above"
