@@ -12,6 +12,7 @@ the condition held for `for`; Alertmanager notifies group_wait later. The same m
 holds for the latency SLIs with p = the share of successful probes that are slow.
 
     detection.py --table                 # the markdown table of docs/deploy.md
+    detection.py --check docs/deploy.md  # fails unless the file holds that table
     detection.py --rate 1 --p 0.3 --history 60 --compression 60 --scrape 1 --eval 1 \\
         --group-wait 1                   # one case, in seconds (the e2e test's setup)
 
@@ -176,6 +177,7 @@ def table(runs: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--check", type=Path, metavar="DOC", help="DOC must contain the table")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--rate", type=float, default=1 / 60, help="probes per second")
     ap.add_argument("--p", type=float, default=0.3)
@@ -189,6 +191,14 @@ def main() -> int:
     args = ap.parse_args()
     if args.table:
         print(table(args.runs))
+        return 0
+    if args.check:
+        want = table(args.runs)
+        if want not in args.check.read_text(encoding="utf-8"):
+            print(f"{args.check} lacks the detection-time table the rules give now; "
+                  f"replace it with the output of detection.py --table:\n{want}")
+            return 1
+        print(f"{args.check}: detection-time table matches the rules")
         return 0
     rule = compressed(load_rule(), args.compression)
     if args.objective:

@@ -5,7 +5,8 @@
 # the real Alertmanager (Debian prometheus-alertmanager) with alertmanager/llmprobe.yml,
 # and a webhook receiver recording every notification (tests/alertmanager_e2e/run.py has
 # the scenarios and checks). First, offline: `amtool check-config` and the routing of
-# every alert severity with `amtool config routes test`.
+# every alert severity with `amtool config routes test`, and docs/deploy.md's
+# detection-time table against the model of the rules (tests/alertmanager_e2e/detection.py).
 #
 # Environment: LLMPROBE_BIN (the llmprobe binary), LLMPROBE_PROMETHEUS, LLMPROBE_ALERTMANAGER,
 # LLMPROBE_AMTOOL, LLMPROBE_HELM; LLMPROBE_AM_E2E_ARGS (extra run.py arguments).
@@ -41,6 +42,10 @@ if [ -n "${LLMPROBE_KUBERNETES_VALIDATE:-}" ] && [ -x "$(dirname "$LLMPROBE_KUBE
 fi
 "$py" -c 'import yaml' 2>/dev/null || skip_or_fail "PyYAML not found for $py"
 make_scratch
+
+# docs/deploy.md's detection-time table is what the rules give (detection.py simulates them).
+"$py" tests/alertmanager_e2e/detection.py --check docs/deploy.md \
+  || fail "docs/deploy.md: detection-time table out of date (tests/alertmanager_e2e/detection.py --table)"
 
 # The rules as the chart renders them with every window divided by 60.
 compression=60
