@@ -239,8 +239,10 @@ def main() -> int:
         threading.Thread(target=hook_srv.serve_forever, daemon=True).start()
         hook = f"http://127.0.0.1:{hook_srv.server_address[1]}"
 
-        # The Alertmanager under test, and a control without the inhibit rules that gets
-        # the same alerts: it must page more than once, or the checks below prove nothing.
+        # The Alertmanager under test; "control", without the inhibit rules, gets the same
+        # alerts; "control-keep", the repository's config, gets the alerts of a Prometheus
+        # whose rules lack keep_firing_for. Both must page more than once, or the checks
+        # below prove nothing.
         am_ports = {}
         for name, inhibit, path in (("alertmanager", True, ""), ("control", False, "/control"),
                                     ("control-keep", True, "/control-keep")):
