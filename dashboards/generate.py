@@ -213,11 +213,14 @@ def attainment(metric: str, var: str) -> list[tuple[str, str]]:
 
 
 def slo_met(sli: str) -> list[tuple[str, str]]:
-    """Fraction of probes that met their own scenario's threshold for `sli` (counted by the
-    daemon, llmprobe_slo_met_requests_total); failures count as misses, like the SLI rules."""
+    """Fraction of the successful probes that met their own scenario's threshold for `sli`
+    (counted by the daemon, llmprobe_slo_met_requests_total), like the SLI rules: a failed
+    probe is an availability miss, not a latency one."""
+    all_ = f"sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[$__range]))"
     return [(
         f'sum by ({BY}) (rate(llmprobe_slo_met_requests_total{{{SEL}, sli="{sli}"}}[$__range]))\n'
-        f"/\nsum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[$__range]))",
+        f"/\n({all_}\n  - (sum by ({BY}) (rate(llmprobe_request_failures_total{{{SEL}}}[$__range]))"
+        f" or 0 * {all_}))",
         f"{sli.upper()} {{{{target}}}}/{{{{scenario}}}}",
     )]
 
@@ -260,16 +263,16 @@ def slo_dashboard() -> dict:
              "percentunit", attainment("llmprobe_request_duration_seconds", "e2e_slo"),
              thresholds=ATTAINMENT, decimals=2),
         stat("TTFT SLO met (own threshold)",
-             "Probes that succeeded with a TTFT within their scenario's own threshold, over "
-             "all probes: the TTFT SLI the alerts burn (failures count as misses).",
+             "Successful probes with a TTFT within their scenario's own threshold, over the "
+             "successful probes: the TTFT SLI the alerts burn (failures burn availability).",
              "percentunit", slo_met("ttft"), w=8, thresholds=ATTAINMENT, decimals=2),
         stat("TPOT SLO met (own threshold)",
-             "Probes that succeeded with a TPOT within their scenario's own threshold, over "
-             "all probes.", "percentunit", slo_met("tpot"), w=8, thresholds=ATTAINMENT,
+             "Successful probes with a TPOT within their scenario's own threshold, over the "
+             "successful probes.", "percentunit", slo_met("tpot"), w=8, thresholds=ATTAINMENT,
              decimals=2),
         stat("E2E SLO met (own threshold)",
-             "Probes that succeeded within their scenario's own end-to-end threshold, over "
-             "all probes.", "percentunit", slo_met("e2e"), w=8, thresholds=ATTAINMENT,
+             "Successful probes within their scenario's own end-to-end threshold, over the "
+             "successful probes.", "percentunit", slo_met("e2e"), w=8, thresholds=ATTAINMENT,
              decimals=2),
         stat("Time since last success",
              "Seconds since the last successful probe, and the LlmprobeProbeDown threshold: "
@@ -335,19 +338,28 @@ def slo_dashboard() -> dict:
                    [(f"sum by ({BY}, reason) (rate(llmprobe_probes_skipped_total{{{SEL}}}[{RATE}]))",
                      "{{reason}} {{target}}/{{scenario}}")]),
         row("Error budget burn rate"),
-        timeseries("Goodput error budget burn rate", "Error ratio over the error budget "
-                   "(1 - objective, from llmprobe:slo_objective:ratio). 1 spends the budget "
-                   "exactly over the SLO period; pages at 14.4 (1h and 5m) and 6 (6h and 30m).",
+        timeseries("Availability error budget burn rate", "Failed probes (any reason) over "
+                   "all probes, over the error budget (1 - objective, from "
+                   "llmprobe:slo_objective:ratio). 1 spends the budget exactly over the SLO "
+                   "period; pages at 14.4 (1h and 5m) and 6 (6h and 30m). Its page inhibits "
+                   "the latency and goodput pages of the same target.",
+                   "suffix:x", burn("availability"), thresholds=[("green", None), ("orange", 6),
+                                                                 ("red", 14.4)]),
+        timeseries("Goodput error budget burn rate", "Probes that failed or missed an SLO "
+                   "(the composite) over the error budget. Pages (after 5m) only when no "
+                   "availability or latency page explains it.",
                    "suffix:x", burn("goodput"), thresholds=[("green", None), ("orange", 6),
                                                             ("red", 14.4)]),
-        timeseries("TTFT error budget burn rate", "Ratio of probes missing their scenario's "
-                   "TTFT threshold (failures included) over the error budget.", "suffix:x",
+        timeseries("TTFT error budget burn rate", "Successful probes missing their scenario's "
+                   "TTFT threshold, over the successful probes, over the error budget.",
+                   "suffix:x",
                    burn("ttft"), thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
-        timeseries("TPOT error budget burn rate", "Ratio of probes missing their scenario's "
-                   "TPOT threshold (failures included) over the error budget.", "suffix:x",
+        timeseries("TPOT error budget burn rate", "Successful probes missing their scenario's "
+                   "TPOT threshold, over the successful probes, over the error budget.",
+                   "suffix:x",
                    burn("tpot"), thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
-        timeseries("E2E error budget burn rate", "Ratio of probes missing their scenario's "
-                   "end-to-end threshold (failures included) over the error budget.",
+        timeseries("E2E error budget burn rate", "Successful probes missing their scenario's "
+                   "end-to-end threshold, over the successful probes, over the error budget.",
                    "suffix:x", burn("e2e"), w=24,
                    thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
         row("Client health"),

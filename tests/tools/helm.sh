@@ -98,6 +98,35 @@ reject "a minRequests window the rules do not have" --set prometheusRule.minRequ
 reject "an unknown top-level value" --set replicas=2
 reject "config.listen without a port" --set config.listen=localhost
 reject "a sweep without a model" --set sweep.enabled=true
+reject "an AlertmanagerConfig without the route's receivers" --set alertmanagerConfig.enabled=true
+reject "a timeCompression that does not divide the rule windows" \
+  --set prometheusRule.enabled=true --set prometheusRule.timeCompression=7
+
+# timeCompression divides every range window, for and keep_firing_for, and nothing else.
+"$helm" template llmprobe "$chart" --set prometheusRule.enabled=true --set prometheusRule.timeCompression=60 \
+  --show-only templates/prometheusrule.yaml > "$scratch/compressed.yaml" 2> >(quiet_symlinks) \
+  || fail "helm template with prometheusRule.timeCompression=60"
+"$py" - "$scratch/compressed.yaml" "$repo_root" <<'PY' || fail "prometheusRule.timeCompression=60 does not scale the rules as documented"
+import re, sys, yaml
+from pathlib import Path
+got = yaml.safe_load(open(sys.argv[1]))["spec"]["groups"]
+want = []
+for p in sorted(Path(sys.argv[2], "alerts").glob("*.yaml")):
+    want += yaml.safe_load(p.read_text())["groups"]
+secs = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+def scale(d):
+    return f"{int(d[:-1]) * secs[d[-1]] // 60}s"
+for g, w in zip(got, want, strict=True):
+    for r, x in zip(g["rules"], w["rules"], strict=True):
+        x = dict(x)
+        x["expr"] = re.sub(r"\[(\d+[smhdw])\]", lambda m: f"[{scale(m.group(1))}]", x["expr"])
+        for k in ("for", "keep_firing_for"):
+            if k in x:
+                x[k] = scale(x[k])
+        assert r == x, (r, x)
+assert any("[60s]" in r["expr"] for g in got for r in g["rules"])
+PY
+say "prometheusRule.timeCompression=60: windows, for and keep_firing_for divided by 60"
 
 # The chart checks can fail: a chart rendered with a writable root filesystem, and one
 # whose secret value leaks into a ConfigMap, must be reported.
@@ -110,6 +139,16 @@ caught() { # what, values file for the check, helm args...
   fi
   say "chart checks caught: $what"
 }
+# ... and an AlertmanagerConfig that lost an inhibit rule of alertmanager/llmprobe.yml.
+mkdir -p "$scratch/repo-lost-rule/helm/llmprobe" "$scratch/repo-lost-rule/alertmanager"
+cp -r "$repo_root/alerts" "$repo_root/dashboards" "$scratch/repo-lost-rule/"
+cp "$chart/values.yaml" "$scratch/repo-lost-rule/helm/llmprobe/"
+head -n -3 "$repo_root/alertmanager/llmprobe.yml" > "$scratch/repo-lost-rule/alertmanager/llmprobe.yml"
+if "$py" "$checks" check "$scratch/alerting-values/rendered.yaml" "$chart/ci/alerting-values.yaml" \
+    "$scratch/repo-lost-rule" "$scratch/lost-rule-rules.yaml" 2>/dev/null; then
+  fail "chart checks missed: an AlertmanagerConfig with an inhibit rule the repository's file lacks"
+fi
+say "chart checks caught: an AlertmanagerConfig differing from alertmanager/llmprobe.yml"
 caught "readOnlyRootFilesystem=false" "$scratch/empty-values.yaml" --set securityContext.readOnlyRootFilesystem=false
 printf 'secrets:\n  k: leaked-key-value\n' > "$scratch/leak-values.yaml"
 caught "an API key in the config" "$scratch/leak-values.yaml" -f "$scratch/leak-values.yaml" \
@@ -121,6 +160,7 @@ caught "an API key in the config" "$scratch/leak-values.yaml" -f "$scratch/leak-
 tgz=$(ls "$scratch"/pkg/llmprobe-*.tgz)
 tar tzf "$tgz" > "$scratch/pkg/list"
 for f in llmprobe/files/alerts/llmprobe-alerts.yaml llmprobe/files/alerts/llmprobe-recording.yaml \
+         llmprobe/files/alertmanager/llmprobe.yml \
          llmprobe/files/dashboards/llmprobe-slo.json llmprobe/files/dashboards/llmprobe-capacity.json \
          llmprobe/values.schema.json llmprobe/templates/NOTES.txt; do
   grep -qx "$f" "$scratch/pkg/list" || fail "helm package: $f missing from $(basename "$tgz")"

@@ -2,7 +2,9 @@
 # alerts/: `promtool check rules` clean, `promtool test rules` pass, and the tests can fail:
 # the same tests run against mutated rule files (guard off or fixed, objective loosened, an
 # SLI reading the wrong counter or ignoring the threshold gate, ProbeDown at a fixed 600 s,
-# LlmprobeAbsent blind to up == 0) must fail: those are what the tests check.
+# LlmprobeAbsent blind to up == 0, latency SLIs or their guard counting failed probes, the
+# composite page as quick as the cause's, pages without keep_firing_for) must fail: those
+# are what the tests check. Every alert carries the hierarchy's labels (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -28,6 +30,14 @@ for alert in $(sed -n 's/^ *- alert: *//p' alerts/*.yaml | sort -u); do
     || fail "alert $alert has no firing test"
 done
 
+# Every alert carries a severity and a layer from the hierarchy (docs/deploy.md, "Alert
+# hierarchy"; alertmanager/llmprobe.yml inhibits by them).
+n_alerts=$(grep -c '^ *- alert:' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
+for key in "severity: \(page\|ticket\|warning\)" "layer: \(prober\|availability\|correctness\|latency\|composite\|capacity\)"; do
+  n_key=$(grep -c "^ *$key\$" alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
+  [ "$n_alerts" = "$n_key" ] || fail "$n_alerts alerts but $n_key labels matching '$key'"
+done
+
 # Every runbook_url points at a runbook section of docs/deploy.md.
 for anchor in $(sed -n 's/^ *runbook_url: *"docs\/deploy.md#\([a-z0-9-]*\)"$/\1/p' alerts/*.yaml | sort -u); do
   grep -qi "^### $anchor\$" docs/deploy.md || fail "runbook anchor #$anchor has no '### ' section in docs/deploy.md"
@@ -44,11 +54,11 @@ done
 
 # Mutants: the tests must catch a broken guard and a wrong objective.
 make_scratch
-mutate() { # name sed-expression
+mutate() { # name sed-expression [test file: only that one runs]
   local dir="$scratch/$1"
   mkdir -p "$dir/tests"
   for f in "${rules[@]}"; do sed "$2" "$f" > "$dir/$(basename "$f")"; done
-  cp "${tests[@]}" "$dir/tests/"
+  if [ -n "${3:-}" ]; then cp "$3" "$dir/tests/"; else cp "${tests[@]}" "$dir/tests/"; fi
   if "$promtool" test rules "$dir"/tests/*.test.yaml >"$dir/out" 2>&1; then
     fail "mutant '$1' passed the rule tests: they cannot catch it"
   fi
@@ -63,4 +73,8 @@ mutate sli-without-threshold 's/^\( *\)llmprobe_slo_\(ttft\|tpot\|e2e\)_seconds$
 mutate probedown-fixed-600 's|clamp_min(5 / llmprobe_probe_rate_per_second, 600)|600 + 0 * llmprobe_probe_rate_per_second|'
 mutate probedown-no-fallback 's|0 \* llmprobe_last_success_timestamp_seconds + 600|llmprobe_probe_rate_per_second|'
 mutate absent-ignores-up 's/up == 0 and on/up == 2 and on/'
+mutate latency-over-all-probes 's/^\( *\)llmprobe:requests_succeeded:rate\([0-9mhd]*\)$/\1sum by (target, model, scenario) (rate(llmprobe_requests_total[\2]))/' alerts/tests/hierarchy.test.yaml
+mutate latency-guard-all-probes 's/llmprobe:requests_succeeded:increase/llmprobe:requests:increase/' alerts/tests/hierarchy.test.yaml
+mutate composite-pages-at-2m '/alert: LlmprobeGoodputBudgetBurn/,/for:/s/for: 5m/for: 2m/' alerts/tests/hierarchy.test.yaml
+mutate no-keep-firing '/keep_firing_for:/d' alerts/tests/hierarchy.test.yaml
 say "ok"

@@ -71,3 +71,23 @@ app.kubernetes.io/part-of: llmprobe
 {{- end }}
 {{- $port }}
 {{- end }}
+
+{{/* Seconds of a Prometheus duration with one unit (30s, 5m, 1h, 1d, 1w); fails otherwise. */}}
+{{- define "llmprobe.durationSeconds" -}}
+{{- if not (regexMatch "^[0-9]+[smhdw]$" .) }}
+{{- fail (printf "prometheusRule.timeCompression: cannot scale the duration %q (one number and one unit of s, m, h, d, w)" .) }}
+{{- end }}
+{{- $n := regexReplaceAll "[smhdw]$" . "" | int }}
+{{- $unit := regexReplaceAll "^[0-9]+" . "" }}
+{{- mul $n (get (dict "s" 1 "m" 60 "h" 3600 "d" 86400 "w" 604800) $unit) }}
+{{- end }}
+
+{{/* A duration divided by prometheusRule.timeCompression (dict "d" duration "c" factor), in
+seconds; fails unless it divides exactly. */}}
+{{- define "llmprobe.compressDuration" -}}
+{{- $s := include "llmprobe.durationSeconds" .d | int }}
+{{- if ne (mod $s .c) 0 }}
+{{- fail (printf "prometheusRule.timeCompression %d does not divide %s (%d s)" (int .c) .d $s) }}
+{{- end }}
+{{- printf "%ds" (div $s .c) }}
+{{- end }}

@@ -1,7 +1,8 @@
 """Checks on `helm template` output that schema validation cannot make (tests/tools/helm.sh).
 
     chart_checks.py split RENDERED CORE_OUT CRD_OUT
-        Writes the core objects and the CRD objects (ServiceMonitor, PrometheusRule) of a
+        Writes the core objects and the CRD objects (ServiceMonitor, PrometheusRule,
+        AlertmanagerConfig) of a
         rendered chart to two files: kubernetes-validate knows only the core schemas.
     chart_checks.py config RENDERED SECRETS_DIR CONFIG_OUT
         Writes the daemon config from the ConfigMap with /etc/llmprobe/secrets/ replaced by
@@ -219,9 +220,56 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
         # Unchanged values render the rule files exactly.
         if not values.get("prometheusRule", {}).get("objectives") and \
                 "minRequests" not in values.get("prometheusRule", {}) and \
-                not prv.get("runbookBaseURL") and groups != file_groups:
+                not prv.get("runbookBaseURL") and prv.get("timeCompression", 1) == 1 and \
+                not deep_get(values, "alertmanagerConfig", "enabled", default=False) and \
+                groups != file_groups:
             problem("PrometheusRule groups differ from alerts/*.yaml with default values")
         Path(rules_out).write_text(yaml.safe_dump({"groups": groups}), encoding="utf-8")
+
+    # AlertmanagerConfig: the route and inhibit rules of alertmanager/llmprobe.yml, the
+    # values' receivers, and every alert of the PrometheusRule labelled with its namespace
+    # (the operator routes only alerts of the AlertmanagerConfig's namespace).
+    amcs = by_kind.get("AlertmanagerConfig", [])
+    want_amc = deep_get(values, "alertmanagerConfig", "enabled", default=False)
+    if bool(amcs) != bool(want_amc):
+        problem(f"AlertmanagerConfig rendered={bool(amcs)}, expected {bool(want_amc)}")
+    am = yaml.safe_load((Path(repo) / "alertmanager/llmprobe.yml").read_text(encoding="utf-8"))
+
+    def crm(ms: list[dict]) -> list[str]:
+        return sorted(f'{m["name"]}{m["matchType"]}"{m["value"]}"' for m in ms)
+
+    for amc in amcs:
+        if amc["apiVersion"] != "monitoring.coreos.com/v1alpha1":
+            problem(f"AlertmanagerConfig apiVersion {amc['apiVersion']}")
+        extra = deep_get(values, "alertmanagerConfig", "additionalLabels", default={})
+        if not extra.items() <= amc["metadata"]["labels"].items():
+            problem("AlertmanagerConfig lacks alertmanagerConfig.additionalLabels")
+        spec, want = amc["spec"], am["route"]
+        route = spec["route"]
+        got_top = [route.get(k) for k in ("receiver", "groupBy", "groupWait", "groupInterval", "repeatInterval")]
+        want_top = [want.get(k) for k in ("receiver", "group_by", "group_wait", "group_interval", "repeat_interval")]
+        if got_top != want_top:
+            problem(f"AlertmanagerConfig route {got_top} != alertmanager/llmprobe.yml {want_top}")
+        got_routes = [(r["receiver"], crm(r.get("matchers", [])), r.get("repeatInterval"))
+                      for r in route.get("routes", [])]
+        want_routes = [(r["receiver"], sorted(r.get("matchers", [])), r.get("repeat_interval"))
+                       for r in want.get("routes", [])]
+        if got_routes != want_routes:
+            problem(f"AlertmanagerConfig routes {got_routes} != alertmanager/llmprobe.yml {want_routes}")
+        got_inhibit = [(crm(r["sourceMatch"]), crm(r["targetMatch"]), r["equal"])
+                       for r in spec.get("inhibitRules", [])]
+        want_inhibit = [(sorted(r["source_matchers"]), sorted(r["target_matchers"]), r["equal"])
+                        for r in am["inhibit_rules"]]
+        if got_inhibit != want_inhibit:
+            problem("AlertmanagerConfig inhibitRules differ from alertmanager/llmprobe.yml")
+        if spec.get("receivers") != deep_get(values, "alertmanagerConfig", "receivers"):
+            problem("AlertmanagerConfig receivers are not the values' receivers")
+        ns = amc["metadata"]["namespace"]
+        for pr in rules:
+            for g in pr["spec"]["groups"]:
+                for r in g["rules"]:
+                    if r.get("alert") and r.get("labels", {}).get("namespace") != ns:
+                        problem(f"{r['alert']}: no namespace={ns} label for the AlertmanagerConfig")
 
     # Dashboards: one ConfigMap per dashboards/*.json, labelled for the sidecar, same JSON.
     want_dash = deep_get(values, "dashboards", "enabled", default=False)
