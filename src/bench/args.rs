@@ -91,6 +91,10 @@ pub struct BenchArgs {
     /// Seed for arrivals, lengths and prompts.
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub seed: u64,
+    /// Arrival process: poisson (default), gamma (shape --burstiness) or constant
+    /// (evenly spaced, like vLLM's and GuideLLM's constant profiles).
+    #[arg(long, value_name = "PROCESS", help_heading = "Load")]
+    pub arrival: Option<String>,
     /// Search for the highest rate that passes every gate: doubling, then bisection.
     #[arg(long, help_heading = "Load")]
     pub find_max_rate: bool,
@@ -150,6 +154,31 @@ pub struct BenchArgs {
     /// Dataset file for --dataset sharegpt|jsonl.
     #[arg(long, help_heading = "Workload")]
     pub dataset_path: Option<PathBuf>,
+
+    // ---- trace replay ----
+    /// Replay arrivals and lengths from a production trace instead of a schedule:
+    /// Mooncake JSONL, BurstGPT CSV or JSONL `{offset_ms, input_tokens,
+    /// output_tokens}` (docs/bench.md, "Trace replay").
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["rate", "sweep", "find_max_rate", "arrival", "shard", "dataset_path"],
+        help_heading = "Trace replay"
+    )]
+    pub trace: Option<PathBuf>,
+    /// Trace format: mooncake, burstgpt or jsonl (default: detected from the file).
+    #[arg(long, value_name = "FORMAT", help_heading = "Trace replay")]
+    pub trace_format: Option<String>,
+    /// Replay this many times faster than the trace (0.5 = half speed).
+    #[arg(long, value_name = "X", help_heading = "Trace replay")]
+    pub trace_speedup: Option<f64>,
+    /// Replay only the requests from START to END of trace time, e.g. `10m..20m`,
+    /// `60..` (a bare number is seconds).
+    #[arg(long, value_name = "START..END", help_heading = "Trace replay")]
+    pub trace_window: Option<String>,
+    /// BurstGPT: replay only the rows whose Model column is this (e.g. ChatGPT).
+    #[arg(long, value_name = "NAME", help_heading = "Trace replay")]
+    pub trace_model: Option<String>,
 
     // ---- SLOs and gates ----
     /// Goodput objective: TTFT at most this many ms.

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::bench::args::BenchArgs;
+use crate::bench::trace::{TraceOptions, parse_trace, trace_rate};
 use crate::client::{Endpoint, valid_header_name};
 use crate::duration::DurationError;
 use crate::exit::UsageError;
@@ -16,7 +17,7 @@ pub use crate::latency::LatencyMetric;
 pub use crate::rate::Rate;
 use crate::record::Slo;
 use crate::report::gate::Gate;
-pub use crate::schedule::Shard;
+pub use crate::schedule::{ArrivalProcess, Shard};
 
 type Result<T> = std::result::Result<T, UsageError>;
 
@@ -147,6 +148,10 @@ pub struct BenchOptions {
     pub warmup: u64,
     pub max_concurrency: Option<u32>,
     pub burstiness: f64,
+    /// The arrival process of a schedule (`--arrival`, with `--burstiness` for gamma).
+    pub arrival: ArrivalProcess,
+    /// `--trace`: replay a trace instead of a schedule.
+    pub trace: Option<TraceOptions>,
     /// The seed of this process's streams (already derived from the shard index).
     pub seed: u64,
     /// The seed the user gave.
@@ -195,10 +200,19 @@ impl BenchOptions {
             .map(str::parse::<Shard>)
             .transpose()
             .map_err(|e| flag("--shard", e))?;
-        let stop = parse_stop(a, shard)?;
+        let trace = parse_trace(a)?;
+        let stop = match &trace {
+            // The survey stopped at warmup + --num-requests; what is left is counted.
+            Some(t) => Stop::Count(t.survey.requests - a.warmup),
+            None => parse_stop(a, shard)?,
+        };
         check_load_shape(a)?;
+        let arrival = parse_arrival(a)?;
         let gates = parse_gates(a)?;
-        let rates = parse_rate_plan(a, &gates, stop)?;
+        let rates = match &trace {
+            Some(t) => RatePlan::Fixed(vec![trace_rate(&t.survey)]),
+            None => parse_rate_plan(a, &gates, stop)?,
+        };
         let len_dist = parse_len_dist(a)?;
         check_lengths(a)?;
         let dataset = parse_dataset(a)?;
@@ -234,6 +248,8 @@ impl BenchOptions {
             warmup: a.warmup,
             max_concurrency: a.max_concurrency,
             burstiness: a.burstiness,
+            arrival,
+            trace,
             seed,
             base_seed: a.seed,
             shard,
@@ -354,6 +370,32 @@ fn check_load_shape(a: &BenchArgs) -> Result<()> {
         return Err(UsageError::new("--max-concurrency must be at least 1"));
     }
     Ok(())
+}
+
+/// `--arrival` with `--burstiness`: without `--arrival`, a burstiness other than 1
+/// means gamma (as before the flag existed); with it, burstiness belongs to gamma only.
+fn parse_arrival(a: &BenchArgs) -> Result<ArrivalProcess> {
+    let gamma = ArrivalProcess::Gamma {
+        burstiness: a.burstiness,
+    };
+    let process = match a.arrival.as_deref() {
+        None if a.burstiness == 1.0 => ArrivalProcess::Poisson,
+        None | Some("gamma") => gamma,
+        Some("poisson") => ArrivalProcess::Poisson,
+        Some("constant") => ArrivalProcess::Constant,
+        Some(other) => {
+            return Err(UsageError::new(format!(
+                "--arrival {other:?}: expected poisson, gamma or constant"
+            )));
+        }
+    };
+    if a.burstiness != 1.0 && !matches!(process, ArrivalProcess::Gamma { .. }) {
+        return Err(UsageError::new(format!(
+            "--burstiness {} shapes gamma arrivals: drop it or use --arrival gamma",
+            a.burstiness
+        )));
+    }
+    Ok(process)
 }
 
 /// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R`.
@@ -964,6 +1006,68 @@ mod tests {
         let o = opts("--mock --rate 4 --save-result x.json").unwrap();
         assert_eq!(o.save_result, Some(PathBuf::from("x.json")));
         assert!(err("--mock --rate 4 --result-filename r.json").contains("--save-result"));
+    }
+
+    #[test]
+    fn arrival_processes_and_burstiness() {
+        assert_eq!(
+            opts("--mock --rate 4").unwrap().arrival,
+            ArrivalProcess::Poisson
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --burstiness 0.5").unwrap().arrival,
+            ArrivalProcess::Gamma { burstiness: 0.5 }
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival gamma --burstiness 2")
+                .unwrap()
+                .arrival,
+            ArrivalProcess::Gamma { burstiness: 2.0 }
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival constant").unwrap().arrival,
+            ArrivalProcess::Constant
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival poisson").unwrap().arrival,
+            ArrivalProcess::Poisson
+        );
+        assert!(
+            err("--mock --rate 4 --arrival constant --burstiness 2").contains("--arrival gamma")
+        );
+        assert!(err("--mock --rate 4 --arrival uniform").contains("poisson, gamma or constant"));
+    }
+
+    #[test]
+    fn a_trace_sets_the_rate_and_the_count() {
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        let o = opts(&format!("--mock --trace {trace}")).unwrap();
+        let t = o.trace.as_ref().unwrap();
+        assert_eq!(t.survey.requests, 200);
+        assert_eq!(o.stop, Stop::Count(200));
+        let RatePlan::Fixed(rates) = &o.rates else {
+            panic!("{:?}", o.rates)
+        };
+        assert_eq!(rates.len(), 1);
+        let o = opts(&format!(
+            "--mock --trace {trace} --num-requests 50 --warmup 5"
+        ))
+        .unwrap();
+        assert_eq!(o.stop, Stop::Count(50));
+        assert_eq!(o.trace.unwrap().survey.requests, 55);
+        assert!(err(&format!("--mock --trace {trace} --duration 10s")).contains("--duration"));
+        assert!(err(&format!("--mock --trace {trace} --warmup 200")).contains("--warmup 200"));
+        assert!(
+            err(&format!("--mock --trace {trace} --trace-speedup 0")).contains("--trace-speedup")
+        );
+        assert!(
+            err(&format!("--mock --trace {trace} --trace-format csv")).contains("--trace-format")
+        );
+        assert!(err(&format!("--mock --trace {trace} --trace-model x")).contains("not BurstGPT"));
+        assert!(err("--mock --trace-speedup 2 --rate 1").contains("--trace"));
     }
 
     #[test]

@@ -32,8 +32,11 @@ use crate::schedule::{ArrivalProcess, Schedule, Shard};
 use crate::secret::Secret;
 use crate::workload::lengths::{LengthDist, Lengths};
 use crate::workload::prompt::PromptGenerator;
+use crate::workload::replay::{Handoff, ReplayArrivals, ReplayFailure};
 use crate::workload::tokenizer::Tokenizer;
-use crate::workload::{RequestSpec, TokenCounter, Workload};
+use crate::workload::trace::{TraceReader, TraceSource};
+use crate::workload::trace_prompt::BlockPrompts;
+use crate::workload::{PROMPT_BYTES_PER_TOKEN, RequestSpec, TokenCounter, Workload};
 
 /// Batch slowdown of the `--mock` engine unless `--mock-batch-slowdown` says otherwise:
 /// ITL × (1 + 0.02 × running), so a sweep shows the knee a real engine has (at 48
@@ -103,6 +106,8 @@ struct Bench {
     mocked: bool,
     client: Arc<Client>,
     workload: Arc<Workload>,
+    /// `--trace`: the prompt builder of the replay (its run nonce set per run).
+    trace_prompts: Option<BlockPrompts>,
     timer: Timer,
     records_out: Option<JsonlWriter>,
     json_out: Option<JsonlWriter>,
@@ -122,6 +127,7 @@ impl Bench {
             .transpose()
             .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?;
         let counter: Option<TokenCounter> = tokenizer.as_ref().map(Tokenizer::counter);
+        let trace_prompts = trace_prompts(&opts, tokenizer.clone())?;
         let workload = build_workload(&opts, tokenizer)?;
         // Fail on the workload before the first request, not in the middle of a run.
         workload
@@ -149,7 +155,10 @@ impl Bench {
         };
         // A request asking for more tokens than the client accepts would fail every
         // time as stream_error: say so before the run instead.
-        let max_output = workload.max_output_tokens();
+        let max_output = match &opts.trace {
+            Some(t) => t.survey.max_output_tokens,
+            None => workload.max_output_tokens(),
+        };
         if max_output > cfg.limits.max_output_tokens {
             return Err(exit::UsageError::new(format!(
                 "requests may ask for up to {max_output} output tokens (--output-len or the \
@@ -188,6 +197,7 @@ impl Bench {
             mocked,
             client: Arc::new(client),
             workload: Arc::new(workload),
+            trace_prompts,
             timer,
             records_out,
             json_out,
@@ -207,6 +217,11 @@ impl Bench {
             "{}",
             report::table::render(&rows, &self.opts.percentile_metrics, &self.opts.percentiles)
         );
+        if let Some(t) = &self.opts.trace {
+            for r in &rows {
+                println!("{}", trace_line(t, r));
+            }
+        }
 
         if let Some(path) = &self.opts.save_result {
             self.save_vllm(path, &result.runs)?;
@@ -243,7 +258,9 @@ impl Bench {
         // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
         // before the clock starts; otherwise each is built in its own task just before
         // it is sent, which shows in its dispatch lag.
+        let replay = self.replay(nonce)?;
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
+            _ if replay.is_some() => None,
             Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
                 Some(Arc::new(prebuild(n, |i| workload.spec(i))?))
             }
@@ -262,6 +279,7 @@ impl Bench {
             // should be).
             retry_gate: self.opts.respect_retry_after.then(RetryGate::default),
             build_failure: build_failure.clone(),
+            handoff: replay.as_ref().map(ReplayArrivals::handoff),
         };
         let probe = move |d: runner::Dispatch| sender.send(d);
 
@@ -270,7 +288,11 @@ impl Bench {
         // Tells this run's --records lines from another run's in `report merge`.
         let run_id = format!("{started_at}/{nonce:08x}");
         let (tx, rx) = mpsc::unbounded_channel();
-        let arrivals = schedule.arrivals(self.opts.seed);
+        let replay_failure = replay.as_ref().map(ReplayArrivals::failure);
+        let arrivals: Box<dyn Iterator<Item = Duration> + Send> = match replay {
+            Some(r) => Box::new(r),
+            None => Box::new(schedule.arrivals(self.opts.seed)),
+        };
         let runner = runner::run(arrivals, config, None, probe, tx);
         let sink = RecordSink {
             out: self.records_out.as_mut(),
@@ -290,21 +312,37 @@ impl Bench {
         if let Some(e) = build_failure.error() {
             return Err(e.into());
         }
+        if let Some(e) = replay_failure.as_ref().and_then(ReplayFailure::get) {
+            return Err(exit::UsageError::new(format!("the trace replay stopped: {e}")).into());
+        }
         records.sort_by_key(|r| r.id);
         let report = self.report(rate, process_rate, &collector, started_at)?;
         Ok(RateRun { report, records })
     }
 
+    /// `--trace`: the replay of this run, its first requests built (before the clock
+    /// starts).
+    fn replay(&self, nonce: u32) -> anyhow::Result<Option<ReplayArrivals>> {
+        let (Some(t), Some(prompts)) = (&self.opts.trace, &self.trace_prompts) else {
+            return Ok(None);
+        };
+        let reader = TraceReader::open(&t.path, Some(t.format()), t.model.clone())?;
+        let source = TraceSource::new(reader, t.selection.clone());
+        // Every request built before the clock starts when they fit, as for a schedule.
+        let bytes = t.survey.input_tokens.saturating_mul(PROMPT_BYTES_PER_TOKEN);
+        let prebuild = if bytes <= PREBUILD_MAX_BYTES {
+            usize::try_from(t.survey.requests).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
+        let replay = ReplayArrivals::start(source, prompts.with_run(nonce), prebuild)
+            .context("cannot start the trace replay thread")?;
+        Ok(Some(replay))
+    }
+
     /// The arrival schedule of this process at `process_rate`.
     fn schedule(&self, process_rate: Rate) -> anyhow::Result<Schedule> {
-        let process = if self.opts.burstiness == 1.0 {
-            ArrivalProcess::Poisson
-        } else {
-            ArrivalProcess::Gamma {
-                burstiness: self.opts.burstiness,
-            }
-        };
-        Ok(Schedule::new(process_rate.per_second(), process)?)
+        Ok(Schedule::new(process_rate.per_second(), self.opts.arrival)?)
     }
 
     /// The runner's stop condition: (requests including warmup, duration).
@@ -442,6 +480,23 @@ impl Bench {
             warmup: o.warmup,
             max_concurrency: o.max_concurrency,
             burstiness: o.burstiness,
+            arrival: match (&o.trace, o.arrival) {
+                (Some(_), _) => "trace",
+                (None, ArrivalProcess::Poisson) => "poisson",
+                (None, ArrivalProcess::Gamma { .. }) => "gamma",
+                (None, ArrivalProcess::Constant) => "constant",
+            }
+            .to_string(),
+            trace: o.trace.as_ref().map(|t| report::TraceInputs {
+                path: t.path.display().to_string(),
+                format: t.format().as_str().to_string(),
+                speedup: t.selection.speedup,
+                window_start_s: t.selection.start.as_secs_f64(),
+                window_end_s: t.selection.end.map(|e| e.as_secs_f64()),
+                model: t.model.clone(),
+                requests: t.survey.requests,
+                zero_length_skipped: t.survey.zero.count,
+            }),
             seed: o.base_seed,
             effective_seed: o.seed,
             slo: report::SloMs::from_slo(&o.slo),
@@ -510,6 +565,8 @@ struct RequestSender {
     workload: Arc<Workload>,
     retry_gate: Option<RetryGate>,
     build_failure: BuildFailure,
+    /// `--trace`: requests built ahead by the replay, taken by id.
+    handoff: Option<Handoff>,
 }
 
 impl RequestSender {
@@ -518,12 +575,15 @@ impl RequestSender {
         d: runner::Dispatch,
     ) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
         let this = self.clone();
+        // Taken now, at dispatch, so the hand-off holds only requests not yet sent.
+        let handed = self.handoff.as_ref().and_then(|h| h.take(d.id));
         async move {
             if let Some(gate) = &this.retry_gate {
                 gate.wait().await;
             }
             let built;
-            let spec = match this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
+            let prebuilt = this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
+            let spec = match handed.as_ref().or(prebuilt) {
                 Some(spec) => spec,
                 None => match this.workload.spec(d.id) {
                     Ok(spec) => {
@@ -660,6 +720,46 @@ impl BuildFailure {
 fn unsent(d: runner::Dispatch) -> RequestRecord {
     let now = d.elapsed();
     RequestRecord::new(d.id, d.t_sched, now)
+}
+
+/// How closely a replay kept the trace's times: its dispatch lag p99 and max.
+fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
+    format!(
+        "trace {} ({}, speedup {}): {} requests replayed; dispatch lag from the trace's \
+         times p99 {}, max {}",
+        t.path.display(),
+        t.format().as_str(),
+        t.selection.speedup,
+        r.requests + r.warmup_excluded,
+        ms(r.dispatch_lag_ms.p99),
+        ms(r.dispatch_lag_ms.max)
+    )
+}
+
+/// The prompt builder of `--trace` (exact lengths with a tokenizer).
+fn trace_prompts(
+    opts: &BenchOptions,
+    tokenizer: Option<Tokenizer>,
+) -> anyhow::Result<Option<BlockPrompts>> {
+    let Some(t) = &opts.trace else {
+        return Ok(None);
+    };
+    let zero = t.survey.zero;
+    if let Some(line) = zero.first_line {
+        eprintln!(
+            "WARNING: {}: {} requests with a zero input or output length are left out \
+             (the first on line {line})",
+            t.path.display(),
+            zero.count
+        );
+    }
+    let prompts = match tokenizer {
+        Some(tok) => BlockPrompts::exact(0, tok)
+            .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?,
+        None => BlockPrompts::approximate(0),
+    };
+    Ok(Some(prompts))
 }
 
 fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {

@@ -143,6 +143,10 @@ pub struct RunInputs {
     pub max_concurrency: Option<u32>,
     /// Gamma shape of inter-arrival times (1 = Poisson).
     pub burstiness: f64,
+    /// The arrival process: `poisson`, `gamma`, `constant`, or `trace` (replayed).
+    pub arrival: String,
+    /// The replayed trace (null unless `--trace`).
+    pub trace: Option<TraceInputs>,
     /// Seed given on the command line.
     pub seed: u64,
     /// Seed this process used (differs from `seed` per shard).
@@ -151,6 +155,25 @@ pub struct RunInputs {
     pub slo: SloMs,
     /// The gates, as written.
     pub gates: Vec<String>,
+}
+
+/// A replayed trace: which file, which part, how fast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceInputs {
+    pub path: String,
+    /// `mooncake`, `burstgpt` or `jsonl`.
+    pub format: String,
+    /// Time compression (2 = twice as fast as the trace).
+    pub speedup: f64,
+    /// The window of trace time replayed, seconds (end null: to the end of the file).
+    pub window_start_s: f64,
+    pub window_end_s: Option<f64>,
+    /// BurstGPT `Model` filter (null: every row).
+    pub model: Option<String>,
+    /// Requests replayed, warmup included.
+    pub requests: u64,
+    /// Requests of the window left out because a length was zero.
+    pub zero_length_skipped: u64,
 }
 
 /// The verdict of one gate ([`gate::Gate`]) at one rate (part of the JSON report).
@@ -321,6 +344,8 @@ pub mod test_support {
             warmup: 0,
             max_concurrency: None,
             burstiness: 1.0,
+            arrival: "poisson".into(),
+            trace: None,
             seed: 0,
             effective_seed: 0,
             slo: SloMs {

@@ -22,7 +22,10 @@ pub use tokenizer::TokenCounter;
 pub mod dataset;
 pub mod lengths;
 pub mod prompt;
+pub mod replay;
 pub mod tokenizer;
+pub mod trace;
+pub mod trace_prompt;
 
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
