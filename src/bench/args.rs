@@ -77,9 +77,20 @@ pub struct BenchArgs {
     /// Run each rate for this long instead of a request count (e.g. `60s`).
     #[arg(long, help_heading = "Load")]
     pub duration: Option<String>,
-    /// Requests sent first at each rate and left out of every figure.
-    #[arg(long, default_value_t = 0, help_heading = "Load")]
-    pub warmup: u64,
+    /// Requests sent first at each rate and left out of every figure, or `auto`: find
+    /// the end of the start-up transient in the TTFT series (MSER-5) and leave out what
+    /// comes before it.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "N|auto",
+        help_heading = "Load"
+    )]
+    pub warmup: String,
+    /// Run each rate N times with different seeds and report the mean and a 95 %
+    /// confidence interval of every figure (Student's t over the runs).
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Load")]
+    pub repeat: u32,
     /// Cap on requests in flight; arrivals beyond it wait for a slot (the wait shows as
     /// dispatch lag).
     #[arg(long, help_heading = "Load")]
@@ -197,6 +208,15 @@ pub struct BenchArgs {
     /// `ttft-p99<=500ms`, `error-ratio<=1%` (repeatable). A failed gate exits with 3.
     #[arg(long = "gate", value_name = "EXPR", help_heading = "SLOs and gates")]
     pub gates: Vec<String>,
+    /// What gates compare: `value` (the figure; the mean over --repeat runs) or `ci`
+    /// (the pessimistic end of its 95 % interval: the upper bound of a `<=` gate).
+    #[arg(
+        long,
+        default_value = "value",
+        value_name = "value|ci",
+        help_heading = "SLOs and gates"
+    )]
+    pub gate_on: String,
     /// Shorthand for `--gate goodput-ratio>=R`.
     #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
     pub min_goodput_ratio: Option<String>,
@@ -274,6 +294,25 @@ pub struct ReportArgs {
 pub enum ReportCommand {
     /// Recompute exact summaries from the --records files of several shards (or runs).
     Merge(MergeArgs),
+    /// Two --json-out files side by side: each figure's change and whether it is
+    /// outside the noise (using the intervals of --repeat runs when both have them).
+    Compare(CompareArgs),
+}
+
+/// Flags of `llmprobe report compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The reference run's --json-out file.
+    #[arg(value_name = "BASE.jsonl")]
+    pub base: PathBuf,
+    /// The run to judge, --json-out of the same rates.
+    #[arg(value_name = "NEW.jsonl")]
+    pub new: PathBuf,
+    /// Exit 3 when a judged figure (throughput, goodput, TTFT/TPOT/ITL/E2E) got worse
+    /// by more than this (`5%` or `0.05`) and not within the noise. Without it, changes
+    /// beyond 5 % are marked but the exit code is 0.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<String>,
 }
 
 /// Flags of `llmprobe report merge`.

@@ -16,7 +16,7 @@ use crate::exit::UsageError;
 pub use crate::latency::LatencyMetric;
 pub use crate::rate::Rate;
 use crate::record::Slo;
-use crate::report::gate::Gate;
+use crate::report::gate::{Gate, GateBasis};
 pub use crate::schedule::{ArrivalProcess, Shard};
 
 type Result<T> = std::result::Result<T, UsageError>;
@@ -145,7 +145,14 @@ pub struct BenchOptions {
 
     pub rates: RatePlan,
     pub stop: Stop,
+    /// Requests left out at the start of each run (0 with `warmup_auto`).
     pub warmup: u64,
+    /// `--warmup auto`: the start-up transient is found by MSER-5 after each run.
+    pub warmup_auto: bool,
+    /// Runs per rate (`--repeat`), folded into one row with 95 % intervals.
+    pub repeat: u32,
+    /// What gates compare (`--gate-on`).
+    pub gate_basis: GateBasis,
     pub max_concurrency: Option<u32>,
     pub burstiness: f64,
     /// The arrival process of a schedule (`--arrival`, with `--burstiness` for gamma).
@@ -200,10 +207,11 @@ impl BenchOptions {
             .map(str::parse::<Shard>)
             .transpose()
             .map_err(|e| flag("--shard", e))?;
-        let trace = parse_trace(a)?;
+        let warmup = parse_warmup(&a.warmup)?;
+        let trace = parse_trace(a, warmup.count())?;
         let stop = match &trace {
             // The survey stopped at warmup + --num-requests; what is left is counted.
-            Some(t) => Stop::Count(t.survey.requests - a.warmup),
+            Some(t) => Stop::Count(t.survey.requests - warmup.count()),
             None => parse_stop(a, shard)?,
         };
         check_load_shape(a)?;
@@ -245,7 +253,10 @@ impl BenchOptions {
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,
-            warmup: a.warmup,
+            warmup: warmup.count(),
+            warmup_auto: warmup == Warmup::Auto,
+            repeat: parse_repeat(a.repeat)?,
+            gate_basis: a.gate_on.parse().map_err(|e| flag("--gate-on", e))?,
             max_concurrency: a.max_concurrency,
             burstiness: a.burstiness,
             arrival,
@@ -370,6 +381,46 @@ fn check_load_shape(a: &BenchArgs) -> Result<()> {
         return Err(UsageError::new("--max-concurrency must be at least 1"));
     }
     Ok(())
+}
+
+/// `--warmup`: a count or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Warmup {
+    Count(u64),
+    Auto,
+}
+
+impl Warmup {
+    fn count(self) -> u64 {
+        match self {
+            Warmup::Count(n) => n,
+            Warmup::Auto => 0,
+        }
+    }
+}
+
+fn parse_warmup(s: &str) -> Result<Warmup> {
+    if s.trim() == "auto" {
+        return Ok(Warmup::Auto);
+    }
+    s.trim().parse().map(Warmup::Count).map_err(|_| {
+        UsageError::new(format!(
+            "--warmup {s:?}: expected a number of requests or auto"
+        ))
+    })
+}
+
+/// The most `--repeat` runs: beyond it the interval hardly narrows (it shrinks as
+/// 1/√n) while the run time grows linearly.
+pub const MAX_REPEAT: u32 = 1000;
+
+fn parse_repeat(n: u32) -> Result<u32> {
+    if !(1..=MAX_REPEAT).contains(&n) {
+        return Err(UsageError::new(format!(
+            "--repeat {n} must be between 1 and {MAX_REPEAT}"
+        )));
+    }
+    Ok(n)
 }
 
 /// `--arrival` with `--burstiness`: without `--arrival`, a burstiness other than 1
@@ -1036,6 +1087,19 @@ mod tests {
             err("--mock --rate 4 --arrival constant --burstiness 2").contains("--arrival gamma")
         );
         assert!(err("--mock --rate 4 --arrival uniform").contains("poisson, gamma or constant"));
+    }
+
+    #[test]
+    fn repeat_warmup_auto_and_gate_basis() {
+        let o = opts("--mock --rate 4 --repeat 5 --warmup auto --gate-on ci").unwrap();
+        assert_eq!((o.repeat, o.warmup, o.warmup_auto), (5, 0, true));
+        assert_eq!(o.gate_basis, GateBasis::Ci);
+        let o = opts("--mock --rate 4 --warmup 7").unwrap();
+        assert_eq!((o.repeat, o.warmup, o.warmup_auto), (1, 7, false));
+        assert_eq!(o.gate_basis, GateBasis::Value);
+        assert!(err("--mock --rate 4 --repeat 0").contains("--repeat 0"));
+        assert!(err("--mock --rate 4 --warmup some").contains("number of requests or auto"));
+        assert!(err("--mock --rate 4 --gate-on upper").contains("--gate-on"));
     }
 
     #[test]

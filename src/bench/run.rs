@@ -245,15 +245,21 @@ impl Bench {
             .join(", ")
     }
 
-    /// One open-loop run at `rate` (the whole run's rate; a shard sends its part).
-    async fn run_one(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+    /// One open-loop run at `rate` (the whole run's rate; a shard sends its part), its
+    /// arrivals and lengths drawn from `seed`.
+    async fn run_one(&mut self, rate: Rate, seed: u64) -> anyhow::Result<RateRun> {
         let process_rate = rate.divided(self.opts.shard.map_or(1, |s| s.count));
         let schedule = self.schedule(process_rate)?;
         let (max_requests, duration) = self.stop_condition();
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
         let nonce = run_nonce(self.nonce_base, self.runs);
-        let workload = Arc::new((*self.workload).clone().with_run_nonce(nonce));
+        let workload = Arc::new(
+            (*self.workload)
+                .clone()
+                .with_run_nonce(nonce)
+                .with_seed(seed),
+        );
         self.runs += 1;
         // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
         // before the clock starts; otherwise each is built in its own task just before
@@ -291,7 +297,7 @@ impl Bench {
         let replay_failure = replay.as_ref().map(ReplayArrivals::failure);
         let arrivals: Box<dyn Iterator<Item = Duration> + Send> = match replay {
             Some(r) => Box::new(r),
-            None => Box::new(schedule.arrivals(self.opts.seed)),
+            None => Box::new(schedule.arrivals(seed)),
         };
         let runner = runner::run(arrivals, config, None, probe, tx);
         let sink = RecordSink {
@@ -301,14 +307,15 @@ impl Bench {
             shard: self.opts.shard,
             slo: self.opts.slo,
             warmup: self.opts.warmup,
-            // The vLLM file lists every request; keep them only when it is wanted.
-            keep: self.opts.save_result.is_some(),
+            // The vLLM file lists every request, and --warmup auto reads them all; keep
+            // them only then.
+            keep: self.opts.save_result.is_some() || self.opts.warmup_auto,
             progress: &progress,
             build_failure: &build_failure,
         };
         let (_run_report, collected) = tokio::join!(runner, sink.collect(rx));
         progress.finish_and_clear();
-        let (collector, mut records) = collected?;
+        let (mut collector, mut records) = collected?;
         if let Some(e) = build_failure.error() {
             return Err(e.into());
         }
@@ -316,7 +323,17 @@ impl Bench {
             return Err(exit::UsageError::new(format!("the trace replay stopped: {e}")).into());
         }
         records.sort_by_key(|r| r.id);
-        let report = self.report(rate, process_rate, &collector, started_at)?;
+        if self.opts.warmup_auto {
+            let (c, dropped) = auto_warmup(self.opts.slo, &mut records);
+            eprintln!(
+                "rate {rate}: --warmup auto (MSER-5 on TTFT) left out the first {dropped} requests"
+            );
+            collector = c;
+        }
+        if self.opts.save_result.is_none() {
+            records.clear();
+        }
+        let report = self.report(rate, process_rate, &collector, started_at);
         Ok(RateRun { report, records })
     }
 
@@ -379,15 +396,14 @@ impl Bench {
         }
     }
 
-    /// The rate's report from its collected records, warned about and written to
-    /// `--json-out`.
+    /// The rate's report from its collected records, warned about.
     fn report(
-        &mut self,
+        &self,
         rate: Rate,
         process_rate: Rate,
         collector: &Collector,
         started_at: String,
-    ) -> anyhow::Result<RateReport> {
+    ) -> RateReport {
         let opts = &self.opts;
         let ctx = ReportContext {
             inputs: Some(self.inputs()),
@@ -409,10 +425,7 @@ impl Bench {
                 report.dispatch_lag_warn_ms
             );
         }
-        if let Some(w) = self.json_out.as_mut() {
-            w.write(&report)?;
-        }
-        Ok(report)
+        report
     }
 
     fn progress_bar(
@@ -546,8 +559,23 @@ impl Bench {
 }
 
 impl Executor for Bench {
+    /// `--repeat` runs of `rate` (each with its own seed) folded into one row, written
+    /// to `--json-out`.
     async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
-        self.run_one(rate).await
+        let mut runs = Vec::new();
+        for k in 0..self.opts.repeat {
+            if k > 0 && self.cancel.is_cancelled() {
+                break;
+            }
+            runs.push(self.run_one(rate, repeat_seed(self.opts.seed, k)).await?);
+        }
+        let reports: Vec<RateReport> = runs.iter().map(|r| r.report.clone()).collect();
+        let report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);
+        if let Some(w) = self.json_out.as_mut() {
+            w.write(&report)?;
+        }
+        let records = runs.into_iter().flat_map(|r| r.records).collect();
+        Ok(RateRun { report, records })
     }
 
     fn interrupted(&self) -> bool {
@@ -720,6 +748,41 @@ impl BuildFailure {
 fn unsent(d: runner::Dispatch) -> RequestRecord {
     let now = d.elapsed();
     RequestRecord::new(d.id, d.t_sched, now)
+}
+
+/// The seed of the `k`-th repeat run: the seed itself first (so `--repeat 1` is the
+/// plain run), then unrelated seeds derived from it.
+fn repeat_seed(seed: u64, k: u32) -> u64 {
+    if k == 0 {
+        seed
+    } else {
+        crate::schedule::splitmix64(seed ^ crate::schedule::splitmix64(u64::from(k)))
+    }
+}
+
+/// `--warmup auto`: the records (in id order, all kept) collected again without the
+/// start-up transient MSER-5 finds in the TTFT series of the successful ones; returns
+/// the collector and how many requests were left out. The records left out are removed.
+fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ttft().is_some()).collect();
+    let series: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| r.ttft())
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .collect();
+    let cut = crate::aggregate::warmup::mser5_truncation(&series);
+    let first_kept = if cut == 0 {
+        0
+    } else {
+        ok.get(cut).map_or(u64::MAX, |r| r.id)
+    };
+    let mut collector = Collector::new(slo, first_kept);
+    for r in records.iter() {
+        collector.push(r);
+    }
+    let dropped = records.iter().filter(|r| r.id < first_kept).count() as u64;
+    records.retain(|r| r.id >= first_kept);
+    (collector, dropped)
 }
 
 /// How closely a replay kept the trace's times: its dispatch lag p99 and max.

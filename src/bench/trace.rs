@@ -32,7 +32,7 @@ impl TraceOptions {
 
 /// `--trace` and its flags, the trace read once through up to `warmup + num_requests`
 /// selected requests. `None` without `--trace`.
-pub fn parse_trace(a: &BenchArgs) -> Result<Option<TraceOptions>, UsageError> {
+pub fn parse_trace(a: &BenchArgs, warmup: u64) -> Result<Option<TraceOptions>, UsageError> {
     let Some(path) = &a.trace else {
         let given = [
             ("--trace-format", a.trace_format.is_some()),
@@ -72,12 +72,12 @@ pub fn parse_trace(a: &BenchArgs) -> Result<Option<TraceOptions>, UsageError> {
         end,
         speedup,
     };
-    let cap = a.num_requests.map(|n| n.saturating_add(a.warmup));
+    let cap = a.num_requests.map(|n| n.saturating_add(warmup));
     let survey = survey(path, format, a.trace_model.clone(), &selection, cap)?;
-    if survey.requests <= a.warmup {
+    if survey.requests <= warmup {
         return Err(UsageError::new(format!(
             "--warmup {} leaves none of the trace's {} selected requests to measure",
-            a.warmup, survey.requests
+            warmup, survey.requests
         )));
     }
     Ok(Some(TraceOptions {

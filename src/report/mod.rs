@@ -16,10 +16,14 @@ use crate::rate::Rate;
 use crate::schedule::Shard;
 
 pub mod build;
+pub mod ci;
+pub mod compare;
+pub mod figures;
 pub mod gate;
 pub mod jsonl;
 pub mod merge;
 pub mod plot;
+pub mod repeat;
 pub mod table;
 pub mod vllm;
 
@@ -277,6 +281,13 @@ pub struct RateReport {
     pub token_sources: BTreeMap<String, u64>,
     /// Verdict of every gate at this rate.
     pub gates: Vec<GateResult>,
+    /// Runs behind this row (`--repeat`): with more than one, every figure is the mean
+    /// over the runs and counts are their sums.
+    pub repeats: u32,
+    /// 95 % confidence interval `[low, high]` of each figure over the runs, keyed by the
+    /// figure's name (`ttft_ms.p99`, `output_throughput`, …; `report::figures`); empty
+    /// for a single run. Student's t over run-level values (`report::ci`).
+    pub ci95: BTreeMap<String, [f64; 2]>,
 }
 
 impl RateReport {
@@ -400,6 +411,8 @@ pub mod test_support {
             dispatch_lag_warn_ms: 1.0,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),
             gates: vec![],
+            repeats: 1,
+            ci95: BTreeMap::new(),
         }
     }
 }

@@ -118,6 +118,13 @@ impl Workload {
         self
     }
 
+    /// The same workload drawn from another seed (lengths and prompt bodies; a
+    /// dataset keeps its visiting order).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
     pub fn seed(&self) -> u64 {
         self.seed
     }
