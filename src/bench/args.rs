@@ -187,6 +187,10 @@ pub struct BenchArgs {
     /// `60..` (a bare number is seconds).
     #[arg(long, value_name = "START..END", help_heading = "Trace replay")]
     pub trace_window: Option<String>,
+    /// The model's context length: a trace request whose input + output tokens exceed
+    /// it is refused (FILE:LINE) before anything is sent (vLLM's --max-model-len).
+    #[arg(long, value_name = "TOKENS", help_heading = "Trace replay")]
+    pub max_model_len: Option<u32>,
     /// BurstGPT: replay only the rows whose Model column is this (e.g. ChatGPT).
     #[arg(long, value_name = "NAME", help_heading = "Trace replay")]
     pub trace_model: Option<String>,

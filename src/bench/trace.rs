@@ -39,6 +39,7 @@ pub fn parse_trace(a: &BenchArgs, warmup: u64) -> Result<Option<TraceOptions>, U
             ("--trace-speedup", a.trace_speedup.is_some()),
             ("--trace-window", a.trace_window.is_some()),
             ("--trace-model", a.trace_model.is_some()),
+            ("--max-model-len", a.max_model_len.is_some()),
         ];
         if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
             return Err(UsageError::new(format!("{name} needs --trace FILE")));
@@ -67,10 +68,14 @@ pub fn parse_trace(a: &BenchArgs, warmup: u64) -> Result<Option<TraceOptions>, U
         Some(w) => parse_window(w)?,
         None => (Duration::ZERO, None),
     };
+    if a.max_model_len == Some(0) {
+        return Err(UsageError::new("--max-model-len must be at least 1"));
+    }
     let selection = TraceSelection {
         start,
         end,
         speedup,
+        max_model_len: a.max_model_len,
     };
     let cap = a.num_requests.map(|n| n.saturating_add(warmup));
     let survey = survey(path, format, a.trace_model.clone(), &selection, cap)?;

@@ -411,6 +411,9 @@ pub struct TraceSelection {
     pub end: Option<Duration>,
     /// Time compression: 2 replays the trace twice as fast.
     pub speedup: f64,
+    /// The model's context in tokens: a request whose input and output together exceed
+    /// it is refused (a server would reject it, which is no measurement of the trace).
+    pub max_model_len: Option<u32>,
 }
 
 impl Default for TraceSelection {
@@ -419,6 +422,7 @@ impl Default for TraceSelection {
             start: Duration::ZERO,
             end: None,
             speedup: 1.0,
+            max_model_len: None,
         }
     }
 }
@@ -511,6 +515,14 @@ impl TraceSource {
                 "input length {} is above {MAX_TRACE_INPUT} tokens, longer than any model's \
                  context",
                 e.input_tokens
+            )));
+        }
+        if let Some(max) = self.selection.max_model_len
+            && u64::from(e.input_tokens) + u64::from(e.output_tokens) > u64::from(max)
+        {
+            return Err(here(format!(
+                "input {} + output {} tokens exceed --max-model-len {max}",
+                e.input_tokens, e.output_tokens
             )));
         }
         let blocks = e.input_tokens.div_ceil(TRACE_BLOCK_TOKENS) as usize;
@@ -671,6 +683,7 @@ mod tests {
             start: ms(2500),
             end: Some(ms(6000)),
             speedup: 2.0,
+            max_model_len: None,
         };
         let got = all(&p, sel).unwrap();
         // Requests at 3, 4, 5 s of the trace; the first goes at once, then every 0.5 s.
@@ -719,6 +732,27 @@ mod tests {
             let place = format!("{}:{want}", p.display());
             assert!(e.starts_with(&place), "{e}\n  wanted {place}");
         }
+    }
+
+    #[test]
+    fn requests_longer_than_the_context_are_refused() {
+        let (_d, p) = file(
+            "{\"offset_ms\": 0, \"input_tokens\": 4000, \"output_tokens\": 96}\n\
+             {\"offset_ms\": 1, \"input_tokens\": 4000, \"output_tokens\": 97}\n",
+        );
+        let sel = TraceSelection {
+            max_model_len: Some(4096),
+            ..TraceSelection::default()
+        };
+        let e = survey(&p, None, None, &sel, None).unwrap_err();
+        assert_eq!(
+            e.0,
+            format!(
+                "{}:2: input 4000 + output 97 tokens exceed --max-model-len 4096",
+                p.display()
+            )
+        );
+        assert!(survey(&p, None, None, &TraceSelection::default(), None).is_ok());
     }
 
     #[test]
