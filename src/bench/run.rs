@@ -788,13 +788,21 @@ fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
 /// How closely a replay kept the trace's times: its dispatch lag p99 and max.
 fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
+    let runs = u64::from(r.repeats.max(1));
+    let (replayed, of) = if runs > 1 {
+        (
+            (r.requests + r.warmup_excluded) / runs,
+            format!(" (means of {runs} runs)"),
+        )
+    } else {
+        (r.requests + r.warmup_excluded, String::new())
+    };
     format!(
-        "trace {} ({}, speedup {}): {} requests replayed; dispatch lag from the trace's \
-         times p99 {}, max {}",
+        "trace {} ({}, speedup {}): {replayed} requests replayed; dispatch lag from the \
+         trace's times p99 {}, max {}{of}",
         t.path.display(),
         t.format().as_str(),
         t.selection.speedup,
-        r.requests + r.warmup_excluded,
         ms(r.dispatch_lag_ms.p99),
         ms(r.dispatch_lag_ms.max)
     )
@@ -945,6 +953,30 @@ mod tests {
             e.0
         );
         assert_eq!(exit::code_for(&e.into()), exit::USAGE);
+    }
+
+    #[test]
+    fn the_trace_line_gives_lag_per_replay() {
+        let t = crate::bench::trace::TraceOptions {
+            path: "t.jsonl".into(),
+            format: Some(crate::workload::trace::TraceFormat::Mooncake),
+            model: None,
+            selection: crate::workload::trace::TraceSelection::default(),
+            survey: crate::workload::trace::TraceSurvey::default(),
+        };
+        let mut r = crate::report::test_support::sample_report(8.0);
+        assert_eq!(
+            trace_line(&t, &r),
+            "trace t.jsonl (mooncake, speedup 1): 100 requests replayed; dispatch lag from \
+             the trace's times p99 0.400 ms, max 0.900 ms"
+        );
+        r.repeats = 5;
+        r.requests = 500;
+        assert!(
+            trace_line(&t, &r).ends_with("100 requests replayed; dispatch lag from the trace's times p99 0.400 ms, max 0.900 ms (means of 5 runs)"),
+            "{}",
+            trace_line(&t, &r)
+        );
     }
 
     #[test]
