@@ -285,7 +285,8 @@ def slo_dashboard() -> dict:
              "s",
              [(f"max by ({BY}) (llmprobe_slo_ttft_seconds{{{SEL}}})", "TTFT {{target}}/{{scenario}}"),
               (f"max by ({BY}) (llmprobe_slo_tpot_seconds{{{SEL}}})", "TPOT {{target}}/{{scenario}}"),
-              (f"max by ({BY}) (llmprobe_slo_e2e_seconds{{{SEL}}})", "E2E {{target}}/{{scenario}}")],
+              (f"max by ({BY}) (llmprobe_slo_e2e_seconds{{{SEL}}})", "E2E {{target}}/{{scenario}}"),
+              (f"max by ({BY}) (llmprobe_slo_ttfa_seconds{{{SEL}}})", "TTFA {{target}}/{{scenario}}")],
              w=12),
         row("Latency"),
         timeseries("Time to first token", "TTFT quantiles, from the actual send to the first "
@@ -297,6 +298,18 @@ def slo_dashboard() -> dict:
                    quantiles("llmprobe_inter_token_latency_seconds")),
         timeseries("End-to-end latency", "E2E quantiles, from the send to the last token.",
                    "s", quantiles("llmprobe_request_duration_seconds")),
+        timeseries("Time to first answer token", "TTFA quantiles: from the send to the first "
+                   "answer (non-reasoning) token. Equals TTFT when the model does not reason; "
+                   "the gap to TTFT is the time spent reasoning.", "s",
+                   quantiles("llmprobe_ttfa_seconds")),
+        timeseries("Reasoning tokens per probe", "Mean reasoning tokens per probe, next to "
+                   "all output tokens per probe.", "none",
+                   [(f"sum by ({BY}) (rate(llmprobe_reasoning_tokens_total{{{SEL}}}[{RATE}])) "
+                     f"/ sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
+                     "reasoning {{target}}/{{scenario}}"),
+                    (f"sum by ({BY}) (rate(llmprobe_output_tokens_total{{{SEL}}}[{RATE}])) "
+                     f"/ sum by ({BY}) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
+                     "output {{target}}/{{scenario}}")]),
         row("Goodput and failures"),
         timeseries("Goodput ratio", "Good probes over all probes.", "percentunit",
                    [(f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))\n/\n"

@@ -15,6 +15,9 @@ use crate::record::RequestRecord;
 pub enum Latency {
     /// Time to first token, t_first − t_send.
     Ttft,
+    /// Time to first answer token, t_first_answer − t_send (equals TTFT when the model
+    /// does not reason).
+    Ttfa,
     /// Time per output token after the first, vLLM's definition.
     Tpot,
     /// Per-token inter-token latency (a gap shared among the tokens of its chunk),
@@ -34,8 +37,9 @@ pub enum Latency {
 
 impl Latency {
     /// Every latency, in the order the summaries list them.
-    pub const ALL: [Latency; 8] = [
+    pub const ALL: [Latency; 9] = [
         Latency::Ttft,
+        Latency::Ttfa,
         Latency::Tpot,
         Latency::Itl,
         Latency::ChunkGap,
@@ -57,6 +61,7 @@ impl Latency {
     pub const fn name(self) -> &'static str {
         match self {
             Latency::Ttft => "ttft",
+            Latency::Ttfa => "ttfa",
             Latency::Tpot => "tpot",
             Latency::Itl => "itl",
             Latency::ChunkGap => "chunk_gap",
@@ -84,6 +89,7 @@ impl Latency {
         };
         match self {
             Latency::Ttft => one(r.ttft()),
+            Latency::Ttfa => one(r.ttfa()),
             Latency::Tpot => one(r.tpot()),
             Latency::E2e => one(r.e2e()),
             Latency::TtftFromSched => one(r.ttft_from_sched()),
@@ -103,9 +109,12 @@ pub enum LatencyMetric {
     Tpot,
     Itl,
     E2el,
+    /// Time to first answer token (not a vLLM metric).
+    Ttfa,
 }
 
 impl LatencyMetric {
+    /// vLLM's `--percentile-metrics` names (TTFA is llmprobe's own).
     pub const ALL: [LatencyMetric; 4] = [
         LatencyMetric::Ttft,
         LatencyMetric::Tpot,
@@ -120,6 +129,7 @@ impl LatencyMetric {
             LatencyMetric::Tpot => "tpot",
             LatencyMetric::Itl => "itl",
             LatencyMetric::E2el => "e2el",
+            LatencyMetric::Ttfa => "ttfa",
         }
     }
 
@@ -130,6 +140,7 @@ impl LatencyMetric {
             LatencyMetric::Tpot => Latency::Tpot,
             LatencyMetric::Itl => Latency::Itl,
             LatencyMetric::E2el => Latency::E2e,
+            LatencyMetric::Ttfa => Latency::Ttfa,
         }
     }
 }
@@ -142,8 +153,9 @@ impl FromStr for LatencyMetric {
             "tpot" => Ok(LatencyMetric::Tpot),
             "itl" => Ok(LatencyMetric::Itl),
             "e2el" | "e2e" => Ok(LatencyMetric::E2el),
+            "ttfa" => Ok(LatencyMetric::Ttfa),
             _ => Err(format!(
-                "unknown metric {s:?}: expected ttft, tpot, itl or e2el"
+                "unknown metric {s:?}: expected ttft, tpot, itl, e2el or ttfa"
             )),
         }
     }
@@ -158,7 +170,7 @@ mod tests {
         for (i, l) in Latency::ALL.iter().enumerate() {
             assert_eq!(l.index(), i);
         }
-        assert_eq!(Latency::COUNT, 8);
+        assert_eq!(Latency::COUNT, 9);
     }
 
     #[test]

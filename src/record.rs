@@ -115,6 +115,9 @@ pub enum TokenSource {
     Tokenizer,
     /// No usage and no tokenizer: each content chunk counts as one token.
     Chunks,
+    /// A non-streamed answer without usage and without a tokenizer: its output tokens
+    /// are not known (counted as 0).
+    Unknown,
 }
 
 impl TokenSource {
@@ -124,6 +127,7 @@ impl TokenSource {
             TokenSource::Usage => "usage",
             TokenSource::Tokenizer => "tokenizer",
             TokenSource::Chunks => "chunks",
+            TokenSource::Unknown => "unknown",
         }
     }
 }
@@ -138,6 +142,37 @@ pub struct Chunk {
     pub tokens: u32,
     /// Bytes of generated text in this chunk (used to spread a final usage count).
     pub text_bytes: u32,
+    /// How many of `text_bytes` were reasoning rather than answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_bytes: u32,
+}
+
+impl Chunk {
+    /// The share of `tokens` that was reasoning: all of them for a reasoning chunk,
+    /// none for an answer chunk, and in proportion to the bytes for a chunk with both.
+    pub fn reasoning_tokens(&self) -> u32 {
+        if self.reasoning_bytes == 0 {
+            0
+        } else if self.reasoning_bytes >= self.text_bytes {
+            self.tokens
+        } else {
+            let share = u64::from(self.tokens) * u64::from(self.reasoning_bytes)
+                / u64::from(self.text_bytes);
+            u32::try_from(share).unwrap_or(self.tokens)
+        }
+    }
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Latency objectives a request must meet to count as good. `None` = not configured.
@@ -149,11 +184,13 @@ pub struct Slo {
     pub tpot: Option<Duration>,
     #[serde(with = "opt_secs", default)]
     pub e2e: Option<Duration>,
+    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
+    pub ttfa: Option<Duration>,
 }
 
 impl Slo {
     pub fn is_empty(&self) -> bool {
-        self.ttft.is_none() && self.tpot.is_none() && self.e2e.is_none()
+        Sli::ALL.into_iter().all(|sli| self.limit(sli).is_none())
     }
 
     /// The configured threshold of one SLI, if any.
@@ -162,6 +199,7 @@ impl Slo {
             Sli::Ttft => self.ttft,
             Sli::Tpot => self.tpot,
             Sli::E2e => self.e2e,
+            Sli::Ttfa => self.ttfa,
         }
     }
 }
@@ -172,17 +210,20 @@ pub enum Sli {
     Ttft,
     Tpot,
     E2e,
+    /// Time to first answer token (reasoning models).
+    Ttfa,
 }
 
 impl Sli {
     /// Every SLI, in the order of [`Slo`]'s fields.
-    pub const ALL: [Sli; 3] = [Sli::Ttft, Sli::Tpot, Sli::E2e];
+    pub const ALL: [Sli; 4] = [Sli::Ttft, Sli::Tpot, Sli::E2e, Sli::Ttfa];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Sli::Ttft => "ttft",
             Sli::Tpot => "tpot",
             Sli::E2e => "e2e",
+            Sli::Ttfa => "ttfa",
         }
     }
 }
@@ -202,9 +243,13 @@ pub struct RequestRecord {
     /// When the response headers arrived.
     #[serde(with = "opt_secs", default)]
     pub t_headers: Option<Duration>,
-    /// Arrival of the first chunk with non-empty generated text (t_first).
+    /// Arrival of the first chunk with non-empty generated text, reasoning or answer
+    /// (t_first). None when the answer was not streamed.
     #[serde(with = "opt_secs", default)]
     pub t_first: Option<Duration>,
+    /// Arrival of the first chunk with answer (non-reasoning) text (t_first_answer).
+    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
+    pub t_first_answer: Option<Duration>,
     /// When the stream ended (`[DONE]`, end of body, or the failure).
     #[serde(with = "opt_secs", default)]
     pub t_end: Option<Duration>,
@@ -216,6 +261,16 @@ pub struct RequestRecord {
     pub usage_prompt_tokens: Option<u32>,
     /// `usage.completion_tokens` as reported by the server (final value).
     pub usage_completion_tokens: Option<u32>,
+    /// Reasoning tokens as reported by the server (`completion_tokens_details` or
+    /// `output_tokens_details.reasoning_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_reasoning_tokens: Option<u32>,
+    /// Whether the answer was streamed. A non-streamed answer has no TTFT, TPOT or ITL.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub streamed: bool,
+    /// Stream events of a type the protocol does not know (ignored).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown_events: u32,
     /// The `max_tokens` requested.
     pub max_tokens: u32,
     /// `finish_reason` of the last choice that had one.
@@ -243,11 +298,15 @@ impl RequestRecord {
             t_send,
             t_headers: None,
             t_first: None,
+            t_first_answer: None,
             t_end: None,
             chunks: Vec::new(),
             prompt_tokens_sent: 0,
             usage_prompt_tokens: None,
             usage_completion_tokens: None,
+            usage_reasoning_tokens: None,
+            streamed: true,
+            unknown_events: 0,
             max_tokens: 0,
             finish_reason: None,
             http_status: None,
@@ -262,16 +321,53 @@ impl RequestRecord {
     /// (continuous usage or a tokenizer), else `None` (resolved at the end).
     /// Chunks with no text are ignored: they do not start TTFT and carry no token.
     pub fn push_chunk(&mut self, at: Duration, text_bytes: usize, tokens: Option<u32>) {
+        self.push_delta(at, text_bytes, 0, tokens);
+    }
+
+    /// Appends a streamed chunk of `answer_bytes` of answer and `reasoning_bytes` of
+    /// reasoning text. The first chunk with any text sets t_first, the first with
+    /// answer text sets t_first_answer.
+    pub fn push_delta(
+        &mut self,
+        at: Duration,
+        answer_bytes: usize,
+        reasoning_bytes: usize,
+        tokens: Option<u32>,
+    ) {
+        let text_bytes = answer_bytes + reasoning_bytes;
         if text_bytes == 0 && tokens.unwrap_or(0) == 0 {
             return;
         }
         if self.t_first.is_none() {
             self.t_first = Some(at);
         }
+        if answer_bytes > 0 && self.t_first_answer.is_none() {
+            self.t_first_answer = Some(at);
+        }
+        self.push_raw(at, text_bytes, reasoning_bytes, tokens);
+    }
+
+    /// Records a whole non-streamed answer that arrived at `at`: its text and tokens
+    /// count like a chunk's, but nothing about it is a first token.
+    pub fn push_body(
+        &mut self,
+        at: Duration,
+        answer_bytes: usize,
+        reasoning_bytes: usize,
+        tokens: Option<u32>,
+    ) {
+        self.streamed = false;
+        if answer_bytes + reasoning_bytes > 0 {
+            self.push_raw(at, answer_bytes + reasoning_bytes, reasoning_bytes, tokens);
+        }
+    }
+
+    fn push_raw(&mut self, at: Duration, text_bytes: usize, reasoning: usize, tokens: Option<u32>) {
         self.chunks.push(Chunk {
             at,
             tokens: tokens.unwrap_or(0),
             text_bytes: u32::try_from(text_bytes).unwrap_or(u32::MAX),
+            reasoning_bytes: u32::try_from(reasoning).unwrap_or(u32::MAX),
         });
     }
 
@@ -305,6 +401,13 @@ impl RequestRecord {
                 // Cumulative counts arrived on every chunk but the final usage chunk did
                 // not: the per-chunk counts are still the server's own.
                 self.token_source = TokenSource::ContinuousUsage;
+            }
+            _ if !self.streamed => {
+                // One body is not a count of anything.
+                for c in &mut self.chunks {
+                    c.tokens = 0;
+                }
+                self.token_source = TokenSource::Unknown;
             }
             _ => {
                 for c in &mut self.chunks {
@@ -358,6 +461,34 @@ impl RequestRecord {
     /// Time to first token: t_first − t_send.
     pub fn ttft(&self) -> Option<Duration> {
         self.t_first.map(|t| t.saturating_sub(self.t_send))
+    }
+
+    /// Time to first answer token: t_first_answer − t_send. Equals TTFT when the model
+    /// does not reason; None when no answer text arrived (or it was not streamed).
+    pub fn ttfa(&self) -> Option<Duration> {
+        self.t_first_answer.map(|t| t.saturating_sub(self.t_send))
+    }
+
+    /// Output tokens spent reasoning: the server's count when sent, else the reasoning
+    /// chunks' tokens.
+    pub fn reasoning_tokens(&self) -> u32 {
+        match self.usage_reasoning_tokens {
+            Some(n) => n,
+            None => {
+                let sum: u64 = self
+                    .chunks
+                    .iter()
+                    .map(|c| u64::from(c.reasoning_tokens()))
+                    .sum();
+                u32::try_from(sum).unwrap_or(u32::MAX)
+            }
+        }
+    }
+
+    /// Whether any reasoning was seen (text or a server count).
+    pub fn saw_reasoning(&self) -> bool {
+        self.usage_reasoning_tokens.is_some_and(|n| n > 0)
+            || self.chunks.iter().any(|c| c.reasoning_bytes > 0)
     }
 
     /// TTFT measured from the intended send time: t_first − t_sched (includes the
@@ -443,6 +574,7 @@ impl RequestRecord {
             Sli::Ttft => self.ttft().is_some_and(|v| v <= limit),
             Sli::Tpot => self.tpot().is_none_or(|v| v <= limit),
             Sli::E2e => self.e2e().is_some_and(|v| v <= limit),
+            Sli::Ttfa => self.ttfa().is_some_and(|v| v <= limit),
         }
     }
 }
@@ -551,6 +683,59 @@ mod tests {
     }
 
     #[test]
+    fn ttfa_is_the_first_answer_chunk_and_reasoning_is_counted() {
+        // Sent at 0; reasoning chunks at 50, 55, 60 ms; the answer from 65 ms.
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        for i in 0..3 {
+            r.push_delta(ms(50 + 5 * i), 0, 4, Some(1));
+        }
+        r.push_delta(ms(65), 4, 0, Some(1));
+        // A chunk with both: 4 bytes of each, 2 tokens, half of them reasoning.
+        r.push_delta(ms(70), 4, 4, Some(2));
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        assert_eq!(r.ttft(), Some(ms(50)));
+        assert_eq!(r.ttfa(), Some(ms(65)));
+        assert_eq!((r.output_tokens(), r.reasoning_tokens()), (6, 4));
+        assert!(r.saw_reasoning());
+        // The server's count wins when it sends one.
+        r.usage_reasoning_tokens = Some(3);
+        assert_eq!(r.reasoning_tokens(), 3);
+        // Reasoning only: no answer, no TTFA, and a TTFA objective is missed.
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_delta(ms(50), 0, 4, Some(1));
+        r.resolve_tokens(Some(TokenSource::Tokenizer));
+        assert_eq!((r.ttft(), r.ttfa()), (Some(ms(50)), None));
+        assert!(!r.meets(Sli::Ttfa, ms(1000)));
+        assert!(r.meets(Sli::Ttft, ms(1000)));
+    }
+
+    #[test]
+    fn a_non_streamed_answer_has_e2e_only() {
+        let mut r = RequestRecord::new(0, ms(10), ms(10));
+        r.push_body(ms(90), 12, 0, None);
+        r.usage_completion_tokens = Some(5);
+        r.t_end = Some(ms(90));
+        r.resolve_tokens(None);
+        assert_eq!((r.ttft(), r.ttfa(), r.tpot()), (None, None, None));
+        assert_eq!(r.itl().count(), 0);
+        assert_eq!(r.e2e(), Some(ms(80)));
+        assert_eq!((r.output_tokens(), r.token_source), (5, TokenSource::Usage));
+        assert!(!r.streamed);
+        // No usage and no tokenizer: the count is unknown, not one per body.
+        let mut r = RequestRecord::new(0, ms(0), ms(0));
+        r.push_body(ms(90), 12, 0, None);
+        r.resolve_tokens(None);
+        assert_eq!(
+            (r.output_tokens(), r.token_source),
+            (0, TokenSource::Unknown)
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["streamed"], serde_json::json!(false));
+        let back: RequestRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
     fn ttft_is_first_content_minus_send() {
         let r = spec_decode_record();
         assert_eq!(r.ttft(), Some(ms(50)));
@@ -653,6 +838,7 @@ mod tests {
                     at: Duration::ZERO,
                     tokens: 0,
                     text_bytes: b,
+                    reasoning_bytes: 0,
                 })
                 .collect();
             spread_tokens(&mut chunks, total);
@@ -727,6 +913,7 @@ mod tests {
             ttft: ttft.map(ms),
             tpot: tpot.map(Duration::from_micros),
             e2e: e2e.map(ms),
+            ttfa: None,
         };
         assert!(r.is_good(&Slo::default()));
         assert!(r.is_good(&slo(Some(50), Some(2500), Some(90))));

@@ -48,7 +48,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_endpoint",
-        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected `chat` or `completions`",
+        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected one of `chat`, `completions`, `responses`, `messages`, `embeddings`",
     ),
     (
         "bad_engine_url",
@@ -160,7 +160,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
     ),
     (
         "zero_grace_period",
@@ -177,6 +177,14 @@ const BAD: &[(&str, &str)] = &[
     (
         "zero_rate",
         "zero_rate.yaml:5:11: targets[0].rate: rate must be a positive number, got 0/min",
+    ),
+    (
+        "slo_ttft_without_stream",
+        "slo_ttft_without_stream.yaml:6:9: targets[0].scenarios[0]: slo.ttft cannot be met: this scenario sets stream: false, so only an e2e objective applies (it may come from defaults.slo; set it per scenario instead)",
+    ),
+    (
+        "slo_tpot_on_embeddings",
+        "slo_tpot_on_embeddings.yaml:4:5: targets[0].scenarios[0]: slo.tpot cannot be met: embeddings are never streamed, so only an e2e objective applies (it may come from defaults.slo; set it per scenario instead)",
     ),
     (
         "zero_scrape_interval",

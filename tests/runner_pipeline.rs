@@ -81,6 +81,7 @@ async fn open_loop_figures_are_the_engine_truth() {
         ttft: Some(ms(50)),
         tpot: Some(ms(5)),
         e2e: None,
+        ttfa: None,
     };
     let s = run(count(20), 10.0, slo).await;
     assert_eq!((s.requests, s.completed, s.failed), (20, 20, 0));
@@ -88,6 +89,9 @@ async fn open_loop_figures_are_the_engine_truth() {
     // TTFT exactly 50 ms; 21 tokens = 1 + 10 chunks of 2 → t_last = 150 ms after send.
     assert_eq!(s.ttft.percentile(50.0), Some(0.05));
     assert_eq!(s.ttft.percentile(99.0), Some(0.05));
+    // Nothing reasoned: the first answer token is the first token.
+    assert_eq!(s.ttfa, s.ttft);
+    assert_eq!(s.reasoning_tokens, 0);
     assert_eq!(s.e2e.max, Some(0.15));
     // TPOT = 100 ms / 20 = 5 ms; per-token ITL 5 ms for 20 tokens per request.
     assert!((s.tpot.mean.unwrap() - 0.005).abs() < 1e-15);

@@ -163,7 +163,8 @@ async fn echoing_gateway() -> SocketAddr {
     };
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(echo))
-        .route("/v1/completions", axum::routing::post(echo));
+        .route("/v1/completions", axum::routing::post(echo))
+        .route("/v1/messages", axum::routing::post(echo));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -207,8 +208,16 @@ async fn bench_never_shows_a_key_or_header_value() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut outputs: Vec<(String, String)> = Vec::new();
 
-    // (name, base url, --api-key?, OPENAI_API_KEY?, whether every request must succeed)
-    type Run<'a> = (&'a str, String, Option<&'a str>, Option<&'a str>, bool);
+    // (name, base url, --api-key?, OPENAI_API_KEY?, whether every request must succeed,
+    // endpoint: `messages` sends the key as `x-api-key`)
+    type Run<'a> = (
+        &'a str,
+        String,
+        Option<&'a str>,
+        Option<&'a str>,
+        bool,
+        &'a str,
+    );
     let runs: Vec<Run> = vec![
         (
             "flag",
@@ -216,6 +225,15 @@ async fn bench_never_shows_a_key_or_header_value() {
             Some(&key),
             None,
             true,
+            "chat",
+        ),
+        (
+            "messages",
+            format!("http://{}", mock.addr),
+            Some(&key),
+            None,
+            true,
+            "messages",
         ),
         (
             "env",
@@ -223,6 +241,7 @@ async fn bench_never_shows_a_key_or_header_value() {
             None,
             Some(&key),
             true,
+            "chat",
         ),
         // Wrong key: the mock's 401.
         (
@@ -231,11 +250,27 @@ async fn bench_never_shows_a_key_or_header_value() {
             None,
             Some(&env_key),
             false,
+            "chat",
         ),
         // A gateway that echoes every header in its 401 body.
-        ("echo", format!("http://{gateway}"), Some(&key), None, false),
+        (
+            "echo",
+            format!("http://{gateway}"),
+            Some(&key),
+            None,
+            false,
+            "chat",
+        ),
+        (
+            "echo-messages",
+            format!("http://{gateway}"),
+            Some(&key),
+            None,
+            false,
+            "messages",
+        ),
     ];
-    for (name, base, flag_key, env, all_ok) in runs {
+    for (name, base, flag_key, env, all_ok, endpoint) in runs {
         let records = dir.path().join(format!("{name}-records.jsonl"));
         let summary = dir.path().join(format!("{name}-summary.jsonl"));
         let mut cmd = llmprobe();
@@ -250,7 +285,7 @@ async fn bench_never_shows_a_key_or_header_value() {
             "--model",
             "mock-llm",
             "--endpoint",
-            "chat",
+            endpoint,
             "--rate",
             "inf",
             "--num-requests",

@@ -56,6 +56,7 @@ pub struct Collector {
     token_sources: BTreeMap<&'static str, u64>,
     input_tokens: u64,
     output_tokens: u64,
+    reasoning_tokens: u64,
     /// Scheduled time of the last warmup arrival (the window origin).
     origin: Option<Duration>,
     first_sched: Option<Duration>,
@@ -184,6 +185,7 @@ impl Collector {
             .or_default() += 1;
         self.input_tokens += u64::from(r.prompt_tokens());
         self.output_tokens += u64::from(r.output_tokens());
+        self.reasoning_tokens += u64::from(r.reasoning_tokens());
         self.push_latencies(r, false);
     }
 
@@ -238,6 +240,7 @@ impl Collector {
         }
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
         for (mine, theirs) in self.latencies.iter_mut().zip(&other.latencies) {
             mine.merge(theirs);
         }
@@ -283,6 +286,7 @@ impl Collector {
         };
         let [
             ttft,
+            ttfa,
             tpot,
             itl,
             chunk_gap,
@@ -311,7 +315,9 @@ impl Collector {
             goodput_ratio: (self.requests > 0).then(|| self.good as f64 / self.requests as f64),
             slo: self.slo,
             token_sources: own(&self.token_sources),
+            reasoning_tokens: self.reasoning_tokens,
             ttft,
+            ttfa,
             tpot,
             itl,
             chunk_gap,
@@ -364,7 +370,13 @@ pub struct Summary {
     pub slo: Slo,
     /// Successful requests by token source (`continuous_usage`, `usage`, …).
     pub token_sources: BTreeMap<String, u64>,
+    /// Of `output_tokens`, the reasoning tokens.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
     pub ttft: Stats,
+    /// Time to first answer token (equals `ttft` when nothing reasoned).
+    #[serde(default)]
+    pub ttfa: Stats,
     pub tpot: Stats,
     /// Per-token inter-token latency (count = tokens).
     pub itl: Stats,
@@ -382,6 +394,7 @@ impl Summary {
     pub fn latency(&self, l: Latency) -> &Stats {
         match l {
             Latency::Ttft => &self.ttft,
+            Latency::Ttfa => &self.ttfa,
             Latency::Tpot => &self.tpot,
             Latency::Itl => &self.itl,
             Latency::ChunkGap => &self.chunk_gap,

@@ -457,7 +457,7 @@ pub struct Percentile {
 }
 
 /// Statistics of one metric. Values are in the samples' unit (seconds for latencies).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Number of values (for per-token ITL: tokens).
     pub count: u64,

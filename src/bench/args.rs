@@ -27,9 +27,9 @@ pub struct BenchArgs {
     /// Model name sent in requests (required unless --mock).
     #[arg(long, help_heading = "Target")]
     pub model: Option<String>,
-    /// API flavour: chat or completions (also vLLM's --endpoint paths
-    /// /v1/chat/completions and /v1/completions, and its --backend names openai-chat,
-    /// openai, vllm, sglang).
+    /// API: chat, completions, responses (OpenAI Responses), messages (Anthropic) or
+    /// embeddings; also their paths (/v1/chat/completions, …) and vLLM's --backend
+    /// names openai-chat, openai, vllm, sglang.
     #[arg(
         long,
         visible_alias = "backend",
@@ -54,6 +54,10 @@ pub struct BenchArgs {
     /// Ask the server to ignore EOS so every request generates exactly --output-len tokens.
     #[arg(long, help_heading = "Target")]
     pub ignore_eos: bool,
+    /// Ask for whole answers (`stream: false`): only the end-to-end latency exists then
+    /// (no TTFT, TPOT or ITL). Embeddings are never streamed.
+    #[arg(long, help_heading = "Target")]
+    pub no_stream: bool,
     /// After a 429 or 503 with a Retry-After header, hold every new request until that
     /// delay has passed (off by default: an open-loop test keeps its schedule). The pause
     /// shows as dispatch lag, so the report says the schedule was not kept.
@@ -205,6 +209,10 @@ pub struct BenchArgs {
     /// Goodput objective: end-to-end latency at most this many ms.
     #[arg(long, visible_alias = "slo-e2e-ms", help_heading = "SLOs and gates")]
     pub slo_e2el_ms: Option<f64>,
+    /// Goodput objective: time to first answer token (after any reasoning) at most
+    /// this many ms.
+    #[arg(long, help_heading = "SLOs and gates")]
+    pub slo_ttfa_ms: Option<f64>,
     /// Goodput objectives vLLM-style, in ms: `--goodput ttft:500 tpot:40 e2el:2000`.
     #[arg(long, num_args = 1.., value_name = "METRIC:MS", help_heading = "SLOs and gates")]
     pub goodput: Vec<String>,
@@ -278,6 +286,10 @@ pub struct BenchArgs {
     /// Mock: tokens per streamed chunk.
     #[arg(long, requires = "mock", help_heading = "Mock")]
     pub mock_tokens_per_chunk: Option<u32>,
+    /// Mock: the first N output tokens are reasoning, streamed in the endpoint's
+    /// reasoning form; the answer (and TTFA) starts at token N.
+    #[arg(long, requires = "mock", help_heading = "Mock")]
+    pub mock_reasoning_tokens: Option<u32>,
     /// Mock: send no usage in streams (like servers that never do), so token counts
     /// come from --tokenizer or one per chunk.
     #[arg(long, requires = "mock", help_heading = "Mock")]
@@ -334,6 +346,9 @@ pub struct MergeArgs {
     /// Goodput objective: end-to-end latency at most this many ms.
     #[arg(long, visible_alias = "slo-e2e-ms")]
     pub slo_e2el_ms: Option<f64>,
+    /// Goodput objective: time to first answer token at most this many ms.
+    #[arg(long)]
+    pub slo_ttfa_ms: Option<f64>,
     /// Goodput objectives vLLM-style, in ms: `--goodput ttft:500 tpot:40`.
     #[arg(long, num_args = 1.., value_name = "METRIC:MS")]
     pub goodput: Vec<String>,

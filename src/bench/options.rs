@@ -124,6 +124,7 @@ pub struct MockOptions {
     pub batch_slowdown: Option<f64>,
     pub max_running: Option<u32>,
     pub tokens_per_chunk: Option<u32>,
+    pub reasoning_tokens: Option<u32>,
     /// Send no usage in streams.
     pub no_usage: bool,
     pub faults: Vec<String>,
@@ -139,6 +140,8 @@ pub struct BenchOptions {
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
     pub ignore_eos: bool,
+    /// Ask for streamed answers (`--no-stream` turns it off; embeddings never stream).
+    pub stream: bool,
     /// Pause new requests for a server's Retry-After (429/503).
     pub respect_retry_after: bool,
     pub tokenizer: Option<PathBuf>,
@@ -225,7 +228,12 @@ impl BenchOptions {
         check_lengths(a)?;
         let dataset = parse_dataset(a)?;
 
-        let slo = build_slo(a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, &a.goodput)?;
+        let slo = build_slo(
+            [a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, a.slo_ttfa_ms],
+            &a.goodput,
+        )?;
+        let stream = !a.no_stream && api.can_stream();
+        check_timed_slo(&slo, stream, api)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -249,6 +257,7 @@ impl BenchOptions {
             headers,
             timeout,
             ignore_eos: a.ignore_eos,
+            stream,
             respect_retry_after: a.respect_retry_after,
             tokenizer: a.tokenizer.clone(),
             rates,
@@ -688,9 +697,36 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
             }
             other => other,
         },
+        reasoning_tokens: a.mock_reasoning_tokens,
         no_usage: a.mock_no_usage,
         faults: a.mock_faults.clone(),
     })
+}
+
+/// An objective on a latency the answers cannot have is refused, not silently missed:
+/// a non-streamed answer (and an embedding) has only an end-to-end latency.
+fn check_timed_slo(slo: &Slo, stream: bool, api: Endpoint) -> Result<()> {
+    if stream {
+        return Ok(());
+    }
+    let why = if api.can_stream() {
+        "--no-stream was given"
+    } else {
+        "embeddings are never streamed"
+    };
+    for (name, set) in [
+        ("ttft", slo.ttft.is_some()),
+        ("tpot", slo.tpot.is_some()),
+        ("ttfa", slo.ttfa.is_some()),
+    ] {
+        if set {
+            return Err(UsageError::new(format!(
+                "--slo-{name}-ms cannot be met: {why}, so only the end-to-end latency \
+                 exists (use --slo-e2el-ms)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn flag(name: &str, msg: String) -> UsageError {
@@ -798,16 +834,15 @@ pub fn parse_percentiles(s: &str) -> Result<Vec<f64>> {
 /// The goodput objectives from loadgen's `--slo-*-ms` flags and vLLM's `--goodput
 /// ttft:500 tpot:40 e2el:2000` (ms). Both may be used; the same metric given twice with
 /// different values is an error rather than a silent choice.
-pub fn build_slo(
-    ttft_ms: Option<f64>,
-    tpot_ms: Option<f64>,
-    e2el_ms: Option<f64>,
-    goodput: &[String],
-) -> Result<Slo> {
-    let mut values: [(LatencyMetric, Option<f64>, &str); 3] = [
+/// The goodput objectives from `--slo-{ttft,tpot,e2el,ttfa}-ms` (in that order) and
+/// vLLM-style `--goodput METRIC:MS` items.
+pub fn build_slo(flags: [Option<f64>; 4], goodput: &[String]) -> Result<Slo> {
+    let [ttft_ms, tpot_ms, e2el_ms, ttfa_ms] = flags;
+    let mut values: [(LatencyMetric, Option<f64>, &str); 4] = [
         (LatencyMetric::Ttft, ttft_ms, "--slo-ttft-ms"),
         (LatencyMetric::Tpot, tpot_ms, "--slo-tpot-ms"),
         (LatencyMetric::E2el, e2el_ms, "--slo-e2el-ms"),
+        (LatencyMetric::Ttfa, ttfa_ms, "--slo-ttfa-ms"),
     ];
     for item in goodput.iter().flat_map(|g| g.split_whitespace()) {
         let (name, v) = item.split_once(':').ok_or_else(|| {
@@ -824,7 +859,7 @@ pub fn build_slo(
             .find(|(m, _, _)| *m == metric)
             .ok_or_else(|| {
                 UsageError::new(format!(
-                    "--goodput {item:?}: goodput objectives exist for ttft, tpot and e2el (vLLM has none for itl)"
+                    "--goodput {item:?}: goodput objectives exist for ttft, tpot, e2el and ttfa (vLLM has none for itl)"
                 ))
             })?;
         match slot.1 {
@@ -844,6 +879,7 @@ pub fn build_slo(
             LatencyMetric::Ttft => slo.ttft = d,
             LatencyMetric::Tpot => slo.tpot = d,
             LatencyMetric::E2el => slo.e2e = d,
+            LatencyMetric::Ttfa => slo.ttfa = d,
             LatencyMetric::Itl => {}
         }
     }
@@ -872,6 +908,30 @@ mod tests {
             Ok(_) => panic!("{line:?} should have been refused"),
             Err(e) => e.0,
         }
+    }
+
+    #[test]
+    fn streaming_choices_and_the_objectives_they_allow() {
+        let o = opts("--mock --rate 1 --endpoint messages --slo-ttfa-ms 300").unwrap();
+        assert_eq!((o.api, o.stream), (Endpoint::Messages, true));
+        assert_eq!(o.slo.ttfa, Some(Duration::from_millis(300)));
+        let o = opts("--mock --rate 1 --endpoint responses --no-stream --slo-e2el-ms 900").unwrap();
+        assert!(!o.stream);
+        // Embeddings never stream, whatever the flags say.
+        assert!(
+            !opts("--mock --rate 1 --endpoint embeddings")
+                .unwrap()
+                .stream
+        );
+        assert!(err("--mock --rate 1 --no-stream --slo-ttft-ms 100").contains("--no-stream"));
+        assert!(
+            err("--mock --rate 1 --endpoint embeddings --goodput tpot:5")
+                .contains("never streamed")
+        );
+        assert!(
+            err("--mock --rate 1 --endpoint chat --no-stream --slo-ttfa-ms 5")
+                .contains("--slo-ttfa-ms")
+        );
     }
 
     #[test]
@@ -951,7 +1011,7 @@ mod tests {
         assert!(err("--mock --rate 1 --timeout soon").contains("--timeout"));
         assert!(err("--mock --rate 1 --burstiness 0").contains("--burstiness"));
         assert!(err("--mock --rate 1 --max-concurrency 0").contains("--max-concurrency"));
-        assert!(err("--mock --rate 1 --endpoint embeddings").contains("embeddings"));
+        assert!(err("--mock --rate 1 --endpoint rerank").contains("rerank"));
         assert!(err("--rate 1 --model m --base-url localhost:8000").contains("http://"));
         assert!(err("--mock --rate 1 --base-url http://x:1").contains("--mock starts"));
         assert!(err("--mock --rate 1 --num-requests 2 --shard 2/3").contains("no request"));

@@ -76,6 +76,7 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 max_running: m.max_running,
                 no_usage: m.no_usage,
                 tokens_per_chunk: m.tokens_per_chunk,
+                reasoning_tokens: m.reasoning_tokens,
                 faults: mock::parse_fault_flags("--mock-fault", &m.faults)?,
                 model: Some(opts.model.clone()),
                 seed: Some(opts.seed),
@@ -145,6 +146,7 @@ impl Bench {
                 .map(|(k, v)| (k.clone(), Secret::new(v.clone())))
                 .collect(),
             ignore_eos: opts.ignore_eos,
+            stream: opts.stream,
             timeouts: crate::client::Timeouts {
                 total: opts.timeout,
                 first_token: opts.timeout,

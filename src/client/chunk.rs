@@ -1,6 +1,8 @@
-//! Decoding one streamed JSON chunk of an OpenAI-compatible response (chat or
-//! completions) into the few fields a measurement needs: generated text, usage,
-//! finish reason, or an error the server put in the stream.
+//! What one streamed event means for a measurement ([`ChunkData`]: generated text,
+//! reasoning, usage, finish reason, end of stream), the shared error shapes, and the
+//! decoder of OpenAI chat/completions chunks (both APIs stream the same chunk shape).
+//! The other protocols decode their own events in `client::protocol` into the same
+//! [`ChunkData`].
 //!
 //! Borrowed serde structs: strings are `Cow<str>` that borrow from the SSE buffer
 //! unless they contain escapes, only `choices[0]` is kept (the rest of the array is
@@ -25,6 +27,10 @@ pub struct ChunkData<'a> {
     pub usage: Option<Usage>,
     /// True when the chunk had at least one choice (usage-only chunks have none).
     pub has_choice: bool,
+    /// The protocol's end-of-stream event (`response.completed`, `message_stop`).
+    pub done: bool,
+    /// An event type the protocol's decoder does not know: ignored, and counted.
+    pub unknown: bool,
 }
 
 impl ChunkData<'_> {
@@ -34,14 +40,43 @@ impl ChunkData<'_> {
     }
 }
 
-/// `usage` as OpenAI-compatible servers send it. With vLLM's `continuous_usage_stats`
-/// it is on every chunk and cumulative.
+/// Token counts a server reported, in OpenAI's names. With vLLM's
+/// `continuous_usage_stats` they are on every chunk and cumulative.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(from = "OpenAiUsage")]
 pub struct Usage {
-    #[serde(default)]
     pub prompt_tokens: Option<u32>,
-    #[serde(default)]
     pub completion_tokens: Option<u32>,
+    /// Output tokens spent reasoning (included in `completion_tokens`).
+    pub reasoning_tokens: Option<u32>,
+}
+
+/// `usage` as OpenAI-compatible chat/completions servers send it.
+#[derive(Deserialize)]
+struct OpenAiUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u32>,
+    #[serde(default)]
+    completion_tokens: Option<u32>,
+    #[serde(default)]
+    completion_tokens_details: Option<ReasoningDetails>,
+}
+
+/// `completion_tokens_details` / `output_tokens_details`.
+#[derive(Deserialize)]
+pub(crate) struct ReasoningDetails {
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u32>,
+}
+
+impl From<OpenAiUsage> for Usage {
+    fn from(u: OpenAiUsage) -> Usage {
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+        }
+    }
 }
 
 /// Why a chunk could not be used.
@@ -125,7 +160,9 @@ struct RawDelta<'a> {
 
 /// An optional string that borrows from the input when it has no escapes. (serde's
 /// own `Cow` impl always copies unless the field is a bare `Cow<str>`.)
-fn opt_cow_str<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, str>>, D::Error> {
+pub(crate) fn opt_cow_str<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Cow<'a, str>>, D::Error> {
     struct V<'a>(std::marker::PhantomData<&'a ()>);
     impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
         type Value = Option<Cow<'a, str>>;
@@ -185,7 +222,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
 /// `error` inside a stream: an object with a message (OpenAI, vLLM) or a bare string.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum ErrorField {
+pub(crate) enum ErrorField {
     Text(String),
     Object {
         #[serde(default)]
@@ -199,7 +236,7 @@ enum ErrorField {
 }
 
 impl ErrorField {
-    fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             ErrorField::Text(s) => s,
             ErrorField::Object {
@@ -271,9 +308,12 @@ mod tests {
             c.usage,
             Some(Usage {
                 prompt_tokens: Some(12),
-                completion_tokens: Some(34)
+                completion_tokens: Some(34),
+                reasoning_tokens: None,
             })
         );
+        let c = decode(br#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":30,"completion_tokens_details":{"reasoning_tokens":20}}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().reasoning_tokens, Some(20));
         let c = decode(br#"{"choices":null,"usage":null}"#).unwrap();
         assert_eq!(c, ChunkData::default());
     }

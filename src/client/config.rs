@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
-/// Which OpenAI-compatible API to call.
+/// Which API to call: the protocol of the request body and of the answer.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize, Deserialize, JsonSchema,
 )]
@@ -21,13 +21,31 @@ pub enum Endpoint {
     Chat,
     /// `POST /v1/completions` with a raw prompt.
     Completions,
+    /// `POST /v1/responses` (OpenAI Responses API) with the prompt as `input`.
+    Responses,
+    /// `POST /v1/messages` (Anthropic Messages API) with the prompt as one user message.
+    Messages,
+    /// `POST /v1/embeddings` with the prompt as `input`; never streamed.
+    Embeddings,
 }
 
 impl Endpoint {
+    /// Every endpoint, in a stable order.
+    pub const ALL: [Endpoint; 5] = [
+        Endpoint::Chat,
+        Endpoint::Completions,
+        Endpoint::Responses,
+        Endpoint::Messages,
+        Endpoint::Embeddings,
+    ];
+
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::Chat => "/v1/chat/completions",
             Endpoint::Completions => "/v1/completions",
+            Endpoint::Responses => "/v1/responses",
+            Endpoint::Messages => "/v1/messages",
+            Endpoint::Embeddings => "/v1/embeddings",
         }
     }
 
@@ -35,6 +53,9 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
+            Endpoint::Responses => "responses",
+            Endpoint::Messages => "messages",
+            Endpoint::Embeddings => "embeddings",
         }
     }
 
@@ -43,7 +64,21 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "openai-chat",
             Endpoint::Completions => "openai",
+            Endpoint::Responses => "openai-responses",
+            Endpoint::Messages => "anthropic-messages",
+            Endpoint::Embeddings => "openai-embeddings",
         }
+    }
+
+    /// Whether the answer can be streamed (everything but embeddings).
+    pub fn can_stream(self) -> bool {
+        self != Endpoint::Embeddings
+    }
+
+    /// Whether the answer is generated text (everything but embeddings), so output
+    /// tokens, TPOT and ITL exist.
+    pub fn generates(self) -> bool {
+        self != Endpoint::Embeddings
     }
 }
 
@@ -59,8 +94,14 @@ impl std::str::FromStr for Endpoint {
             "completions" | "/v1/completions" | "openai" | "vllm" | "sglang" => {
                 Ok(Endpoint::Completions)
             }
+            "responses" | "/v1/responses" | "openai-responses" => Ok(Endpoint::Responses),
+            "messages" | "/v1/messages" | "anthropic" | "anthropic-messages" => {
+                Ok(Endpoint::Messages)
+            }
+            "embeddings" | "/v1/embeddings" | "openai-embeddings" => Ok(Endpoint::Embeddings),
             _ => Err(format!(
-                "unknown endpoint {s:?}: expected chat or completions (or /v1/chat/completions, /v1/completions)"
+                "unknown endpoint {s:?}: expected chat, completions, responses, messages or \
+                 embeddings (or their paths, e.g. /v1/chat/completions)"
             )),
         }
     }
@@ -72,6 +113,9 @@ pub fn valid_header_name(name: &str) -> bool {
     reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
 }
 
+/// The Messages API version llmprobe speaks (its event and field names).
+pub const DEFAULT_ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Everything the client needs to talk to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -81,7 +125,7 @@ pub struct ClientConfig {
     pub endpoint: Endpoint,
     /// The `model` field of the request.
     pub model: String,
-    /// Sent as `Authorization: Bearer <key>`.
+    /// Sent as `Authorization: Bearer <key>`, or as `x-api-key` for `messages`.
     pub api_key: Option<Secret>,
     /// Extra request headers; values are treated as secrets (they often carry auth).
     #[serde(with = "header_map")]
@@ -89,8 +133,14 @@ pub struct ClientConfig {
     pub headers: Vec<(String, Secret)>,
     /// JSON fields merged into the body last (a top-level key here replaces ours).
     pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// Ask for a streamed answer (`stream: true`). `false` times the whole answer
+    /// only: there is no TTFT, TPOT or ITL then. Embeddings are never streamed.
+    pub stream: bool,
+    /// The `anthropic-version` header sent to `messages` endpoints.
+    pub anthropic_version: String,
     pub temperature: f64,
-    /// Send `ignore_eos: true` (vLLM/SGLang extension) so outputs reach `max_tokens`.
+    /// Send `ignore_eos: true` (vLLM/SGLang/llama.cpp extension) so outputs reach
+    /// `max_tokens`.
     pub ignore_eos: bool,
     /// Send `min_tokens = max_tokens` (vLLM extension) for exact output lengths.
     pub min_tokens: bool,
@@ -118,6 +168,8 @@ impl Default for ClientConfig {
             api_key: None,
             headers: Vec::new(),
             extra_body: serde_json::Map::new(),
+            stream: true,
+            anthropic_version: DEFAULT_ANTHROPIC_VERSION.to_string(),
             temperature: 0.0,
             ignore_eos: false,
             min_tokens: false,
@@ -245,6 +297,12 @@ impl ClientConfig {
             || self.limits.max_output_tokens == 0
         {
             crate::usage_bail!("limits must be greater than zero");
+        }
+        if reqwest::header::HeaderValue::from_str(&self.anthropic_version).is_err() {
+            crate::usage_bail!(
+                "anthropic_version {:?} is not a valid header value",
+                self.anthropic_version
+            );
         }
         for (name, _) in &self.headers {
             if !valid_header_name(name) {

@@ -1,5 +1,5 @@
-//! The OpenAI-compatible streaming client: turns a [`RequestSpec`] into a
-//! [`RequestRecord`] with exact timestamps. This is the measurement path.
+//! The client: turns a [`RequestSpec`] into a [`RequestRecord`] with exact timestamps,
+//! for every API in [`protocol`] (streamed or not). This is the measurement path.
 //!
 //! Timing rules (docs/measurement.md): every instant is a
 //! `tokio::time::Instant` offset from the run start, so paused-clock tests see exact
@@ -22,6 +22,7 @@
 
 pub mod chunk;
 pub mod config;
+pub mod protocol;
 pub mod request;
 pub mod sse;
 mod stale;
@@ -39,6 +40,7 @@ pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_head
 use crate::record::{Outcome, RequestRecord, TokenSource};
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
+use protocol::{FullAnswer, Protocol};
 use sse::SseParser;
 
 /// Largest `usage.prompt_tokens` believed from a server: far above any context window
@@ -57,6 +59,7 @@ pub struct Client {
     http: reqwest::Client,
     url: reqwest::Url,
     cfg: ClientConfig,
+    protocol: &'static dyn Protocol,
     token_counter: Option<TokenCounter>,
     non_standard_hint: Option<String>,
     connects: stale::ConnectCounter,
@@ -113,6 +116,8 @@ struct StreamState {
     /// With a tokenizer: the whole generated text, so N_out is counted on it at the end
     /// (per-chunk counts over-count where tokens merge across chunk boundaries).
     text: String,
+    /// Embeddings: vectors in the answer.
+    embeddings: usize,
 }
 
 impl Client {
@@ -123,6 +128,8 @@ impl Client {
             Ok(u) => u,
             Err(e) => crate::usage_bail!("base_url {:?}: {e}", cfg.base_url),
         };
+        let protocol = protocol::of(cfg.endpoint);
+        let streamed = cfg.stream && cfg.endpoint.can_stream();
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -130,15 +137,26 @@ impl Client {
         );
         headers.insert(
             header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
+            HeaderValue::from_static(if streamed {
+                "text/event-stream"
+            } else {
+                "application/json"
+            }),
         );
+        for (name, value) in protocol.fixed_headers(&cfg) {
+            let Ok(v) = HeaderValue::from_str(&value) else {
+                crate::usage_bail!("the value of header {name} is not a valid header value");
+            };
+            headers.insert(name, v);
+        }
         if let Some(key) = &cfg.api_key {
-            let mut v = match HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
+            let (name, value) = protocol.api_key_header(key.expose());
+            let mut v = match HeaderValue::from_str(&value) {
                 Ok(v) => v,
                 Err(_) => crate::usage_bail!("api_key contains characters not allowed in a header"),
             };
             v.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, v);
+            headers.insert(name, v);
         }
         for (name, value) in &cfg.headers {
             let Ok(n) = HeaderName::from_bytes(name.as_bytes()) else {
@@ -176,6 +194,7 @@ impl Client {
             http,
             url,
             cfg,
+            protocol,
             token_counter,
             non_standard_hint,
             connects,
@@ -245,6 +264,7 @@ impl Client {
             response_bytes: 0,
             done: false,
             text: String::new(),
+            embeddings: 0,
         };
         let result = match body {
             Ok(body) => {
@@ -285,9 +305,17 @@ impl Client {
                 rec.outcome = f.outcome;
                 rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
             }
-            Ok(()) if rec.chunks.is_empty() => {
+            Ok(()) if !self.cfg.endpoint.generates() && st.embeddings == 0 => {
                 rec.outcome = Outcome::EmptyOutput;
-                rec.error = Some("the stream completed without any generated text".into());
+                rec.error = Some("the answer carried no embedding vector".into());
+            }
+            Ok(()) if self.cfg.endpoint.generates() && rec.chunks.is_empty() => {
+                rec.outcome = Outcome::EmptyOutput;
+                rec.error = Some(if rec.streamed {
+                    "the stream completed without any generated text".into()
+                } else {
+                    "the answer carried no generated text".into()
+                });
             }
             Ok(()) => rec.outcome = Outcome::Ok,
         }
@@ -307,7 +335,13 @@ impl Client {
         let first_deadline = start + t.first_token;
         let offset = |i: Instant| i.duration_since(run_start);
 
-        let (deadline, phase) = self.deadline(total_deadline, first_deadline, Phase::FirstToken);
+        // A non-streamed answer's headers usually come with the whole answer, after the
+        // whole generation: only the total timeout bounds that wait.
+        let (deadline, phase) = if self.streamed() {
+            self.deadline(total_deadline, first_deadline, Phase::FirstToken)
+        } else {
+            (total_deadline, Phase::FirstToken)
+        };
         // Only a pooled connection can be stale: without reuse there is nothing to retry.
         let retry = if self.cfg.reuse_connections {
             request.try_clone()
@@ -331,6 +365,11 @@ impl Client {
         };
         rec.t_headers = Some(offset(Instant::now()));
         self.check_response(&mut resp, total_deadline, rec).await?;
+        if !self.streamed() {
+            return self
+                .read_full(&mut resp, total_deadline, run_start, rec, st)
+                .await;
+        }
 
         let limits = self.cfg.limits;
         let mut parser = SseParser::new(limits.max_line_bytes, limits.max_line_bytes);
@@ -357,9 +396,10 @@ impl Client {
                     return Ok(());
                 }
                 rec.t_end = Some(at);
-                return Err(Failure::stream(
-                    "the stream ended without `data: [DONE]` (truncated response)",
-                ));
+                return Err(Failure::stream(format!(
+                    "the stream ended without {} (truncated response)",
+                    self.protocol.final_event()
+                )));
             };
             st.response_bytes += bytes.len() as u64;
             if st.response_bytes > limits.max_response_bytes {
@@ -409,8 +449,10 @@ impl Client {
                 msg.push_str(": ");
                 msg.push_str(&snippet);
             }
-            if status.is_client_error()
-                && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
+            if let Some(hint) = self.route_hint(status.as_u16()) {
+                msg.push_str(&format!(" ({hint})"));
+            } else if status.is_client_error()
+                && !matches!(status.as_u16(), 401 | 403 | 408 | 429)
                 && let Some(hint) = &self.non_standard_hint
             {
                 msg.push_str(&format!(" ({hint})"));
@@ -423,19 +465,48 @@ impl Client {
         if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
             let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
             let essence = ct_text.split(';').next().unwrap_or("").trim();
-            if !essence.eq_ignore_ascii_case("text/event-stream") {
+            let expected = if self.streamed() {
+                essence.eq_ignore_ascii_case("text/event-stream")
+            } else {
+                essence.eq_ignore_ascii_case("application/json")
+                    || essence.to_ascii_lowercase().ends_with("+json")
+            };
+            if !expected {
                 let snippet = read_snippet(
                     resp,
                     total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
                 )
                 .await;
+                let (want, hint) = if self.streamed() {
+                    ("a text/event-stream", "is `stream: true` honoured?")
+                } else {
+                    ("an application/json", "`stream: false` was sent")
+                };
                 return Err(Failure::stream(format!(
-                    "expected a text/event-stream response, got Content-Type {ct_text:?} \
-                     (is `stream: true` honoured?): {snippet}"
+                    "expected {want} response, got Content-Type {ct_text:?} ({hint}): {snippet}"
                 )));
             }
         }
         Ok(())
+    }
+
+    /// Whether this client asks for a streamed answer.
+    fn streamed(&self) -> bool {
+        self.cfg.stream && self.cfg.endpoint.can_stream()
+    }
+
+    /// The hint for a 404 or 405: the route is missing, so the server probably does
+    /// not speak this API.
+    fn route_hint(&self, status: u16) -> Option<String> {
+        matches!(status, 404 | 405).then(|| {
+            format!(
+                "the server has no POST {} route: it may not speak the {} API \
+                 (endpoint: {}), or base_url points at the wrong place",
+                self.cfg.endpoint.path(),
+                self.cfg.endpoint.as_str(),
+                self.cfg.endpoint.as_str()
+            )
+        })
     }
 
     /// The earlier of the total deadline and the phase deadline.
@@ -513,55 +584,35 @@ impl Client {
                 st.done = true;
                 continue;
             }
-            if ev.event == b"error" {
+            if self.protocol.ends_with_done_sentinel() && ev.event == b"error" {
                 return Err(Failure::stream(format!(
                     "server error event in stream: {}",
                     truncate_text(&String::from_utf8_lossy(ev.data), ERROR_BODY_BYTES)
                 )));
             }
-            self.handle_chunk(ev.data, at, rec, st)?;
+            self.handle_chunk(&ev, at, rec, st)?;
         }
     }
 
     fn handle_chunk(
         &self,
-        data: &[u8],
+        ev: &sse::Event<'_>,
         at: Duration,
         rec: &mut RequestRecord,
         st: &mut StreamState,
     ) -> Result<(), Failure> {
-        let chunk = chunk::decode(data).map_err(|e| match e {
-            ChunkError::Server(msg) => Failure::stream(format!(
-                "server error in stream: {}",
-                truncate_text(&msg, ERROR_BODY_BYTES)
-            )),
-            ChunkError::Malformed(msg) => Failure::stream(format!(
-                "malformed JSON chunk ({msg}): {}",
-                truncate_text(&String::from_utf8_lossy(data), 256)
-            )),
-        })?;
+        let chunk = self
+            .protocol
+            .decode_event(ev)
+            .map_err(|e| decode_failure(e, ev.data, true))?;
+        if chunk.unknown {
+            rec.unknown_events = rec.unknown_events.saturating_add(1);
+            return Ok(());
+        }
+        st.done |= chunk.done;
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
-            // A server's counts are input too: an absurd usage (a buggy or hostile
-            // endpoint) would otherwise become N_out, TPOT ≈ 0 and billions of per-token
-            // ITL observations downstream.
-            let max_out = self.cfg.limits.max_output_tokens;
-            if let Some(c) = u.completion_tokens.filter(|&c| c > max_out) {
-                return Err(Failure::stream(format!(
-                    "usage.completion_tokens {c} exceeds limits.max_output_tokens ({max_out})"
-                )));
-            }
-            if let Some(p) = u.prompt_tokens.filter(|&p| p > MAX_USAGE_PROMPT_TOKENS) {
-                return Err(Failure::stream(format!(
-                    "usage.prompt_tokens {p} exceeds {MAX_USAGE_PROMPT_TOKENS}"
-                )));
-            }
-            if let Some(p) = u.prompt_tokens {
-                rec.usage_prompt_tokens = Some(p);
-            }
-            if let Some(c) = u.completion_tokens {
-                rec.usage_completion_tokens = Some(c);
-            }
+            self.take_usage(u, rec)?;
         }
         if let Some(reason) = &chunk.finish_reason
             && rec.finish_reason.as_deref() != Some(reason)
@@ -607,8 +658,110 @@ impl Client {
                 _ => return Ok(()),
             }
         };
-        rec.push_chunk(at, text_len, tokens);
+        let reasoning_len = chunk.reasoning.as_deref().map_or(0, str::len);
+        rec.push_delta(at, text_len - reasoning_len, reasoning_len, tokens);
         if st.tokens_seen > u64::from(self.cfg.limits.max_output_tokens) {
+            return Err(Failure::stream(format!(
+                "more than limits.max_output_tokens ({}) output tokens",
+                self.cfg.limits.max_output_tokens
+            )));
+        }
+        Ok(())
+    }
+
+    /// Takes a server's token counts into the record. They are input too: an absurd
+    /// usage (a buggy or hostile endpoint) would otherwise become N_out, TPOT ≈ 0 and
+    /// billions of per-token ITL observations downstream.
+    fn take_usage(&self, u: chunk::Usage, rec: &mut RequestRecord) -> Result<(), Failure> {
+        let max_out = self.cfg.limits.max_output_tokens;
+        if let Some(c) = u.completion_tokens.filter(|&c| c > max_out) {
+            return Err(Failure::stream(format!(
+                "usage.completion_tokens {c} exceeds limits.max_output_tokens ({max_out})"
+            )));
+        }
+        if let Some(p) = u.prompt_tokens.filter(|&p| p > MAX_USAGE_PROMPT_TOKENS) {
+            return Err(Failure::stream(format!(
+                "usage.prompt_tokens {p} exceeds {MAX_USAGE_PROMPT_TOKENS}"
+            )));
+        }
+        rec.usage_prompt_tokens = u.prompt_tokens.or(rec.usage_prompt_tokens);
+        rec.usage_completion_tokens = u.completion_tokens.or(rec.usage_completion_tokens);
+        rec.usage_reasoning_tokens = u
+            .reasoning_tokens
+            .map(|r| r.min(max_out))
+            .or(rec.usage_reasoning_tokens);
+        Ok(())
+    }
+
+    /// Reads a whole non-streamed answer (bounded by the total and idle timeouts and
+    /// `limits.max_response_bytes`) and records it as arriving when its last byte did.
+    async fn read_full(
+        &self,
+        resp: &mut reqwest::Response,
+        total_deadline: Instant,
+        run_start: Instant,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Result<(), Failure> {
+        let limits = self.cfg.limits;
+        let mut body = Vec::new();
+        let mut at = Instant::now();
+        loop {
+            let deadline = total_deadline.min(at + self.cfg.timeouts.idle);
+            let piece = match timeout_at(deadline, resp.chunk()).await {
+                Err(_) => {
+                    let phase = Phase::Idle;
+                    return Err(self.timeout(phase, deadline == total_deadline, "answer body"));
+                }
+                Ok(Err(e)) => return Err(body_error(e)),
+                Ok(Ok(p)) => p,
+            };
+            at = Instant::now();
+            let Some(bytes) = piece else { break };
+            if (body.len() + bytes.len()) as u64 > limits.max_response_bytes {
+                return Err(Failure::stream(format!(
+                    "response larger than limits.max_response_bytes ({} bytes)",
+                    limits.max_response_bytes
+                )));
+            }
+            body.extend_from_slice(&bytes);
+        }
+        let at = at.duration_since(run_start);
+        rec.t_end = Some(at);
+        st.response_bytes = body.len() as u64;
+        let answer = self
+            .protocol
+            .decode_full(&body)
+            .map_err(|e| decode_failure(e, &body, false))?;
+        self.record_full(answer, at, rec, st)
+    }
+
+    fn record_full(
+        &self,
+        answer: FullAnswer,
+        at: Duration,
+        rec: &mut RequestRecord,
+        st: &mut StreamState,
+    ) -> Result<(), Failure> {
+        self.take_usage(answer.usage, rec)?;
+        rec.finish_reason = answer.finish_reason;
+        st.embeddings = answer.embeddings;
+        let tokens = match &self.token_counter {
+            Some(counter) if rec.usage_completion_tokens.is_none() => {
+                st.text = answer.reasoning.clone() + &answer.answer;
+                Some(counter(&st.text))
+            }
+            _ => None,
+        };
+        if !self.cfg.endpoint.generates() {
+            // An embedding generates nothing: zero output tokens is the count, not an
+            // unknown.
+            rec.streamed = false;
+            rec.usage_completion_tokens = Some(0);
+            return Ok(());
+        }
+        rec.push_body(at, answer.answer.len(), answer.reasoning.len(), tokens);
+        if u64::from(rec.output_tokens()) > u64::from(self.cfg.limits.max_output_tokens) {
             return Err(Failure::stream(format!(
                 "more than limits.max_output_tokens ({}) output tokens",
                 self.cfg.limits.max_output_tokens
@@ -627,6 +780,25 @@ impl Client {
                 return;
             }
         }
+    }
+}
+
+/// A stream event or body the protocol could not use, as a failure that quotes it.
+fn decode_failure(e: ChunkError, data: &[u8], streamed: bool) -> Failure {
+    let (place, what) = if streamed {
+        ("in stream", "JSON chunk")
+    } else {
+        ("in the answer", "JSON answer")
+    };
+    match e {
+        ChunkError::Server(msg) => Failure::stream(format!(
+            "server error {place}: {}",
+            truncate_text(&msg, ERROR_BODY_BYTES)
+        )),
+        ChunkError::Malformed(msg) => Failure::stream(format!(
+            "malformed {what} ({msg}): {}",
+            truncate_text(&String::from_utf8_lossy(data), 256)
+        )),
     }
 }
 

@@ -1,113 +1,24 @@
-//! The request body: an OpenAI-compatible streaming request built straight into JSON
-//! bytes from the config and a [`RequestSpec`], with `extra_body` merged last. Also the
-//! list of non-standard fields a request carries, for the hint on a 4xx answer.
-
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
+//! The request: its body (built by the endpoint's protocol, `client::protocol`) and
+//! the list of non-standard fields it carries, for the hint on a 4xx answer.
 
 use super::config::{ClientConfig, Endpoint};
-use crate::workload::RequestSpec;
 
-/// Serializes the body without building an intermediate `serde_json::Value`: our
-/// fields are written unless `extra_body` has the same top-level key, then every
-/// `extra_body` entry.
-struct Body<'a> {
-    cfg: &'a ClientConfig,
-    spec: &'a RequestSpec,
-}
-
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'static str,
-    content: &'a str,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    include_usage: bool,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    continuous_usage_stats: bool,
-}
-
-impl Serialize for Body<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let cfg = self.cfg;
-        let ours = |key: &str| !cfg.extra_body.contains_key(key);
-        let mut m = s.serialize_map(None)?;
-        if ours("model") {
-            m.serialize_entry("model", &cfg.model)?;
-        }
-        match cfg.endpoint {
-            Endpoint::Chat if ours("messages") => {
-                let msg = [Message {
-                    role: "user",
-                    content: &self.spec.prompt,
-                }];
-                m.serialize_entry("messages", &msg)?;
-            }
-            Endpoint::Completions if ours("prompt") => {
-                m.serialize_entry("prompt", &self.spec.prompt)?;
-            }
-            _ => {}
-        }
-        if ours("stream") {
-            m.serialize_entry("stream", &true)?;
-        }
-        if (cfg.include_usage || cfg.continuous_usage_stats) && ours("stream_options") {
-            m.serialize_entry(
-                "stream_options",
-                &StreamOptions {
-                    include_usage: cfg.include_usage,
-                    continuous_usage_stats: cfg.continuous_usage_stats,
-                },
-            )?;
-        }
-        if ours("max_tokens") {
-            m.serialize_entry("max_tokens", &self.spec.max_tokens)?;
-        }
-        if cfg.endpoint == Endpoint::Chat
-            && cfg.max_completion_tokens
-            && ours("max_completion_tokens")
-        {
-            m.serialize_entry("max_completion_tokens", &self.spec.max_tokens)?;
-        }
-        if ours("temperature") {
-            m.serialize_entry("temperature", &cfg.temperature)?;
-        }
-        if cfg.ignore_eos && ours("ignore_eos") {
-            m.serialize_entry("ignore_eos", &true)?;
-        }
-        if cfg.min_tokens && ours("min_tokens") {
-            m.serialize_entry("min_tokens", &self.spec.max_tokens)?;
-        }
-        for (k, v) in &cfg.extra_body {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-/// The JSON body for one request.
-pub fn body(cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
-    // Prompt plus a few hundred bytes of fields: one allocation in the common case.
-    let mut out = Vec::with_capacity(spec.prompt.len() + 256);
-    serde_json::to_writer(&mut out, &Body { cfg, spec })?;
-    Ok(out)
-}
+pub use super::protocol::body;
 
 /// Non-standard fields this config puts in a request, each with the config switch that
 /// turns it off. Servers that are strict about the OpenAI schema reject them with a 4xx.
 pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static str)> {
     let ours = |key: &str| !cfg.extra_body.contains_key(key);
     let mut out = Vec::new();
-    if cfg.ignore_eos && ours("ignore_eos") {
+    let generates = cfg.endpoint.generates();
+    if generates && cfg.ignore_eos && ours("ignore_eos") {
         out.push(("ignore_eos", "ignore_eos: false"));
     }
-    if cfg.min_tokens && ours("min_tokens") {
+    if generates && cfg.min_tokens && ours("min_tokens") {
         out.push(("min_tokens", "min_tokens: false"));
     }
-    if ours("stream_options") {
+    let stream_options = matches!(cfg.endpoint, Endpoint::Chat | Endpoint::Completions);
+    if stream_options && cfg.stream && ours("stream_options") {
         if cfg.continuous_usage_stats {
             out.push((
                 "stream_options.continuous_usage_stats",
@@ -147,6 +58,7 @@ pub fn non_standard_hint(cfg: &ClientConfig) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::RequestSpec;
     use serde_json::{Value, json};
 
     fn spec() -> RequestSpec {
@@ -228,6 +140,55 @@ mod tests {
             non_standard_fields(&cfg),
             vec![("max_completion_tokens", "max_completion_tokens: false")]
         );
+    }
+
+    #[test]
+    fn responses_messages_and_embeddings_bodies() {
+        let cfg = |endpoint| ClientConfig {
+            model: "m".into(),
+            endpoint,
+            ..ClientConfig::default()
+        };
+        assert_eq!(
+            parsed(&cfg(Endpoint::Responses)),
+            json!({"model": "m", "input": "nonce-1 say \"hi\"", "stream": true,
+                   "max_output_tokens": 64, "temperature": 0.0, "store": false})
+        );
+        assert_eq!(
+            parsed(&cfg(Endpoint::Messages)),
+            json!({"model": "m", "messages": [{"role": "user", "content": "nonce-1 say \"hi\""}],
+                   "max_tokens": 64, "stream": true, "temperature": 0.0})
+        );
+        let mut emb = cfg(Endpoint::Embeddings);
+        emb.ignore_eos = true;
+        assert_eq!(
+            parsed(&emb),
+            json!({"model": "m", "input": "nonce-1 say \"hi\"", "encoding_format": "float"})
+        );
+        // Only chat and completions have stream_options; embeddings carry no length
+        // extension: nothing non-standard is sent.
+        assert_eq!(non_standard_fields(&emb), vec![]);
+        assert_eq!(non_standard_fields(&cfg(Endpoint::Messages)), vec![]);
+    }
+
+    #[test]
+    fn not_streaming_sends_stream_false_and_no_stream_options() {
+        for endpoint in [
+            Endpoint::Chat,
+            Endpoint::Completions,
+            Endpoint::Responses,
+            Endpoint::Messages,
+        ] {
+            let cfg = ClientConfig {
+                endpoint,
+                stream: false,
+                ..ClientConfig::default()
+            };
+            let v = parsed(&cfg);
+            assert_eq!(v["stream"], json!(false), "{endpoint:?}");
+            assert!(v.get("stream_options").is_none(), "{endpoint:?}");
+            assert!(non_standard_fields(&cfg).is_empty(), "{endpoint:?}");
+        }
     }
 
     #[test]

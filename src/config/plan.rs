@@ -76,6 +76,8 @@ pub struct ScenarioPlan {
     pub output_tokens: u32,
     pub shared_prefix_tokens: u32,
     pub ignore_eos: bool,
+    /// Ask for a streamed answer.
+    pub stream: bool,
     pub slo: Slo,
     /// This scenario's histogram bucket layout: vLLM's ∪ configured extras ∪ its own
     /// SLO thresholds (so `le="<threshold>"` is exact and other series are untouched
@@ -194,6 +196,12 @@ fn target(
         api_key,
         headers,
         extra_body: t.extra_body.clone(),
+        // Per scenario, like `ignore_eos`.
+        stream: true,
+        anthropic_version: t
+            .anthropic_version
+            .clone()
+            .unwrap_or_else(|| crate::client::config::DEFAULT_ANTHROPIC_VERSION.to_string()),
         temperature: 0.0,
         // Per scenario: set on each scenario's client when the target starts.
         ignore_eos: false,
@@ -260,9 +268,37 @@ fn scenarios(
                     e.to_string(),
                 )
             })?;
+        check_timed(cfg, t, s).map_err(|msg| (path.key("scenarios").index(i), msg))?;
         scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
     }
     Ok(scenarios)
+}
+
+/// An objective on a latency the scenario's answers cannot have is a config error, not
+/// a probe that silently never meets it: a non-streamed answer (and an embedding) has
+/// no TTFT, TPOT or TTFA, only an end-to-end latency.
+fn check_timed(cfg: &Config, t: &Target, s: &Scenario) -> Result<(), String> {
+    let slo = s.slo.or(cfg.defaults.slo);
+    let why = if !t.endpoint.can_stream() {
+        "embeddings are never streamed"
+    } else if !s.stream {
+        "this scenario sets stream: false"
+    } else {
+        return Ok(());
+    };
+    for (name, set) in [
+        ("ttft", slo.ttft.is_some()),
+        ("tpot", slo.tpot.is_some()),
+        ("ttfa", slo.ttfa.is_some()),
+    ] {
+        if set {
+            return Err(format!(
+                "slo.{name} cannot be met: {why}, so only an e2e objective applies \
+                 (it may come from defaults.slo; set it per scenario instead)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The capacity model of a target, evaluated once when the config loads.
@@ -301,6 +337,7 @@ fn scenario(
         ttft: slo.ttft,
         tpot: slo.tpot,
         e2e: slo.e2e,
+        ttfa: slo.ttfa,
     };
     ScenarioPlan {
         name: s.name.clone(),
@@ -309,6 +346,7 @@ fn scenario(
         output_tokens: s.output_tokens,
         shared_prefix_tokens: s.shared_prefix_tokens,
         ignore_eos: s.ignore_eos,
+        stream: s.stream && t.endpoint.can_stream(),
         buckets: buckets.clone().with_slos([&slo]),
         slo,
         seed: derive_seed(cfg.seed, &t.name, &s.name),

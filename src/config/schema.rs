@@ -137,6 +137,14 @@ pub struct SloConfig {
     )]
     #[schemars(with = "Option<String>")]
     pub e2e: Option<Duration>,
+    /// Time to first answer token (reasoning models: after the reasoning), e.g. `5s`.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub ttfa: Option<Duration>,
 }
 
 impl SloConfig {
@@ -146,6 +154,7 @@ impl SloConfig {
             ttft: self.ttft.or(fallback.ttft),
             tpot: self.tpot.or(fallback.tpot),
             e2e: self.e2e.or(fallback.e2e),
+            ttfa: self.ttfa.or(fallback.ttfa),
         }
     }
 }
@@ -160,10 +169,14 @@ pub struct Target {
     pub base_url: String,
     /// The `model` field of requests; the `model` label.
     pub model: String,
+    /// The API: chat, completions, responses, messages (Anthropic) or embeddings.
     #[serde(default)]
     pub endpoint: Endpoint,
-    /// File holding the API key (sent as `Authorization: Bearer`), e.g. a mounted
-    /// Kubernetes Secret.
+    /// The `anthropic-version` header of `messages` requests (default 2023-06-01).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anthropic_version: Option<String>,
+    /// File holding the API key (sent as `Authorization: Bearer`, or `x-api-key` for
+    /// `messages`), e.g. a mounted Kubernetes Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_file: Option<PathBuf>,
     /// Environment variable holding the API key.
@@ -222,8 +235,9 @@ pub struct Target {
         serialize_with = "capacity_yaml::serialize"
     )]
     pub capacity: Option<crate::capacity::CapacityInputs>,
-    /// The engine's own Prometheus endpoint (vLLM or SGLang `/metrics`), scraped every
-    /// `engine_scrape_interval` for live load, KV capacity and server-side TTFT.
+    /// The engine's own Prometheus endpoint (vLLM, SGLang, llama.cpp or TGI `/metrics`),
+    /// scraped every `engine_scrape_interval` for live load, KV capacity and server-side
+    /// TTFT; for llama.cpp, `/props` on the same server gives its slot count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_metrics_url: Option<String>,
 }
@@ -289,6 +303,11 @@ pub struct Scenario {
     /// TPOT and E2E from probe to probe).
     #[serde(default = "yes")]
     pub ignore_eos: bool,
+    /// Ask for a streamed answer (default). `false` measures the whole answer only:
+    /// no TTFT, TPOT or ITL exist then, so only an `e2e` objective applies.
+    /// Embeddings are never streamed.
+    #[serde(default = "yes")]
+    pub stream: bool,
     /// Objectives of this scenario; unset fields fall back to `defaults.slo`.
     #[serde(default)]
     pub slo: SloConfig,
@@ -305,6 +324,7 @@ impl Default for Scenario {
             output_tokens: default_output_tokens(),
             shared_prefix_tokens: 0,
             ignore_eos: true,
+            stream: true,
             slo: SloConfig::default(),
             rate: None,
         }

@@ -1,6 +1,8 @@
 //! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
-//! SLOs, a price, a capacity block, the mock's vLLM-format `/metrics` as the engine).
+//! SLOs, a price, a capacity block, the mock's vLLM-format `/metrics` as the engine),
+//! plus a second target on the Responses API whose answers reason first (TTFA and
+//! reasoning tokens).
 
 use std::net::SocketAddr;
 
@@ -80,6 +82,19 @@ targets:
       tp: 1
       gpu_hourly: 2.5
     engine_metrics_url: {base_url}/metrics
+  - name: mock-responses
+    base_url: {base_url}
+    model: {model}
+    endpoint: responses
+    rate: 1/s
+    # The mock reasons for 8 tokens before each answer of this target.
+    headers: {{x-mock-reasoning-tokens: "8"}}
+    timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
+    scenarios:
+      - name: reasoning
+        input_tokens: 64
+        output_tokens: 24
+        slo: {{ttft: 100ms, ttfa: 200ms, e2e: 500ms}}
 "#
     )
 }
@@ -95,6 +110,9 @@ mod tests {
                 .unwrap();
         let t = &plan.targets[0];
         assert_eq!(t.scenarios.len(), 2);
+        let r = &plan.targets[1];
+        assert_eq!(r.client.endpoint, crate::client::Endpoint::Responses);
+        assert!(r.scenarios[0].slo.ttfa.is_some());
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
     }

@@ -1,8 +1,8 @@
-//! The engine scraper of a target: reads the engine's own `/metrics` (vLLM or SGLang,
-//! parsed by `crate::engine`) every interval and publishes live load, live KV capacity,
-//! headroom, live cost per million tokens and the client/server TTFT gap. A failed
-//! scrape sets `llmprobe_engine_scrape_success 0` and is logged; it never stops the
-//! target.
+//! The engine scraper of a target: reads the engine's own `/metrics` (vLLM, SGLang,
+//! llama.cpp or TGI, parsed by `crate::engine`) every interval and publishes live load,
+//! live KV capacity, headroom, live cost per million tokens and the client/server TTFT
+//! gap. A failed scrape sets `llmprobe_engine_scrape_success 0` and is logged; it never
+//! stops the target.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -50,10 +50,13 @@ pub fn gauges(
         .and_then(|r| r.generation_tokens_per_second)
         .or(cur.gen_throughput);
     let server_ttft = rates.and_then(|r| r.ttft_mean_seconds);
-    let live_max_seqs = match (cur.kv_cache_tokens, plan.context_tokens) {
-        (Some(t), Some(context)) => Some(t / f64::from(context.max(1))),
-        _ => None,
-    };
+    // llama.cpp's slots are a hard limit on running requests, whatever the KV room.
+    let live_max_seqs = cur
+        .total_slots
+        .or(match (cur.kv_cache_tokens, plan.context_tokens) {
+            (Some(t), Some(context)) => Some(t / f64::from(context.max(1))),
+            _ => None,
+        });
     // Live cost of one engine (one replica of `tp` GPUs) at the rate it generates now:
     // $/h × GPUs / 3600 / (tok/s) × 1e6 (the cost rule of docs/capacity.md).
     let cost = plan.capacity.as_ref().and_then(|c| {
@@ -106,7 +109,8 @@ pub fn gauges(
 
 /// How much more load the engine takes, 0..1: 0 as soon as requests queue (vLLM's
 /// scheduler leaves a request waiting only when it cannot admit it this step: no
-/// sequence slot, no KV blocks or no token budget left, vllm/v1/core/sched/scheduler.py),
+/// sequence slot, no KV blocks or no token budget left, vllm/v1/core/sched/scheduler.py;
+/// llama.cpp defers a request only when no slot is free),
 /// else the smaller of the free sequence share
 /// (1 − running / max sequences) and the free KV share (1 − KV usage). `None` when
 /// the engine says neither.
@@ -151,6 +155,8 @@ pub fn scrape_loop(
         let mut tick = ticker(every);
         let mut watching = true;
         let mut prev: Option<(EngineSnapshot, Instant)> = None;
+        // The last /props problem logged: logged again only when it changes.
+        let mut slots_warned: Option<String> = None;
         loop {
             tokio::select! {
                 biased;
@@ -184,7 +190,21 @@ pub fn scrape_loop(
                 break;
             }
             match result {
-                Ok(snap) => {
+                Ok(engine::Scrape {
+                    snapshot: snap,
+                    slots_error,
+                }) => {
+                    if let Some(why) = slots_error.as_deref()
+                        && slots_error != slots_warned
+                    {
+                        tracing::warn!(
+                            target = %plan.name,
+                            error = %scrub(why, plan.secrets.iter().map(Secret::expose)),
+                            "llama.cpp slot count unavailable (GET /props); max sequences \
+                             fall back to the capacity block, if any"
+                        );
+                    }
+                    slots_warned = slots_error;
                     let client_mean = ttft_window
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -366,5 +386,93 @@ mod tests {
         w.add(0.3);
         assert_eq!(w.take_mean(), Some(0.2));
         assert_eq!(w.take_mean(), None);
+    }
+
+    fn parse_fixture(name: &str) -> EngineSnapshot {
+        let path = format!(
+            "{}/tests/fixtures/engine/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        engine::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn llamacpp_headroom_is_free_slots() {
+        // No capacity block: the slots from /props are enough.
+        let p = plan(None);
+        let one_busy = EngineSnapshot {
+            running: Some(1.0),
+            waiting: Some(0.0),
+            total_slots: Some(2.0),
+            ..EngineSnapshot::default()
+        };
+        let (g, headroom) = gauges(&p, None, &one_busy, None);
+        assert_eq!(g.max_concurrent_sequences, Some(2.0));
+        assert_eq!(headroom, Some(0.5));
+        // Every slot busy: none left, though nothing waits yet.
+        let full = EngineSnapshot {
+            running: Some(2.0),
+            ..one_busy.clone()
+        };
+        assert_eq!(gauges(&p, None, &full, None).1, Some(0.0));
+        // A build exporting KV usage: the tighter bound wins.
+        let kv = EngineSnapshot {
+            kv_usage_ratio: Some(0.75),
+            ..one_busy.clone()
+        };
+        assert_eq!(gauges(&p, None, &kv, None).1, Some(0.25));
+        // Slots are the engine's hard limit: they beat the capacity model.
+        let mut with_model = plan(Some(model(40.0, None)));
+        with_model.context_tokens = Some(1000);
+        let (g, headroom) = gauges(&with_model, None, &one_busy, None);
+        assert_eq!(g.max_concurrent_sequences, Some(2.0));
+        assert_eq!(headroom, Some(0.5));
+    }
+
+    #[test]
+    fn llamacpp_fixture_with_a_deferred_request_has_no_headroom() {
+        // The real capture: 2 of 2 slots busy and 1 request deferred.
+        let cur = EngineSnapshot {
+            total_slots: Some(2.0),
+            ..parse_fixture("llamacpp.txt")
+        };
+        let (g, headroom) = gauges(&plan(None), None, &cur, None);
+        assert_eq!(g.running, Some(2.0));
+        assert_eq!(g.waiting, Some(1.0));
+        assert_eq!(g.max_concurrent_sequences, Some(2.0));
+        assert_eq!(headroom, Some(0.0));
+    }
+
+    #[test]
+    fn llamacpp_without_props_falls_back_to_the_model() {
+        let cur = EngineSnapshot {
+            running: Some(1.0),
+            waiting: Some(0.0),
+            ..parse_fixture("llamacpp.txt")
+        };
+        // Nothing says how many requests fit: no headroom rather than a guess.
+        let (g, none) = gauges(&plan(None), None, &cur, None);
+        assert_eq!((g.max_concurrent_sequences, none), (None, None));
+        let (g, headroom) = gauges(&plan(Some(model(4.0, None))), None, &cur, None);
+        assert_eq!(g.max_concurrent_sequences, None);
+        assert_eq!(headroom, Some(0.75));
+    }
+
+    #[test]
+    fn tgi_headroom_from_its_token_budget() {
+        let mut p = plan(Some(model(100.0, None)));
+        p.context_tokens = Some(8192);
+        let cur = parse_fixture("tgi.txt");
+        // Two requests queue: no headroom.
+        let (g, headroom) = gauges(&p, None, &cur, None);
+        assert_eq!(headroom, Some(0.0));
+        assert_eq!(g.max_concurrent_sequences, Some(19.0));
+        // Queue drained: 6 of 155,648 / 8,192 = 19 sequences, 25 % of the budget held.
+        let drained = EngineSnapshot {
+            waiting: Some(0.0),
+            ..cur
+        };
+        let headroom = gauges(&p, None, &drained, None).1.unwrap();
+        assert!((headroom - 13.0 / 19.0).abs() < 1e-12, "{headroom}");
     }
 }

@@ -242,6 +242,7 @@ fn start_scenario(
 fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
     ClientConfig {
         ignore_eos: scenario.ignore_eos,
+        stream: scenario.stream,
         limits: crate::client::Limits {
             max_output_tokens: max_output_tokens(
                 scenario.output_tokens,

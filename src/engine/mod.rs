@@ -1,15 +1,29 @@
-//! The inference engine's own view: scrape its Prometheus `/metrics` (vLLM or SGLang)
-//! into an [`EngineSnapshot`], and turn two snapshots into rates. The daemon publishes
-//! these next to its client-side measurements (live headroom, live cost, and the gap
-//! between the client's TTFT and the server's).
+//! The inference engine's own view: scrape its Prometheus `/metrics` (vLLM, SGLang,
+//! llama.cpp's `llama-server` or Hugging Face TGI) into an [`EngineSnapshot`], and turn
+//! two snapshots into rates. The daemon publishes these next to its client-side
+//! measurements (live headroom, live cost, and the gap between the client's TTFT and the
+//! server's).
 //!
-//! Metric names: vLLM `vllm/v1/metrics/loggers.py` (`vllm:num_requests_running`,
-//! `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, `vllm:cache_config_info`,
-//! `vllm:generation_tokens_total`, `vllm:time_to_first_token_seconds`); SGLang
-//! `python/sglang/srt/metrics/collector.py` (`sglang:num_running_reqs`,
-//! `sglang:num_queue_reqs`, `sglang:token_usage`, `sglang:max_total_num_tokens`,
-//! `sglang:gen_throughput`, `sglang:generation_tokens_total`,
-//! `sglang:time_to_first_token_seconds`).
+//! Metric sources:
+//! - vLLM `vllm/v1/metrics/loggers.py`: `vllm:num_requests_running`,
+//!   `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, `vllm:cache_config_info`,
+//!   `vllm:generation_tokens_total`, `vllm:time_to_first_token_seconds`.
+//! - SGLang `python/sglang/srt/metrics/collector.py`: `sglang:num_running_reqs`,
+//!   `sglang:num_queue_reqs`, `sglang:token_usage`, `sglang:max_total_num_tokens`,
+//!   `sglang:gen_throughput`, `sglang:generation_tokens_total`,
+//!   `sglang:time_to_first_token_seconds`.
+//! - llama.cpp `llama-server --metrics` (`tools/server/`): `llamacpp:requests_processing`
+//!   (busy slots), `llamacpp:requests_deferred` (requests waiting for a slot),
+//!   `llamacpp:tokens_predicted_total` (added when a request finishes), and
+//!   `llamacpp:kv_cache_usage_ratio` where a build still exports it. The number of slots
+//!   is not in `/metrics`: it is `total_slots` of `GET /props` on the same server.
+//!   `llamacpp:kv_cache_tokens` (older builds) counts tokens in use, not capacity, and
+//!   `llamacpp:n_busy_slots_per_decode` is a mean since start: neither is used.
+//! - TGI router (`router/src/server.rs`, `backends/v3/src/`): `tgi_batch_current_size`,
+//!   `tgi_queue_size`, `tgi_batch_max_total_tokens` (the scheduler's token budget, v3
+//!   backend), `tgi_batch_current_max_tokens` (the share of it the running batch holds),
+//!   `tgi_request_generated_tokens` (a histogram of tokens per finished request: its
+//!   `_sum` is a generated-tokens counter). TGI exports no TTFT histogram.
 
 pub mod text;
 
@@ -23,6 +37,8 @@ use futures_util::StreamExt;
 pub enum EngineKind {
     Vllm,
     Sglang,
+    LlamaCpp,
+    Tgi,
 }
 
 /// One scrape, with values summed over the engine's series (data-parallel ranks,
@@ -30,15 +46,20 @@ pub enum EngineKind {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EngineSnapshot {
     pub kind: Option<EngineKind>,
-    /// Requests in the running batch.
+    /// Requests in the running batch (llama.cpp: busy slots).
     pub running: Option<f64>,
     /// Requests queued, waiting for a batch slot.
     pub waiting: Option<f64>,
-    /// KV cache usage, 0..1 (mean over ranks).
+    /// KV cache usage, 0..1 (mean over ranks). TGI: the running batch's share of the
+    /// scheduler's token budget.
     pub kv_usage_ratio: Option<f64>,
     /// KV cache capacity in tokens: vLLM `num_gpu_blocks × block_size` (from
-    /// `vllm:cache_config_info` labels), SGLang `max_total_num_tokens`.
+    /// `vllm:cache_config_info` labels), SGLang `max_total_num_tokens`, TGI
+    /// `tgi_batch_max_total_tokens`.
     pub kv_cache_tokens: Option<f64>,
+    /// llama.cpp's parallel slots (`total_slots` of `GET /props`): the most requests
+    /// it runs at once.
+    pub total_slots: Option<f64>,
     /// Output tokens generated since the engine started (a counter).
     pub generation_tokens_total: Option<f64>,
     /// SGLang's own generation throughput gauge, tokens/s.
@@ -55,98 +76,258 @@ pub struct EngineParseError(#[from] pub text::ParseError);
 
 /// Largest `/metrics` body we read; a real engine's is well under 1 MiB.
 const MAX_BODY_BYTES: usize = 16 << 20;
+/// Largest llama.cpp `/props` body we read; it carries the chat template, tens of KiB.
+const MAX_PROPS_BYTES: usize = 4 << 20;
+/// More slots than any llama-server runs: a larger `total_slots` is not believed.
+const MAX_SLOTS: u32 = 1 << 20;
+
+/// The engine a metric name belongs to, and its name within that namespace.
+fn namespace(name: &str) -> Option<(EngineKind, &str)> {
+    match name.split_once(':') {
+        Some(("vllm", rest)) => Some((EngineKind::Vllm, rest)),
+        Some(("sglang", rest)) => Some((EngineKind::Sglang, rest)),
+        Some(("llamacpp", rest)) => Some((EngineKind::LlamaCpp, rest)),
+        Some(_) => None,
+        // TGI's names have no colon namespace, only a prefix.
+        None => name
+            .strip_prefix("tgi_")
+            .map(|rest| (EngineKind::Tgi, rest)),
+    }
+}
+
+/// Figures gathered over the samples and combined after the last one.
+#[derive(Default)]
+struct Partial {
+    kv_usage: Mean,
+    tgi_batch_tokens: Option<f64>,
+}
 
 /// Parses an engine's `/metrics` text.
 pub fn parse(body: &str) -> Result<EngineSnapshot, EngineParseError> {
     let samples = text::parse(body)?;
     let mut snap = EngineSnapshot::default();
-    let mut kv_usage = Mean::default();
+    let mut partial = Partial::default();
     for s in &samples {
-        let (kind, name) = match s.name.split_once(':') {
-            Some(("vllm", rest)) => (EngineKind::Vllm, rest),
-            Some(("sglang", rest)) => (EngineKind::Sglang, rest),
-            _ => continue,
+        let Some((kind, name)) = namespace(s.name) else {
+            continue;
         };
         snap.kind.get_or_insert(kind);
-        let v = s.value;
-        if !v.is_finite() {
+        if !s.value.is_finite() {
             continue;
         }
-        match (kind, name) {
-            (EngineKind::Vllm, "num_requests_running")
-            | (EngineKind::Sglang, "num_running_reqs") => add(&mut snap.running, v),
-            (EngineKind::Vllm, "num_requests_waiting") | (EngineKind::Sglang, "num_queue_reqs") => {
-                add(&mut snap.waiting, v)
+        match kind {
+            EngineKind::Vllm | EngineKind::Sglang => {
+                read_vllm_sglang(&mut snap, &mut partial, kind, name, s)
             }
-            // vLLM V1 renamed gpu_cache_usage_perc to kv_cache_usage_perc; both are 0..1.
-            (EngineKind::Vllm, "kv_cache_usage_perc" | "gpu_cache_usage_perc")
-            | (EngineKind::Sglang, "token_usage") => kv_usage.push(v),
-            (EngineKind::Vllm, "cache_config_info") => {
-                let num = |k: &str| s.label(k).and_then(|x| x.parse::<f64>().ok());
-                if let Some(tokens) = num("kv_cache_size_tokens") {
-                    add(&mut snap.kv_cache_tokens, tokens);
-                } else if let (Some(blocks), Some(size)) =
-                    (num("num_gpu_blocks"), num("block_size"))
-                {
-                    add(&mut snap.kv_cache_tokens, blocks * size);
-                }
-            }
-            (EngineKind::Sglang, "max_total_num_tokens") => add(&mut snap.kv_cache_tokens, v),
-            (_, "generation_tokens_total") => add(&mut snap.generation_tokens_total, v),
-            (EngineKind::Sglang, "gen_throughput") => add(&mut snap.gen_throughput, v),
-            (_, "time_to_first_token_seconds_sum") => add(&mut snap.ttft_sum, v),
-            (_, "time_to_first_token_seconds_count") => add(&mut snap.ttft_count, v),
-            _ => {}
+            EngineKind::LlamaCpp => read_llamacpp(&mut snap, &mut partial, name, s.value),
+            EngineKind::Tgi => read_tgi(&mut snap, &mut partial, name, s.value),
         }
     }
-    snap.kv_usage_ratio = kv_usage.get();
+    snap.kv_usage_ratio = partial.kv_usage.get();
+    // TGI reports the token budget and the running batch's share of it, not a ratio.
+    if snap.kv_usage_ratio.is_none()
+        && let (Some(used), Some(budget)) = (partial.tgi_batch_tokens, snap.kv_cache_tokens)
+        && budget > 0.0
+    {
+        snap.kv_usage_ratio = Some(used / budget);
+    }
     Ok(snap)
 }
 
-/// Fetches and parses `url` (an engine's `/metrics`). Errors say what failed: the
-/// connection, the HTTP status, the size limit or the format.
+fn read_vllm_sglang(
+    snap: &mut EngineSnapshot,
+    partial: &mut Partial,
+    kind: EngineKind,
+    name: &str,
+    s: &text::Sample<'_>,
+) {
+    let v = s.value;
+    match (kind, name) {
+        (EngineKind::Vllm, "num_requests_running") | (EngineKind::Sglang, "num_running_reqs") => {
+            add(&mut snap.running, v)
+        }
+        (EngineKind::Vllm, "num_requests_waiting") | (EngineKind::Sglang, "num_queue_reqs") => {
+            add(&mut snap.waiting, v)
+        }
+        // vLLM V1 renamed gpu_cache_usage_perc to kv_cache_usage_perc; both are 0..1.
+        (EngineKind::Vllm, "kv_cache_usage_perc" | "gpu_cache_usage_perc")
+        | (EngineKind::Sglang, "token_usage") => partial.kv_usage.push(v),
+        (EngineKind::Vllm, "cache_config_info") => {
+            let num = |k: &str| s.label(k).and_then(|x| x.parse::<f64>().ok());
+            if let Some(tokens) = num("kv_cache_size_tokens") {
+                add(&mut snap.kv_cache_tokens, tokens);
+            } else if let (Some(blocks), Some(size)) = (num("num_gpu_blocks"), num("block_size")) {
+                add(&mut snap.kv_cache_tokens, blocks * size);
+            }
+        }
+        (EngineKind::Sglang, "max_total_num_tokens") => add(&mut snap.kv_cache_tokens, v),
+        (_, "generation_tokens_total") => add(&mut snap.generation_tokens_total, v),
+        (EngineKind::Sglang, "gen_throughput") => add(&mut snap.gen_throughput, v),
+        (_, "time_to_first_token_seconds_sum") => add(&mut snap.ttft_sum, v),
+        (_, "time_to_first_token_seconds_count") => add(&mut snap.ttft_count, v),
+        _ => {}
+    }
+}
+
+fn read_llamacpp(snap: &mut EngineSnapshot, partial: &mut Partial, name: &str, v: f64) {
+    match name {
+        "requests_processing" => add(&mut snap.running, v),
+        // Tasks no slot could take yet, held until one frees up.
+        "requests_deferred" => add(&mut snap.waiting, v),
+        "kv_cache_usage_ratio" => partial.kv_usage.push(v),
+        // `predicted_tokens_seconds` is not a fallback rate: it is one slot's decode
+        // speed since the previous /metrics read, not the server's throughput.
+        "tokens_predicted_total" => add(&mut snap.generation_tokens_total, v),
+        _ => {}
+    }
+}
+
+fn read_tgi(snap: &mut EngineSnapshot, partial: &mut Partial, name: &str, v: f64) {
+    match name {
+        "batch_current_size" => add(&mut snap.running, v),
+        "queue_size" => add(&mut snap.waiting, v),
+        "batch_max_total_tokens" => add(&mut snap.kv_cache_tokens, v),
+        "batch_current_max_tokens" => add(&mut partial.tgi_batch_tokens, v),
+        // Recorded once per finished request, so the sum only grows: a counter.
+        "request_generated_tokens_sum" => add(&mut snap.generation_tokens_total, v),
+        _ => {}
+    }
+}
+
+/// One scrape: the snapshot, and why a figure beside `/metrics` could not be read
+/// (llama.cpp's `/props`). That never fails the scrape: the daemon falls back to the
+/// config's figures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scrape {
+    pub snapshot: EngineSnapshot,
+    pub slots_error: Option<String>,
+}
+
+/// Fetches and parses `url` (an engine's `/metrics`), and for llama.cpp its slot count
+/// from `/props` in whatever time is left. Errors say what failed: the connection, the
+/// HTTP status, the size limit or the format.
 pub async fn scrape(
     http: &reqwest::Client,
     url: &str,
     timeout: Duration,
-) -> anyhow::Result<EngineSnapshot> {
+) -> anyhow::Result<Scrape> {
+    let deadline = tokio::time::Instant::now() + timeout;
     let fetch = async {
-        let resp = http
-            .get(url)
-            .header(reqwest::header::ACCEPT, "text/plain;version=0.0.4")
-            .send()
-            .await
-            // The URL may carry credentials (user:pass@, a token in the query): keep it
-            // out of the error, which is logged.
-            .map_err(reqwest::Error::without_url)
-            .context("engine metrics request failed")?;
-        let status = resp.status();
-        if !status.is_success() {
-            anyhow::bail!("engine metrics answered HTTP {status}");
-        }
-        let mut body = Vec::new();
-        let mut stream = resp.bytes_stream();
-        while let Some(piece) = stream.next().await {
-            let piece = piece
-                .map_err(reqwest::Error::without_url)
-                .context("reading engine metrics body")?;
-            if body.len() + piece.len() > MAX_BODY_BYTES {
-                anyhow::bail!("engine metrics body exceeds {MAX_BODY_BYTES} bytes");
-            }
-            body.extend_from_slice(&piece);
-        }
+        let body = get_bounded(
+            http,
+            url,
+            "text/plain;version=0.0.4",
+            MAX_BODY_BYTES,
+            "engine metrics",
+        )
+        .await?;
         let text = String::from_utf8(body).context("engine metrics body is not UTF-8")?;
         let snap = parse(&text)?;
         if snap.kind.is_none() {
             // A wrong URL (node-exporter, the gateway's own metrics) must not pass as a
             // successful engine scrape with no data.
-            anyhow::bail!("no vllm: or sglang: metrics found at the engine metrics URL");
+            anyhow::bail!(
+                "no vllm:, sglang:, llamacpp: or tgi_ metrics found at the engine metrics URL"
+            );
         }
         Ok(snap)
     };
-    tokio::time::timeout(timeout, fetch)
+    let mut snapshot = tokio::time::timeout_at(deadline, fetch)
         .await
-        .map_err(|_| anyhow::anyhow!("engine metrics scrape timed out after {timeout:?}"))?
+        .map_err(|_| anyhow::anyhow!("engine metrics scrape timed out after {timeout:?}"))??;
+    let mut slots_error = None;
+    if snapshot.kind == Some(EngineKind::LlamaCpp) {
+        match tokio::time::timeout_at(deadline, llamacpp_total_slots(http, url)).await {
+            Ok(Ok(slots)) => snapshot.total_slots = Some(slots),
+            Ok(Err(e)) => slots_error = Some(format!("{e:#}")),
+            Err(_) => {
+                slots_error = Some(format!(
+                    "llama.cpp /props did not answer within the scrape timeout of {timeout:?}"
+                ));
+            }
+        }
+    }
+    Ok(Scrape {
+        snapshot,
+        slots_error,
+    })
+}
+
+/// The `/props` URL of the llama-server whose `/metrics` is `metrics_url`: the last
+/// path segment `metrics` becomes `props` (a reverse proxy's prefix is kept), any other
+/// path becomes `/props`. Credentials and query stay, as for `/metrics`.
+pub fn props_url(metrics_url: &str) -> Option<reqwest::Url> {
+    let mut url = reqwest::Url::parse(metrics_url).ok()?;
+    let path = match url.path().strip_suffix("metrics") {
+        Some(prefix) if prefix.ends_with('/') => format!("{prefix}props"),
+        _ => "/props".to_string(),
+    };
+    url.set_path(&path);
+    Some(url)
+}
+
+async fn llamacpp_total_slots(http: &reqwest::Client, metrics_url: &str) -> anyhow::Result<f64> {
+    let url = props_url(metrics_url)
+        .context("the engine metrics URL does not parse, so /props cannot be derived from it")?;
+    let body = get_bounded(
+        http,
+        url.as_str(),
+        "application/json",
+        MAX_PROPS_BYTES,
+        "llama.cpp /props",
+    )
+    .await?;
+    total_slots(&body)
+}
+
+/// `total_slots` of a llama.cpp `/props` body.
+pub fn total_slots(body: &[u8]) -> anyhow::Result<f64> {
+    #[derive(serde::Deserialize)]
+    struct Props {
+        total_slots: Option<u32>,
+    }
+    let props: Props =
+        serde_json::from_slice(body).context("llama.cpp /props is not the expected JSON")?;
+    match props.total_slots {
+        Some(n) if (1..=MAX_SLOTS).contains(&n) => Ok(f64::from(n)),
+        Some(n) => anyhow::bail!("llama.cpp /props total_slots {n} is outside 1..={MAX_SLOTS}"),
+        None => anyhow::bail!("llama.cpp /props has no total_slots"),
+    }
+}
+
+/// GET `url` and read at most `limit` bytes of a 2xx answer. The URL may carry
+/// credentials (user:pass@, a token in the query): errors never include it, they are
+/// logged.
+async fn get_bounded(
+    http: &reqwest::Client,
+    url: &str,
+    accept: &str,
+    limit: usize,
+    what: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let resp = http
+        .get(url)
+        .header(reqwest::header::ACCEPT, accept)
+        .send()
+        .await
+        .map_err(reqwest::Error::without_url)
+        .with_context(|| format!("{what} request failed"))?;
+    let status = resp.status();
+    if !status.is_success() {
+        anyhow::bail!("{what} answered HTTP {status}");
+    }
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece
+            .map_err(reqwest::Error::without_url)
+            .with_context(|| format!("reading {what} body"))?;
+        if body.len() + piece.len() > limit {
+            anyhow::bail!("{what} body exceeds {limit} bytes");
+        }
+        body.extend_from_slice(&piece);
+    }
+    Ok(body)
 }
 
 /// Rates between two scrapes.
@@ -211,6 +392,9 @@ mod tests {
 
     const VLLM: &str = include_str!("../../tests/fixtures/engine/vllm.txt");
     const SGLANG: &str = include_str!("../../tests/fixtures/engine/sglang.txt");
+    const LLAMACPP: &str = include_str!("../../tests/fixtures/engine/llamacpp.txt");
+    const LLAMACPP_PROPS: &str = include_str!("../../tests/fixtures/engine/llamacpp-props.json");
+    const TGI: &str = include_str!("../../tests/fixtures/engine/tgi.txt");
 
     #[test]
     fn reads_vllm() {
@@ -314,7 +498,9 @@ mod tests {
         let ok = scrape(&http, &format!("http://{addr}/metrics"), t)
             .await
             .unwrap();
-        assert_eq!(ok.running, Some(5.0));
+        assert_eq!(ok.snapshot.running, Some(5.0));
+        // Not llama.cpp: no /props request, no slot problem.
+        assert_eq!((ok.snapshot.total_slots, ok.slots_error), (None, None));
         let err = scrape(&http, &format!("http://{addr}/broken"), t)
             .await
             .unwrap_err();
@@ -323,7 +509,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            format!("{err:#}").contains("no vllm: or sglang: metrics"),
+            format!("{err:#}").contains("no vllm:, sglang:, llamacpp: or tgi_ metrics found"),
             "{err:#}"
         );
         // A port that was just released: nothing listens there.
@@ -339,5 +525,224 @@ mod tests {
         .unwrap_err();
         assert!(!format!("{err:#} {err:?}").contains("CANARY"), "{err:#}");
         assert!(format!("{err:#}").contains("request failed"), "{err:#}");
+    }
+
+    #[test]
+    fn reads_llamacpp() {
+        // Captured from a real llama-server: 2 slots busy, 1 request deferred, 3 finished
+        // requests of 300 tokens.
+        let s = parse(LLAMACPP).unwrap();
+        assert_eq!(
+            s,
+            EngineSnapshot {
+                kind: Some(EngineKind::LlamaCpp),
+                running: Some(2.0),
+                waiting: Some(1.0),
+                generation_tokens_total: Some(900.0),
+                ..EngineSnapshot::default()
+            }
+        );
+    }
+
+    #[test]
+    fn reads_older_llamacpp_kv_figures() {
+        // Older builds: a usage ratio, and the tokens *in* the cache (not its size).
+        let s = parse(
+            "llamacpp:kv_cache_usage_ratio 0.125\n\
+             llamacpp:kv_cache_tokens 512\n\
+             llamacpp:requests_processing 1\n",
+        )
+        .unwrap();
+        assert_eq!(s.kind, Some(EngineKind::LlamaCpp));
+        assert_eq!(s.kv_usage_ratio, Some(0.125));
+        assert_eq!(s.kv_cache_tokens, None);
+        assert_eq!(s.running, Some(1.0));
+    }
+
+    #[test]
+    fn reads_tgi() {
+        let s = parse(TGI).unwrap();
+        assert_eq!(
+            s,
+            EngineSnapshot {
+                kind: Some(EngineKind::Tgi),
+                running: Some(6.0),
+                waiting: Some(2.0),
+                // 38,912 of the 155,648-token budget
+                kv_usage_ratio: Some(0.25),
+                kv_cache_tokens: Some(155_648.0),
+                generation_tokens_total: Some(44_800.0),
+                ..EngineSnapshot::default()
+            }
+        );
+        // The v2 backend exports no budget: no usage ratio rather than a made-up one.
+        let v2 = parse("tgi_batch_current_max_tokens 100\ntgi_queue_size 0\n").unwrap();
+        assert_eq!(v2.kind, Some(EngineKind::Tgi));
+        assert_eq!((v2.kv_usage_ratio, v2.kv_cache_tokens), (None, None));
+        let zero = parse("tgi_batch_current_max_tokens 0\ntgi_batch_max_total_tokens 0\n").unwrap();
+        assert_eq!(zero.kv_usage_ratio, None);
+    }
+
+    #[test]
+    fn namespaces() {
+        assert_eq!(
+            namespace("tgi_queue_size"),
+            Some((EngineKind::Tgi, "queue_size"))
+        );
+        assert_eq!(
+            namespace("llamacpp:requests_deferred"),
+            Some((EngineKind::LlamaCpp, "requests_deferred"))
+        );
+        assert_eq!(namespace("tgi:queue_size"), None);
+        assert_eq!(namespace("tgiqueue_size"), None);
+        assert_eq!(namespace("llamacpp_requests_deferred"), None);
+    }
+
+    #[test]
+    fn rates_of_llamacpp_and_tgi() {
+        let ten = Duration::from_secs(10);
+        // llama.cpp adds a request's tokens when it finishes: 600 more over 20 s.
+        let prev = parse(LLAMACPP).unwrap();
+        let cur = parse(&LLAMACPP.replace(
+            "llamacpp:tokens_predicted_total 900",
+            "llamacpp:tokens_predicted_total 1500",
+        ))
+        .unwrap();
+        let r = rates(&prev, &cur, Duration::from_secs(20));
+        assert_eq!(r.generation_tokens_per_second, Some(30.0));
+        // No TTFT histogram in llama.cpp.
+        assert_eq!(r.ttft_mean_seconds, None);
+        // TGI: the generated-tokens histogram's sum, 2000 more over 10 s.
+        let prev = parse(TGI).unwrap();
+        let cur = parse(&TGI.replace(
+            "tgi_request_generated_tokens_sum 44800",
+            "tgi_request_generated_tokens_sum 46800",
+        ))
+        .unwrap();
+        let r = rates(&prev, &cur, ten);
+        assert_eq!(r.generation_tokens_per_second, Some(200.0));
+        assert_eq!(r.ttft_mean_seconds, None);
+        // A restarted TGI (sum went down): no rate.
+        assert_eq!(rates(&cur, &prev, ten).generation_tokens_per_second, None);
+    }
+
+    #[test]
+    fn props_url_replaces_the_metrics_path() {
+        let u = |s: &str| props_url(s).map(String::from);
+        assert_eq!(
+            u("http://127.0.0.1:8080/metrics").as_deref(),
+            Some("http://127.0.0.1:8080/props")
+        );
+        // Behind a reverse proxy: the prefix stays; credentials and query too.
+        assert_eq!(
+            u("https://user:pw@gw.local/llama/metrics?token=t").as_deref(),
+            Some("https://user:pw@gw.local/llama/props?token=t")
+        );
+        assert_eq!(
+            u("http://127.0.0.1:8080/stats").as_deref(),
+            Some("http://127.0.0.1:8080/props")
+        );
+        assert_eq!(
+            u("http://127.0.0.1:8080/mymetrics").as_deref(),
+            Some("http://127.0.0.1:8080/props")
+        );
+        assert_eq!(u("not a url"), None);
+    }
+
+    #[test]
+    fn total_slots_from_props() {
+        // The real llama-server's /props (--parallel 2).
+        assert_eq!(total_slots(LLAMACPP_PROPS.as_bytes()).unwrap(), 2.0);
+        for (body, want) in [
+            (r#"{"total_slots":0}"#, "outside"),
+            (r#"{"total_slots":4294967295}"#, "outside"),
+            (r#"{"total_slots":-1}"#, "expected JSON"),
+            (r#"{"total_slots":"2"}"#, "expected JSON"),
+            (r#"{"total_slots":2.5}"#, "expected JSON"),
+            (r#"{"total_slots":null}"#, "no total_slots"),
+            ("{}", "no total_slots"),
+            ("[]", "expected JSON"),
+            ("<html>", "expected JSON"),
+            ("", "expected JSON"),
+        ] {
+            let err = total_slots(body.as_bytes()).unwrap_err();
+            assert!(format!("{err:#}").contains(want), "{body}: {err:#}");
+        }
+        // Deep nesting is an error, not a stack overflow.
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(total_slots(deep.as_bytes()).is_err());
+    }
+
+    /// A llama-server stand-in: its /metrics fixture, and `props` at /props.
+    async fn llamacpp_server(props: axum::routing::MethodRouter) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new()
+            .route("/metrics", axum::routing::get(|| async { LLAMACPP }))
+            .route("/proxy/metrics", axum::routing::get(|| async { LLAMACPP }))
+            .route(
+                "/proxy/props",
+                axum::routing::get(|| async { r#"{"total_slots":8}"# }),
+            )
+            .route("/props", props);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    }
+
+    #[tokio::test]
+    async fn scrape_reads_llamacpp_slots_from_props() {
+        crate::install_crypto_provider();
+        let http = reqwest::Client::new();
+        let t = Duration::from_secs(5);
+        let addr = llamacpp_server(axum::routing::get(|| async { LLAMACPP_PROPS })).await;
+        let ok = scrape(&http, &format!("http://{addr}/metrics"), t)
+            .await
+            .unwrap();
+        assert_eq!(ok.snapshot.total_slots, Some(2.0));
+        assert_eq!(ok.snapshot.running, Some(2.0));
+        assert_eq!(ok.slots_error, None);
+        let proxied = scrape(&http, &format!("http://{addr}/proxy/metrics"), t)
+            .await
+            .unwrap();
+        assert_eq!(proxied.snapshot.total_slots, Some(8.0));
+    }
+
+    #[tokio::test]
+    async fn a_failing_props_never_fails_the_scrape() {
+        crate::install_crypto_provider();
+        let http = reqwest::Client::new();
+        let t = Duration::from_secs(2);
+        let cases: [(axum::routing::MethodRouter, &str); 4] = [
+            (
+                axum::routing::get(|| async { axum::http::StatusCode::NOT_FOUND }),
+                "HTTP 404",
+            ),
+            (
+                axum::routing::get(|| async { "x".repeat(MAX_PROPS_BYTES + 1) }),
+                "exceeds",
+            ),
+            (
+                axum::routing::get(|| async { r#"{"total_slots":"many"}"# }),
+                "expected JSON",
+            ),
+            (
+                axum::routing::get(|| async {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    "{}"
+                }),
+                "did not answer",
+            ),
+        ];
+        for (props, want) in cases {
+            let addr = llamacpp_server(props).await;
+            let started = std::time::Instant::now();
+            let got = scrape(&http, &format!("http://{addr}/metrics"), t)
+                .await
+                .unwrap();
+            assert!(started.elapsed() < t + Duration::from_secs(1));
+            assert_eq!(got.snapshot, parse(LLAMACPP).unwrap());
+            let err = got.slots_error.unwrap();
+            assert!(err.contains(want), "{want}: {err}");
+        }
     }
 }

@@ -87,7 +87,8 @@ impl Buckets {
     /// per-token budget), E2E thresholds to E2E.
     pub fn with_slos<'a>(mut self, slos: impl IntoIterator<Item = &'a Slo>) -> Self {
         for slo in slos {
-            if let Some(t) = slo.ttft {
+            // TTFA shares TTFT's layout, so both objectives are bucket bounds of both.
+            for t in slo.ttft.into_iter().chain(slo.ttfa) {
                 self.ttft.push(t.as_secs_f64());
             }
             if let Some(t) = slo.tpot {
@@ -135,6 +136,7 @@ mod tests {
             ttft: Some(ms(300)),
             tpot: Some(ms(40)),
             e2e: Some(ms(2000)),
+            ttfa: None,
         };
         let b = Buckets::vllm().with_slos([&slo]);
         assert!(b.ttft.contains(&0.3) && b.ttft.contains(&0.25) && b.ttft.contains(&2560.0));

@@ -208,7 +208,7 @@ pub const GOODPUT: Family = counter(
 );
 pub const SLO_MET: Family = counter(
     "llmprobe_slo_met_requests_total",
-    "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e; only configured SLIs).",
+    "Successful probes meeting the scenario's threshold for one SLI (ttft, tpot, e2e, ttfa; only configured SLIs).",
 )
 .extra("sli", slis);
 pub const PROBE_RATE: Family = gauge(
@@ -218,6 +218,11 @@ pub const PROBE_RATE: Family = gauge(
 pub const TTFT: Family = histogram(
     "llmprobe_ttft_seconds",
     "Time to first content token, from the actual send.",
+    Layout::Ttft,
+);
+pub const TTFA: Family = histogram(
+    "llmprobe_ttfa_seconds",
+    "Time to first answer (non-reasoning) token, from the actual send; equals TTFT when the model does not reason.",
     Layout::Ttft,
 );
 pub const TPOT: Family = histogram(
@@ -250,6 +255,11 @@ pub const OUTPUT_TOKENS: Family = counter(
     "Output tokens received by probes.",
 )
 .unit("tokens");
+pub const REASONING_TOKENS: Family = counter(
+    "llmprobe_reasoning_tokens_total",
+    "Output tokens that were reasoning (included in llmprobe_output_tokens_total).",
+)
+.unit("tokens");
 pub const COST: Family = counter(
     "llmprobe_probe_cost_dollars_total",
     "The probes' own spend in dollars, when the target has a price.",
@@ -275,6 +285,11 @@ pub const SLO_TPOT: Family = gauge(
 pub const SLO_E2E: Family = gauge(
     "llmprobe_slo_e2e_seconds",
     "The scenario's configured end-to-end latency objective.",
+)
+.unit("seconds");
+pub const SLO_TTFA: Family = gauge(
+    "llmprobe_slo_ttfa_seconds",
+    "The scenario's configured time-to-first-answer-token objective.",
 )
 .unit("seconds");
 pub const SKIPPED: Family = counter(
@@ -358,7 +373,7 @@ pub const ENG_KV_TOKENS: Family = engine(
 .unit("tokens");
 pub const ENG_MAX_SEQS: Family = engine(
     "llmprobe_engine_max_concurrent_sequences",
-    "Live KV cache tokens divided by the context length.",
+    "Live max concurrent sequences: llama.cpp's slots, else live KV cache tokens divided by the context length.",
 );
 pub const ENG_GEN_TPS: Family = engine(
     "llmprobe_engine_generation_tokens_per_second",
@@ -423,18 +438,21 @@ pub const FAMILIES: &[Family] = &[
     SLO_MET,
     PROBE_RATE,
     TTFT,
+    TTFA,
     TPOT,
     ITL,
     E2E,
     DISPATCH_LAG,
     PROMPT_TOKENS,
     OUTPUT_TOKENS,
+    REASONING_TOKENS,
     COST,
     INFLIGHT,
     LAST_SUCCESS,
     SLO_TTFT,
     SLO_TPOT,
     SLO_E2E,
+    SLO_TTFA,
     SKIPPED,
     CAP_MAX_SEQS,
     CAP_KV_TOKENS,
@@ -565,7 +583,7 @@ mod tests {
             assert_eq!(f.kind == Kind::Histogram, f.buckets.is_some(), "{}", f.name);
         }
         let layouts: Vec<_> = histograms().map(|f| f.buckets).collect();
-        assert_eq!(layouts.len(), 5);
+        assert_eq!(layouts.len(), 6);
         let b = Buckets::vllm();
         assert!(histograms().all(|f| f.buckets.is_some_and(|l| !l.of(&b).is_empty())));
     }

@@ -70,6 +70,8 @@ struct ProbeVecs {
     slo_ttft: GaugeVec,
     slo_tpot: GaugeVec,
     slo_e2e: GaugeVec,
+    slo_ttfa: GaugeVec,
+    reasoning_tokens: IntCounterVec,
     skipped: IntCounterVec,
 }
 
@@ -89,6 +91,8 @@ impl ProbeVecs {
             slo_ttft: r.gauge_vec(&f::SLO_TTFT)?,
             slo_tpot: r.gauge_vec(&f::SLO_TPOT)?,
             slo_e2e: r.gauge_vec(&f::SLO_E2E)?,
+            slo_ttfa: r.gauge_vec(&f::SLO_TTFA)?,
+            reasoning_tokens: r.int_counter_vec(&f::REASONING_TOKENS)?,
             skipped: r.int_counter_vec(&f::SKIPPED)?,
         })
     }
@@ -99,6 +103,7 @@ impl ProbeVecs {
             Sli::Ttft => &self.slo_ttft,
             Sli::Tpot => &self.slo_tpot,
             Sli::E2e => &self.slo_e2e,
+            Sli::Ttfa => &self.slo_ttfa,
         }
     }
 }
@@ -241,6 +246,7 @@ impl Metrics {
             goodput: p.goodput.with_label_values(&l),
             prompt_tokens: p.prompt_tokens.with_label_values(&l),
             output_tokens: p.output_tokens.with_label_values(&l),
+            reasoning_tokens: p.reasoning_tokens.with_label_values(&l),
             cost: match price {
                 Some(price) => Some((price, p.cost.with_label_values(&l))),
                 None => {
@@ -254,6 +260,7 @@ impl Metrics {
             skipped: children(&p.skipped, &f::SKIPPED, &l),
             slo_met: self.slo_met(&l, slo),
             ttft: h.get(&f::TTFT)?,
+            ttfa: h.get(&f::TTFA)?,
             tpot: h.get(&f::TPOT)?,
             itl: h.get(&f::ITL)?,
             e2e: h.get(&f::E2E)?,
@@ -620,6 +627,7 @@ mod tests {
             ttft: Some(ms(40)),
             tpot: Some(ms(10)),
             e2e: None,
+            ttfa: None,
         };
         let s = m
             .scenario("t", "m", "s", &slo, None, &Buckets::vllm())

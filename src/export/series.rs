@@ -20,6 +20,7 @@ pub struct ScenarioSeries {
     pub(super) goodput: IntCounter,
     pub(super) prompt_tokens: IntCounter,
     pub(super) output_tokens: IntCounter,
+    pub(super) reasoning_tokens: IntCounter,
     pub(super) cost: Option<(TokenPrice, prometheus::Counter)>,
     pub(super) inflight: IntGauge,
     pub(super) last_success: Gauge,
@@ -28,6 +29,7 @@ pub struct ScenarioSeries {
     /// `llmprobe_slo_met_requests_total` per SLI the scenario configures.
     pub(super) slo_met: Vec<(Sli, IntCounter)>,
     pub(super) ttft: Histogram,
+    pub(super) ttfa: Histogram,
     pub(super) tpot: Histogram,
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
@@ -46,6 +48,8 @@ impl ScenarioSeries {
         if r.http_status.is_some() {
             self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
             self.output_tokens.inc_by(u64::from(r.output_tokens()));
+            self.reasoning_tokens
+                .inc_by(u64::from(r.reasoning_tokens()));
             if let Some((price, c)) = &self.cost {
                 c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
             }
@@ -77,6 +81,9 @@ impl ScenarioSeries {
     fn observe_latencies(&self, r: &RequestRecord) {
         if let Some(t) = r.ttft() {
             self.ttft.observe(t.as_secs_f64());
+        }
+        if let Some(t) = r.ttfa() {
+            self.ttfa.observe(t.as_secs_f64());
         }
         if let Some(t) = r.tpot() {
             self.tpot.observe(t.as_secs_f64());

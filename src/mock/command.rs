@@ -37,6 +37,10 @@ pub struct MockArgs {
     /// Tokens per content chunk after the first (as with speculative decoding).
     #[arg(long, default_value_t = 1)]
     pub tokens_per_chunk: u32,
+    /// The first N output tokens are reasoning (chat `reasoning_content`, Responses
+    /// `reasoning_text`, Anthropic `thinking`); the answer starts at token N.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u32,
     /// Requests running at once; more wait in a FIFO queue (TTFT grows by the wait).
     #[arg(long)]
     pub max_running: Option<u32>,
@@ -89,6 +93,7 @@ impl MockArgs {
             ),
             output_tokens: self.output_tokens,
             tokens_per_chunk: Some(self.tokens_per_chunk),
+            reasoning_tokens: Some(self.reasoning_tokens),
             max_running: self.max_running,
             batch_slowdown: Some(self.batch_slowdown),
             no_usage: self.no_usage,

@@ -31,6 +31,10 @@ pub struct MockConfig {
     pub output_tokens: Option<u32>,
     /// Tokens per content chunk after the first (speculative decoding sends several).
     pub tokens_per_chunk: u32,
+    /// The first N output tokens are reasoning, streamed in each protocol's reasoning
+    /// form (chat `reasoning_content`, Responses `reasoning_text`, Anthropic
+    /// `thinking`); the answer starts at token N.
+    pub reasoning_tokens: u32,
     /// Batch size; beyond it requests wait in a FIFO queue (their TTFT grows by the wait).
     pub max_running: Option<u32>,
     /// Token time = itl × (1 + batch_slowdown × other running requests).
@@ -73,6 +77,7 @@ impl Default for MockConfig {
             jitter: Jitter::None,
             output_tokens: None,
             tokens_per_chunk: 1,
+            reasoning_tokens: 0,
             max_running: None,
             batch_slowdown: 0.0,
             usage: true,
@@ -110,6 +115,7 @@ impl fmt::Debug for MockConfig {
             .field("jitter", &self.jitter)
             .field("output_tokens", &self.output_tokens)
             .field("tokens_per_chunk", &self.tokens_per_chunk)
+            .field("reasoning_tokens", &self.reasoning_tokens)
             .field("max_running", &self.max_running)
             .field("batch_slowdown", &self.batch_slowdown)
             .field("usage", &self.usage)
@@ -199,6 +205,7 @@ impl MockConfig {
             jitter: flags.jitter.unwrap_or(d.jitter),
             output_tokens: flags.output_tokens.or(d.output_tokens),
             tokens_per_chunk: flags.tokens_per_chunk.unwrap_or(d.tokens_per_chunk),
+            reasoning_tokens: flags.reasoning_tokens.unwrap_or(d.reasoning_tokens),
             max_running: flags.max_running.or(d.max_running),
             batch_slowdown: flags.batch_slowdown.unwrap_or(d.batch_slowdown),
             usage: !flags.no_usage,
@@ -229,6 +236,7 @@ pub struct MockFlags {
     pub jitter: Option<Jitter>,
     pub output_tokens: Option<u32>,
     pub tokens_per_chunk: Option<u32>,
+    pub reasoning_tokens: Option<u32>,
     pub max_running: Option<u32>,
     pub batch_slowdown: Option<f64>,
     /// Never send usage in streams.

@@ -1,4 +1,5 @@
-//! `llmprobe mock`: a fake OpenAI-compatible streaming engine with exact, documented
+//! `llmprobe mock`: a fake inference engine speaking the OpenAI chat, completions,
+//! Responses and embeddings APIs and Anthropic's Messages API, with exact, documented
 //! timing and fault injection (docs/mock.md). It runs on the caller's tokio runtime, so
 //! `bench --mock`, `daemon --mock` and tests embed it. A leaf: only the front ends start
 //! it, and it imports nothing of theirs; of the measurement path it uses only shared
@@ -8,14 +9,19 @@
 //! This file only declares the parts and re-exports their public items; the parts
 //! import each other directly, never through here, so no import goes in a circle.
 
+mod anthropic;
 pub mod command;
 mod config;
+mod embeddings;
 mod engine;
+mod events;
 mod fault;
 mod jitter;
 mod metrics;
 mod openai;
+mod responses;
 mod server;
+mod wire;
 
 pub use command::MockArgs;
 pub use config::{

@@ -1,10 +1,11 @@
-//! The OpenAI wire format as the mock speaks it: parsing a chat/completions request
-//! into what the engine needs, and building SSE chunks and full responses. Pure: no
-//! timing, no IO.
+//! The OpenAI chat/completions wire format as the mock speaks it, and request
+//! parsing for every protocol: what the engine needs from a body. Pure: no timing, no
+//! IO.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::wire::{ChunkWriter, Piece, Usage, sse};
 use crate::client::Endpoint;
 
 /// Output length when the request gives neither `max_completion_tokens` nor `max_tokens`
@@ -27,6 +28,8 @@ pub struct GenRequest {
     pub prompt_tokens: u32,
     pub include_usage: bool,
     pub continuous_usage: bool,
+    /// Embeddings: how many inputs (one vector each).
+    pub inputs: u32,
 }
 
 /// Parses a request body; the error is a message for a 400 response.
@@ -52,7 +55,13 @@ pub fn parse_request(
     };
     let mut max_tokens = None;
     // max_completion_tokens wins over the deprecated max_tokens, as in OpenAI's API.
-    for key in ["max_tokens", "max_completion_tokens"] {
+    let keys: &[&str] = match endpoint {
+        Endpoint::Chat | Endpoint::Completions => &["max_tokens", "max_completion_tokens"],
+        Endpoint::Responses => &["max_output_tokens"],
+        Endpoint::Messages => &["max_tokens"],
+        Endpoint::Embeddings => &[],
+    };
+    for &key in keys {
         match obj.get(key) {
             None | Some(Value::Null) => {}
             Some(v) => match v.as_u64() {
@@ -78,15 +87,10 @@ pub fn parse_request(
         ),
         _ => (false, false),
     };
-    let prompt_tokens = match endpoint {
-        Endpoint::Chat => match obj.get("messages") {
-            Some(Value::Array(msgs)) => msgs.iter().map(|m| words(m.get("content"))).sum(),
-            _ => return Err("'messages' must be an array".into()),
-        },
-        Endpoint::Completions => match obj.get("prompt") {
-            Some(p @ (Value::String(_) | Value::Array(_))) => prompt_words(p),
-            _ => return Err("'prompt' must be a string or an array".into()),
-        },
+    let prompt_tokens = prompt_tokens(endpoint, obj)?;
+    let inputs = match obj.get("input") {
+        Some(Value::Array(items)) if items.iter().all(|i| !i.is_number()) => items.len(),
+        _ => 1,
     };
     Ok(GenRequest {
         endpoint,
@@ -96,7 +100,35 @@ pub fn parse_request(
         prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
         include_usage,
         continuous_usage,
+        inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
     })
+}
+
+/// The prompt's size in words: chat and messages `messages` (plus a Messages
+/// `system`), completions `prompt`, responses and embeddings `input`.
+fn prompt_tokens(endpoint: Endpoint, obj: &serde_json::Map<String, Value>) -> Result<u64, String> {
+    match endpoint {
+        Endpoint::Chat | Endpoint::Messages => match obj.get("messages") {
+            Some(Value::Array(msgs)) => {
+                Ok(msgs.iter().map(|m| words(m.get("content"))).sum::<u64>()
+                    + words(obj.get("system")))
+            }
+            _ => Err("'messages' must be an array".into()),
+        },
+        Endpoint::Completions => match obj.get("prompt") {
+            Some(p @ (Value::String(_) | Value::Array(_))) => Ok(prompt_words(p)),
+            _ => Err("'prompt' must be a string or an array".into()),
+        },
+        Endpoint::Responses => match obj.get("input") {
+            Some(Value::String(s)) => Ok(s.split_whitespace().count() as u64),
+            Some(Value::Array(items)) => Ok(items.iter().map(|i| words(i.get("content"))).sum()),
+            _ => Err("'input' must be a string or an array of messages".into()),
+        },
+        Endpoint::Embeddings => match obj.get("input") {
+            Some(p @ (Value::String(_) | Value::Array(_))) => Ok(prompt_words(p)),
+            _ => Err("'input' must be a string or an array".into()),
+        },
+    }
 }
 
 /// Words in a chat message `content`: a string, or an array of parts with `text`.
@@ -130,76 +162,29 @@ fn prompt_words(p: &Value) -> u64 {
     }
 }
 
-/// The text of output token `i` (0-based): one word per token, so a client counting
-/// whitespace-separated words gets the token count exactly.
-pub fn token_text(i: u32) -> String {
-    format!(" tok{i}")
-}
-
-/// The text of tokens `from..to`.
-pub fn tokens_text(from: u32, to: u32) -> String {
-    (from..to).map(token_text).collect()
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt: u32,
-    pub completion: u32,
-}
-
-impl Usage {
-    fn json(&self) -> Value {
-        json!({
-            "prompt_tokens": self.prompt,
-            "completion_tokens": self.completion,
-            "total_tokens": u64::from(self.prompt) + u64::from(self.completion),
-        })
+/// `usage` in OpenAI's chat/completions names.
+fn usage_json(u: Usage) -> Value {
+    let mut v = json!({
+        "prompt_tokens": u.prompt,
+        "completion_tokens": u.completion,
+        "total_tokens": u64::from(u.prompt) + u64::from(u.completion),
+    });
+    if u.reasoning > 0 {
+        v["completion_tokens_details"] = json!({"reasoning_tokens": u.reasoning});
     }
-}
-
-/// Builds the chunks of one response.
-pub struct ChunkWriter {
-    pub endpoint: Endpoint,
-    pub id: String,
-    pub created: u64,
-    pub model: String,
-}
-
-/// One SSE event: `data: <payload>\n\n`.
-pub fn sse(payload: &[u8]) -> Bytes {
-    let mut v = Vec::with_capacity(payload.len() + 8);
-    v.extend_from_slice(b"data: ");
-    v.extend_from_slice(payload);
-    v.extend_from_slice(b"\n\n");
-    Bytes::from(v)
+    v
 }
 
 pub fn done_event() -> Bytes {
     Bytes::from_static(b"data: [DONE]\n\n")
 }
 
+/// Chat and completions chunks and bodies.
 impl ChunkWriter {
-    pub fn new(endpoint: Endpoint, seq: u64, model: &str) -> Self {
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let id = match endpoint {
-            Endpoint::Chat => format!("chatcmpl-mock-{seq}"),
-            Endpoint::Completions => format!("cmpl-mock-{seq}"),
-        };
-        Self {
-            endpoint,
-            id,
-            created,
-            model: model.to_string(),
-        }
-    }
-
-    fn chunk(&self, choices: Value, usage: Option<Usage>) -> Value {
+    fn openai_chunk(&self, choices: Value, usage: Option<Usage>) -> Value {
         let object = match self.endpoint {
             Endpoint::Chat => "chat.completion.chunk",
-            Endpoint::Completions => "text_completion",
+            _ => "text_completion",
         };
         let mut v = json!({
             "id": self.id,
@@ -209,69 +194,73 @@ impl ChunkWriter {
             "choices": choices,
         });
         if let Some(u) = usage {
-            v["usage"] = u.json();
+            v["usage"] = usage_json(u);
         }
         v
     }
 
     /// Chat only: `delta: {role: "assistant", content: ""}`, sent before any token.
-    pub fn role_event(&self) -> Bytes {
+    pub(super) fn openai_role_event(&self) -> Bytes {
         let choice = json!([{"index": 0, "delta": {"role": "assistant", "content": ""},
                              "logprobs": null, "finish_reason": null}]);
-        sse(self.chunk(choice, None).to_string().as_bytes())
+        sse(self.openai_chunk(choice, None).to_string().as_bytes())
     }
 
-    /// The JSON text of a content chunk (before SSE framing).
-    pub fn content_json(&self, text: &str, finish: Option<&str>, usage: Option<Usage>) -> String {
+    /// The JSON text of a content chunk (before SSE framing). Chat streams reasoning
+    /// as `delta.reasoning_content`; completions have no reasoning field, so it is
+    /// part of the text there.
+    pub(super) fn openai_content_json(
+        &self,
+        piece: &Piece,
+        finish: Option<&str>,
+        usage: Option<Usage>,
+    ) -> String {
         let choice = match self.endpoint {
-            Endpoint::Chat => json!([{"index": 0, "delta": {"content": text},
-                                      "logprobs": null, "finish_reason": finish}]),
-            Endpoint::Completions => json!([{"index": 0, "text": text,
-                                             "logprobs": null, "finish_reason": finish}]),
+            Endpoint::Chat => {
+                let mut delta = serde_json::Map::new();
+                if !piece.reasoning.is_empty() {
+                    delta.insert("reasoning_content".into(), json!(piece.reasoning));
+                }
+                if !piece.answer.is_empty() || piece.reasoning.is_empty() {
+                    delta.insert("content".into(), json!(piece.answer));
+                }
+                json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}])
+            }
+            _ => json!([{"index": 0, "text": format!("{}{}", piece.reasoning, piece.answer),
+                         "logprobs": null, "finish_reason": finish}]),
         };
-        self.chunk(choice, usage).to_string()
-    }
-
-    pub fn content_event(&self, text: &str, finish: Option<&str>, usage: Option<Usage>) -> Bytes {
-        sse(self.content_json(text, finish, usage).as_bytes())
+        self.openai_chunk(choice, usage).to_string()
     }
 
     /// The final usage-only chunk: `choices: []`.
-    pub fn usage_event(&self, usage: Usage) -> Bytes {
-        sse(self.chunk(json!([]), Some(usage)).to_string().as_bytes())
+    pub(super) fn openai_usage_event(&self, usage: Usage) -> Bytes {
+        sse(self
+            .openai_chunk(json!([]), Some(usage))
+            .to_string()
+            .as_bytes())
     }
 
-    /// The head and tail of a content chunk whose text is `fill` bytes of `x`, so a
-    /// huge line can be streamed without building it.
-    pub fn huge_event_parts(&self) -> (Bytes, Bytes) {
-        let marker = "\u{1}MARK\u{1}";
-        let full = self.content_json(marker, None, None);
-        let escaped = serde_json::to_string(marker).unwrap_or_default();
-        let inner = &escaped[1..escaped.len().saturating_sub(1)];
-        match full.split_once(inner) {
-            Some((head, tail)) => (
-                Bytes::from(format!("data: {head}")),
-                Bytes::from(format!("{tail}\n\n")),
-            ),
-            None => (Bytes::from_static(b"data: "), Bytes::from_static(b"\n\n")),
-        }
-    }
-
-    /// A complete (non-streaming) response body.
-    pub fn full_response(&self, text: &str, finish: &str, usage: Usage) -> Value {
+    pub(super) fn openai_full_response(&self, piece: &Piece, finish: &str, usage: Usage) -> Value {
         match self.endpoint {
-            Endpoint::Chat => json!({
-                "id": self.id, "object": "chat.completion", "created": self.created,
-                "model": self.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "logprobs": null, "finish_reason": finish}],
-                "usage": usage.json(),
-            }),
-            Endpoint::Completions => json!({
+            Endpoint::Chat => {
+                let mut message = json!({"role": "assistant", "content": piece.answer});
+                if !piece.reasoning.is_empty() {
+                    message["reasoning_content"] = json!(piece.reasoning);
+                }
+                json!({
+                    "id": self.id, "object": "chat.completion", "created": self.created,
+                    "model": self.model,
+                    "choices": [{"index": 0, "message": message, "logprobs": null,
+                                 "finish_reason": finish}],
+                    "usage": usage_json(usage),
+                })
+            }
+            _ => json!({
                 "id": self.id, "object": "text_completion", "created": self.created,
                 "model": self.model,
-                "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}],
-                "usage": usage.json(),
+                "choices": [{"index": 0, "text": format!("{}{}", piece.reasoning, piece.answer),
+                             "logprobs": null, "finish_reason": finish}],
+                "usage": usage_json(usage),
             }),
         }
     }
@@ -320,6 +309,13 @@ mod tests {
             (Endpoint::Chat, br#"{"messages":[],"max_tokens":1000001}"#),
             (Endpoint::Completions, br#"{"prompt":3}"#),
             (Endpoint::Completions, br#"[1]"#),
+            (Endpoint::Responses, br#"{"input":3}"#),
+            (
+                Endpoint::Responses,
+                br#"{"input":"x","max_output_tokens":0}"#,
+            ),
+            (Endpoint::Messages, br#"{"messages":{}}"#),
+            (Endpoint::Embeddings, br#"{"input":{}}"#),
         ] {
             assert!(
                 parse_request(ep, body, "m").is_err(),
@@ -327,25 +323,5 @@ mod tests {
                 String::from_utf8_lossy(body)
             );
         }
-    }
-
-    #[test]
-    fn huge_event_parts_frame_a_valid_chunk() {
-        let w = ChunkWriter::new(Endpoint::Chat, 1, "m");
-        let (head, tail) = w.huge_event_parts();
-        let line = [&head[..], b"xxxx", &tail[..]].concat();
-        let json = line
-            .strip_prefix(b"data: ")
-            .unwrap()
-            .strip_suffix(b"\n\n")
-            .unwrap();
-        let v: Value = serde_json::from_slice(json).unwrap();
-        assert_eq!(v["choices"][0]["delta"]["content"], "xxxx");
-    }
-
-    #[test]
-    fn token_text_is_one_word_per_token() {
-        assert_eq!(tokens_text(0, 3), " tok0 tok1 tok2");
-        assert_eq!(tokens_text(0, 40).split_whitespace().count(), 40);
     }
 }

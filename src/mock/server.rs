@@ -1,6 +1,7 @@
 //! The HTTP side of the mock: a hand-rolled accept loop over hyper (so a fault can
 //! close or reset the TCP connection itself), the axum routes, and the wire behaviour
-//! of every response and fault. Timing comes from `engine.rs`; JSON from `openai.rs`.
+//! of every response and fault, for every protocol. Timing comes from `engine.rs`;
+//! the protocol's events and bodies from `wire.rs`.
 
 use std::convert::Infallible;
 use std::io;
@@ -19,7 +20,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
@@ -29,15 +30,17 @@ use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use super::config::MockConfig;
+use super::embeddings;
 use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
-use super::openai::{
-    ChunkWriter, GenRequest, Usage, done_event, error_body, parse_request, sse, tokens_text,
-};
+use super::openai::{GenRequest, error_body, parse_request};
+use super::wire::{ChunkWriter, Usage, sse};
 use crate::client::Endpoint;
 use crate::runner::{PreciseTimer, Spins, Timer};
 
+/// A request header that sets this request's reasoning tokens (else `reasoning_tokens`).
+pub const REASONING_HEADER: &str = "x-mock-reasoning-tokens";
 /// Gap between bytes of the `trickle` fault.
 pub const TRICKLE_BYTE_GAP: Duration = Duration::from_millis(1);
 /// Request bodies larger than this are refused (413) before any timing starts.
@@ -263,6 +266,9 @@ fn routes(engine: Shared) -> Router {
     Router::new()
         .route(Endpoint::Chat.path(), post(chat))
         .route(Endpoint::Completions.path(), post(completions))
+        .route(Endpoint::Responses.path(), post(responses))
+        .route(Endpoint::Messages.path(), post(messages))
+        .route(Endpoint::Embeddings.path(), post(embeddings_route))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -304,14 +310,16 @@ async fn metrics(State(engine): State<Shared>) -> Response {
         .into_response()
 }
 
-/// With `--api-key`, every `/v1` route demands `Authorization: Bearer KEY`.
+/// With `--api-key`, every `/v1` route demands `Authorization: Bearer KEY` (or, as
+/// Anthropic's API takes it, `x-api-key: KEY`).
 fn unauthorized(engine: &Engine, headers: &HeaderMap) -> Option<Response> {
     let key = engine.cfg.api_key.as_deref()?;
-    let given = headers
+    let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if given == Some(key) {
+    let x_api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    if bearer == Some(key) || x_api_key == Some(key) {
         return None;
     }
     let body = error_body(
@@ -359,6 +367,33 @@ async fn completions(
     body: Bytes,
 ) -> Response {
     generate(engine, ctl, headers, body, Endpoint::Completions).await
+}
+
+async fn responses(
+    State(engine): State<Shared>,
+    Extension(ctl): Extension<ConnCtl>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(engine, ctl, headers, body, Endpoint::Responses).await
+}
+
+async fn messages(
+    State(engine): State<Shared>,
+    Extension(ctl): Extension<ConnCtl>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(engine, ctl, headers, body, Endpoint::Messages).await
+}
+
+async fn embeddings_route(
+    State(engine): State<Shared>,
+    Extension(ctl): Extension<ConnCtl>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    generate(engine, ctl, headers, body, Endpoint::Embeddings).await
 }
 
 /// One request's plan, shared by the streaming and the one-shot paths.
@@ -442,10 +477,24 @@ async fn generate(
         }
         _ => {}
     }
+    let reasoning = match headers
+        .get(REASONING_HEADER)
+        .map(|v| v.to_str().map(str::parse::<u32>))
+    {
+        None => engine.cfg.reasoning_tokens,
+        Some(Ok(Ok(n))) => n,
+        Some(_) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "x-mock-reasoning-tokens must be a whole number",
+                "BadRequestError",
+            );
+        }
+    };
     let seq = engine.next_seq();
     let job = Job {
         output_tokens: engine.output_tokens(req.max_tokens),
-        writer: ChunkWriter::new(endpoint, seq, &req.model),
+        writer: ChunkWriter::new(endpoint, seq, &req.model, reasoning),
         // Per-request jitter stream: reproducible from --seed and the arrival order.
         seed: crate::schedule::splitmix64(engine.cfg.seed ^ seq),
         engine,
@@ -453,7 +502,9 @@ async fn generate(
         fault,
         arrival,
     };
-    if job.req.stream && fault != Some(FaultKind::JsonInsteadOfSse) {
+    if endpoint == Endpoint::Embeddings {
+        embeddings_response(job, ctl).await
+    } else if job.req.stream && fault != Some(FaultKind::JsonInsteadOfSse) {
         stream_response(job, ctl)
     } else {
         full_response(job, ctl).await
@@ -502,12 +553,10 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
     if empty {
         engine.timer.wait_until(sched.first_due()).await;
     }
-    let mut text = String::new();
     let mut stalled = false;
     while let Some((due, k)) = sched.next_for(&run) {
         engine.timer.wait_until(due).await;
         let to = sched.emitted();
-        text.push_str(&tokens_text(to - k, to));
         run.record_chunk(k);
         if let Some(FaultKind::StallAfterTokens { after_tokens }) = job.fault
             && !stalled
@@ -524,27 +573,72 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
         return std::future::pending().await;
     }
     run.finish();
+    let emitted = sched.emitted();
     let usage = Usage {
         prompt: job.req.prompt_tokens,
-        completion: sched.emitted(),
+        completion: emitted,
+        reasoning: job.writer.reasoning_of(emitted),
     };
     let finish = if empty { "stop" } else { "length" };
-    let mut bytes = job
+    let bytes = job
         .writer
-        .full_response(&text, finish, usage)
+        .full_response(emitted, finish, usage)
         .to_string()
         .into_bytes();
-    match job.fault {
+    full_body(bytes, job.fault)
+}
+
+/// A whole JSON answer, with the faults that spoil a body.
+fn full_body(mut bytes: Vec<u8>, fault: Option<FaultKind>) -> Response {
+    match fault {
         Some(FaultKind::MalformedJson) => bytes.truncate(bytes.len() / 2),
         Some(FaultKind::InvalidUtf8) => bytes = with_invalid_utf8(bytes),
         _ => {}
     }
-    let content_type = if job.fault == Some(FaultKind::WrongContentType) {
+    let content_type = if fault == Some(FaultKind::WrongContentType) {
         "text/plain; charset=utf-8"
     } else {
         "application/json"
     };
     ([(header::CONTENT_TYPE, content_type)], bytes).into_response()
+}
+
+/// Embeddings: one JSON answer after the prefill time (the TTFT), with one vector per
+/// input. `empty_completion` answers with no vectors; the transport faults act as for
+/// any other request.
+async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
+    let engine = job.engine.clone();
+    let Some(run) = engine
+        .admit(
+            job.req.prompt_tokens,
+            job.arrival,
+            engine.shutdown.cancelled(),
+        )
+        .await
+    else {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "mock is shutting down",
+            "ServiceUnavailableError",
+        );
+    };
+    let sched = Schedule::new(&engine.cfg, run.start, 0, job.seed);
+    engine.timer.wait_until(sched.first_due()).await;
+    if let Some(FaultKind::StallAfterTokens { .. }) = job.fault {
+        stall(&engine).await;
+    }
+    if let Some(FaultKind::ResetMidStream { .. }) = job.fault {
+        ctl.reset();
+        return std::future::pending().await;
+    }
+    run.finish();
+    let vectors = if job.fault == Some(FaultKind::EmptyCompletion) {
+        0
+    } else {
+        job.req.inputs
+    };
+    let body = embeddings::body(&job.writer.model, vectors, job.req.prompt_tokens);
+    full_body(body.to_string().into_bytes(), job.fault)
 }
 
 enum Frame {
@@ -650,19 +744,30 @@ impl SseOut {
 
 /// The malformed event of `malformed_json`: a chunk cut in the middle of its JSON.
 fn malformed_event(writer: &ChunkWriter) -> Bytes {
-    let full = writer.content_json(" tok", None, None);
+    let full = writer.content_json(" tok");
     sse(&full.as_bytes()[..full.len() / 2])
 }
 
 async fn run_stream(job: Job, out: SseOut) {
     let engine = job.engine.clone();
     let w = &job.writer;
-    let usage_on = engine.cfg.usage && job.req.include_usage;
+    // Chat and completions send usage when asked (`stream_options`); the Responses and
+    // Messages APIs always do.
+    let asked =
+        job.req.include_usage || !matches!(w.endpoint, Endpoint::Chat | Endpoint::Completions);
+    let usage_on = engine.cfg.usage && asked;
     let continuous = usage_on && job.req.continuous_usage;
     let prompt = job.req.prompt_tokens;
-    let usage_at = |completion| Usage { prompt, completion };
-    // Like vLLM, chat streams open with a role-only chunk, before any token.
-    if w.endpoint == Endpoint::Chat && !out.send(w.role_event()).await {
+    let usage_at = |completion| Usage {
+        prompt,
+        completion,
+        reasoning: w.reasoning_of(completion),
+    };
+    // Like vLLM, chat streams open with a role-only chunk, before any token (and the
+    // Responses and Messages streams with their opening events).
+    if let Some(open) = w.open(prompt)
+        && !out.send(open).await
+    {
         return;
     }
     let Some(mut run) = engine.admit(prompt, job.arrival, out.tx.closed()).await else {
@@ -677,8 +782,8 @@ async fn run_stream(job: Job, out: SseOut) {
             if !out.wait_until(sched.first_due()).await {
                 return;
             }
-            let ev = w.content_event("", Some("stop"), continuous.then(|| usage_at(0)));
-            if !out.send(ev).await {
+            let ev = w.tokens(0, 0, Some("stop"), continuous.then(|| usage_at(0)));
+            if !ev.is_empty() && !out.send(ev).await {
                 return;
             }
         }
@@ -695,12 +800,15 @@ async fn run_stream(job: Job, out: SseOut) {
     if let Some(FaultKind::ResetMidStream { .. }) = fault {
         return out.reset().await;
     }
-    if usage_on && !out.send(w.usage_event(usage_at(sched.emitted()))).await {
-        return;
-    }
     run.finish();
-    if fault != Some(FaultKind::NoDone) {
-        out.send(done_event()).await;
+    let emitted = sched.emitted();
+    let end = w.close(
+        emitted,
+        usage_on.then(|| usage_at(emitted)),
+        fault != Some(FaultKind::NoDone),
+    );
+    if !end.is_empty() {
+        out.send(end).await;
     }
 }
 
@@ -749,15 +857,15 @@ async fn emit_tokens(
         let usage = continuous.then_some(Usage {
             prompt: job.req.prompt_tokens,
             completion: to,
+            reasoning: w.reasoning_of(to),
         });
-        let text = tokens_text(from, to);
         run.record_chunk(k);
         let event = if job.fault == Some(FaultKind::InvalidUtf8) && from == 0 {
             Bytes::from(with_invalid_utf8(
-                w.content_event(&text, finish, usage).to_vec(),
+                w.tokens(from, to, finish, usage).to_vec(),
             ))
         } else {
-            w.content_event(&text, finish, usage)
+            w.tokens(from, to, finish, usage)
         };
         if !out.send(event).await {
             return false;
@@ -767,14 +875,8 @@ async fn emit_tokens(
                 return false;
             }
             Some(FaultKind::ErrorEvent) if from == 0 => {
-                let err: Value = error_body(
-                    "mock fault error_event: the engine failed mid-stream",
-                    "InternalServerError",
-                    json!(500),
-                );
-                if out.send(sse(err.to_string().as_bytes())).await {
-                    out.send(done_event()).await;
-                }
+                let err = w.error_event("mock fault error_event: the engine failed mid-stream");
+                out.send(err).await;
                 return false;
             }
             _ => {}

@@ -79,6 +79,8 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         goodput: s.goodput,
         goodput_ratio: s.goodput_ratio,
         ttft_ms: latency(Latency::Ttft),
+        ttfa_ms: (s.reasoning_tokens > 0).then(|| latency(Latency::Ttfa)),
+        reasoning_tokens: (s.reasoning_tokens > 0).then_some(s.reasoning_tokens),
         tpot_ms: latency(Latency::Tpot),
         itl_ms: latency(Latency::Itl),
         chunk_gap_ms: latency(Latency::ChunkGap),

@@ -32,8 +32,9 @@ const SCALARS: [&str; 6] = [
 ];
 
 /// The latency distributions, by their JSON key.
-pub const LATENCIES: [&str; 7] = [
+pub const LATENCIES: [&str; 8] = [
     "ttft_ms",
+    "ttfa_ms",
     "tpot_ms",
     "itl_ms",
     "chunk_gap_ms",
@@ -57,6 +58,7 @@ pub fn better(key: &str) -> Better {
 pub fn latency_key(m: LatencyMetric, stat: Option<f64>) -> String {
     let base = match m {
         LatencyMetric::Ttft => "ttft_ms",
+        LatencyMetric::Ttfa => "ttfa_ms",
         LatencyMetric::Tpot => "tpot_ms",
         LatencyMetric::Itl => "itl_ms",
         LatencyMetric::E2el => "e2el_ms",
@@ -67,16 +69,21 @@ pub fn latency_key(m: LatencyMetric, stat: Option<f64>) -> String {
     }
 }
 
-fn latencies_mut(r: &mut RateReport) -> [(&'static str, &mut LatencyStats); 7] {
-    [
-        ("ttft_ms", &mut r.ttft_ms),
+/// The latency distributions of a report; TTFA only when some request reasoned.
+fn latencies_mut(r: &mut RateReport) -> Vec<(&'static str, &mut LatencyStats)> {
+    let mut out = vec![("ttft_ms", &mut r.ttft_ms)];
+    if let Some(ttfa) = r.ttfa_ms.as_mut() {
+        out.push(("ttfa_ms", ttfa));
+    }
+    out.extend([
         ("tpot_ms", &mut r.tpot_ms),
         ("itl_ms", &mut r.itl_ms),
         ("chunk_gap_ms", &mut r.chunk_gap_ms),
         ("e2el_ms", &mut r.e2el_ms),
         ("ttft_from_sched_ms", &mut r.ttft_from_sched_ms),
         ("e2el_from_sched_ms", &mut r.e2el_from_sched_ms),
-    ]
+    ]);
+    out
 }
 
 /// Calls `f` with the name and value of every figure the report has (a figure with no
@@ -163,6 +170,13 @@ mod tests {
         assert_eq!(typed["goodput_ratio"], 0.9);
         assert!(typed.contains_key("dispatch_lag_ms.p99"));
         assert!(typed.contains_key("e2el_from_sched_ms.mean"));
+        assert!(!typed.contains_key("ttfa_ms.mean"));
+        // A run where requests reasoned has TTFA figures too.
+        let mut r = sample_report(8.0);
+        r.ttfa_ms = Some(crate::report::test_support::stats(300.0));
+        let typed = of_report(&r);
+        assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
+        assert_eq!(typed["ttfa_ms.mean"], 300.0);
     }
 
     #[test]

@@ -339,6 +339,10 @@ mod tests {
             GateMetric::OutputThroughput
         );
         assert_eq!(gate("goodput>=2/s").threshold, 2.0);
+        assert_eq!(
+            gate("ttfa-p99<=2s").metric,
+            GateMetric::Latency(LatencyMetric::Ttfa, Stat::Percentile(99.0))
+        );
     }
 
     #[test]

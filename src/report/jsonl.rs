@@ -50,6 +50,9 @@ pub struct Derived {
     pub ttft_ms: Option<f64>,
     /// t_first − t_sched.
     pub ttft_from_sched_ms: Option<f64>,
+    /// t_first_answer − t_send, when the request reasoned before answering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa_ms: Option<f64>,
     /// (t_last − t_first) / (N_out − 1).
     pub tpot_ms: Option<f64>,
     /// Mean per-token ITL of this request.
@@ -60,10 +63,17 @@ pub struct Derived {
     pub dispatch_lag_ms: f64,
     /// N_out.
     pub output_tokens: u32,
+    /// Of N_out, the reasoning tokens.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u32,
     /// Prompt tokens (server usage when sent).
     pub prompt_tokens: u32,
     /// Succeeded and met every goodput objective of the run.
     pub good: bool,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Derived {
@@ -75,11 +85,13 @@ impl Derived {
         Derived {
             ttft_ms: r.ttft().map(ms),
             ttft_from_sched_ms: r.ttft_from_sched().map(ms),
+            ttfa_ms: r.ttfa().filter(|_| r.saw_reasoning()).map(ms),
             tpot_ms: r.tpot().map(ms),
             itl_mean_ms: (n > 0).then(|| sum / n as f64),
             e2el_ms: r.e2e().map(ms),
             dispatch_lag_ms: ms(r.dispatch_lag()),
             output_tokens: r.output_tokens(),
+            reasoning_tokens: r.reasoning_tokens(),
             prompt_tokens: r.prompt_tokens(),
             good: r.is_good(slo),
         }

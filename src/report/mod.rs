@@ -99,6 +99,8 @@ pub struct SloMs {
     pub ttft_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
     pub e2el_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfa_ms: Option<f64>,
 }
 
 impl SloMs {
@@ -108,6 +110,7 @@ impl SloMs {
             ttft_ms: ms(slo.ttft),
             tpot_ms: ms(slo.tpot),
             e2el_ms: ms(slo.e2e),
+            ttfa_ms: ms(slo.ttfa),
         }
     }
 }
@@ -254,6 +257,14 @@ pub struct RateReport {
     pub goodput_ratio: Option<f64>,
     /// Time to first token (t_first − t_send), ms, successful requests.
     pub ttft_ms: LatencyStats,
+    /// Time to first answer token (t_first_answer − t_send), ms: present when some
+    /// request reasoned (otherwise it equals `ttft_ms`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfa_ms: Option<LatencyStats>,
+    /// Of `total_output_tokens`, the reasoning tokens (present when some request
+    /// reasoned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
     /// Time per output token after the first, vLLM's definition, ms.
     pub tpot_ms: LatencyStats,
     /// Per-token inter-token latency (a gap shared among the tokens of its chunk), ms;
@@ -302,6 +313,8 @@ impl RateReport {
     pub fn latency_stats(&self, l: Latency) -> Option<&LatencyStats> {
         Some(match l {
             Latency::Ttft => &self.ttft_ms,
+            // Without reasoning the first answer token is the first token.
+            Latency::Ttfa => self.ttfa_ms.as_ref().unwrap_or(&self.ttft_ms),
             Latency::Tpot => &self.tpot_ms,
             Latency::Itl => &self.itl_ms,
             Latency::ChunkGap => &self.chunk_gap_ms,
@@ -363,6 +376,7 @@ pub mod test_support {
                 ttft_ms: Some(200.0),
                 tpot_ms: Some(20.0),
                 e2el_ms: None,
+                ttfa_ms: None,
             },
             gates: vec![],
         }
@@ -396,6 +410,8 @@ pub mod test_support {
             goodput: finite * 0.9,
             goodput_ratio: Some(0.9),
             ttft_ms: stats(100.0),
+            ttfa_ms: None,
+            reasoning_tokens: None,
             tpot_ms: stats(10.0),
             itl_ms: stats(10.0),
             chunk_gap_ms: stats(10.0),

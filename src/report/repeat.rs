@@ -61,8 +61,14 @@ fn sum_counts(out: &mut RateReport, rest: &[RateReport]) {
         add_map(&mut out.failed_by_reason, &r.failed_by_reason);
         add_map(&mut out.skipped_by_reason, &r.skipped_by_reason);
         add_map(&mut out.token_sources, &r.token_sources);
+        if let Some(n) = r.reasoning_tokens {
+            *out.reasoning_tokens.get_or_insert(0) += n;
+        }
     }
-    let n = (rest.len() + 1) as f64;
+    if let Some(ttfa) = out.ttfa_ms.as_mut() {
+        let others: Vec<&LatencyStats> = rest.iter().filter_map(|r| r.ttfa_ms.as_ref()).collect();
+        fold_stats(ttfa, &others, rest.len() + 1);
+    }
     let stats = |r: &RateReport| -> [LatencyStats; 7] {
         [
             r.ttft_ms.clone(),
@@ -85,16 +91,23 @@ fn sum_counts(out: &mut RateReport, rest: &[RateReport]) {
         &mut out.e2el_from_sched_ms,
     ];
     for (i, s) in mine.into_iter().enumerate() {
-        s.count += others.iter().map(|o| o[i].count).sum::<u64>();
-        s.exact &= others.iter().all(|o| o[i].exact);
-        let stds: Vec<f64> = s
-            .std
-            .iter()
-            .copied()
-            .chain(others.iter().filter_map(|o| o[i].std))
-            .collect();
-        s.std = (stds.len() as f64 == n).then(|| stds.iter().sum::<f64>() / n);
+        let theirs: Vec<&LatencyStats> = others.iter().map(|o| &o[i]).collect();
+        fold_stats(s, &theirs, rest.len() + 1);
     }
+}
+
+/// Adds the other runs' sample counts to `s` and averages the standard deviations over
+/// all `runs` (none when a run has none).
+fn fold_stats(s: &mut LatencyStats, others: &[&LatencyStats], runs: usize) {
+    s.count += others.iter().map(|o| o.count).sum::<u64>();
+    s.exact &= others.iter().all(|o| o.exact);
+    let stds: Vec<f64> = s
+        .std
+        .iter()
+        .copied()
+        .chain(others.iter().filter_map(|o| o.std))
+        .collect();
+    s.std = (stds.len() == runs).then(|| stds.iter().sum::<f64>() / runs as f64);
 }
 
 #[cfg(test)]

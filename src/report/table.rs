@@ -31,7 +31,22 @@ fn title(m: LatencyMetric) -> &'static str {
         LatencyMetric::Tpot => "TPOT ms",
         LatencyMetric::Itl => "ITL ms",
         LatencyMetric::E2el => "E2E ms",
+        LatencyMetric::Ttfa => "TTFA ms",
     }
+}
+
+/// The metrics to show: the asked ones, plus TTFA right after TTFT when some request
+/// reasoned (then the two differ and both matter).
+fn with_ttfa(reports: &[RateReport], metrics: &[LatencyMetric]) -> Vec<LatencyMetric> {
+    let mut out = metrics.to_vec();
+    if reports.iter().any(|r| r.ttfa_ms.is_some()) && !out.contains(&LatencyMetric::Ttfa) {
+        let at = out
+            .iter()
+            .position(|m| *m == LatencyMetric::Ttft)
+            .map_or(0, |i| i + 1);
+        out.insert(at, LatencyMetric::Ttfa);
+    }
+    out
 }
 
 struct Group {
@@ -41,6 +56,7 @@ struct Group {
 
 /// Renders the sweep table and the notes under it.
 pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[f64]) -> String {
+    let metrics = &with_ttfa(reports, metrics)[..];
     let groups = groups(metrics, percentiles);
     let rows: Vec<Vec<String>> = reports
         .iter()

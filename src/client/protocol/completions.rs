@@ -1,0 +1,53 @@
+//! OpenAI completions: `POST /v1/completions` with a raw `prompt`; streamed chunks
+//! carry `choices[0].text` and end with `data: [DONE]`.
+
+use super::chat::{decode_full_openai, stream_fields};
+use super::{FullAnswer, Protocol, body};
+use crate::client::chunk::{self, ChunkData, ChunkError};
+use crate::client::config::ClientConfig;
+use crate::client::sse::Event;
+use crate::workload::RequestSpec;
+
+pub struct Completions;
+
+impl Protocol for Completions {
+    fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
+        body::write(cfg, spec, |f| {
+            f.put("prompt", &spec.prompt)?;
+            stream_fields(f, cfg)?;
+            f.put("max_tokens", &spec.max_tokens)?;
+            f.put("temperature", &cfg.temperature)?;
+            body::length_extensions(f, cfg, spec)
+        })
+    }
+
+    fn decode_event<'a>(&self, ev: &Event<'a>) -> Result<ChunkData<'a>, ChunkError> {
+        chunk::decode(ev.data)
+    }
+
+    fn final_event(&self) -> &'static str {
+        "`data: [DONE]`"
+    }
+
+    fn decode_full(&self, body: &[u8]) -> Result<FullAnswer, ChunkError> {
+        decode_full_openai(body)
+    }
+
+    fn ends_with_done_sentinel(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_completion() {
+        let a = Completions
+            .decode_full(br#"{"choices":[{"text":" tok0 tok1","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#)
+            .unwrap();
+        assert_eq!(a.answer, " tok0 tok1");
+        assert_eq!(a.usage.completion_tokens, Some(2));
+    }
+}

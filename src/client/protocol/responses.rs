@@ -1,0 +1,308 @@
+//! The OpenAI Responses API: `POST /v1/responses` with the prompt as `input` and
+//! `max_output_tokens`. A stream is a sequence of typed events:
+//! `response.output_text.delta` (answer), `response.reasoning_text.delta` and
+//! `response.reasoning_summary_text.delta` (reasoning), and one terminal event,
+//! `response.completed` or `response.incomplete` (with `usage`), or `response.failed`
+//! / `error`. Every other `response.*` event is bookkeeping (items and parts opening
+//! and closing) and carries nothing to time.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use super::{FullAnswer, Protocol, body, event_type, parse_full};
+use crate::client::chunk::{self, ChunkData, ChunkError, ReasoningDetails, Usage};
+use crate::client::config::ClientConfig;
+use crate::client::sse::Event;
+use crate::workload::RequestSpec;
+
+pub struct Responses;
+
+#[derive(Deserialize)]
+struct StreamEvent<'a> {
+    #[serde(
+        default,
+        rename = "type",
+        borrow,
+        deserialize_with = "chunk::opt_cow_str"
+    )]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default)]
+    response: Option<ResponseObject>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+}
+
+/// The `response` object: in terminal events and as the non-streamed body.
+#[derive(Deserialize, Default)]
+struct ResponseObject {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    usage: Option<ResponsesUsage>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+    #[serde(default)]
+    error: Option<ResponseError>,
+    #[serde(default)]
+    output: Vec<OutputItem>,
+}
+
+#[derive(Deserialize)]
+struct ResponsesUsage {
+    #[serde(default)]
+    input_tokens: Option<u32>,
+    #[serde(default)]
+    output_tokens: Option<u32>,
+    #[serde(default)]
+    output_tokens_details: Option<ReasoningDetails>,
+}
+
+impl From<ResponsesUsage> for Usage {
+    fn from(u: ResponsesUsage) -> Usage {
+        Usage {
+            prompt_tokens: u.input_tokens,
+            completion_tokens: u.output_tokens,
+            reasoning_tokens: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResponseError {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+}
+
+/// An item of `output`: a `message` with `output_text` parts, or a `reasoning` item
+/// with `reasoning_text` parts and/or a `summary`.
+#[derive(Deserialize)]
+struct OutputItem {
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    content: Vec<TextPart>,
+    #[serde(default)]
+    summary: Vec<TextPart>,
+}
+
+#[derive(Deserialize)]
+struct TextPart {
+    #[serde(default)]
+    text: String,
+}
+
+/// `message (code)` for an error with an optional code.
+fn describe(message: Option<String>, code: Option<serde_json::Value>) -> String {
+    let mut s = message.unwrap_or_else(|| "error without a message".to_string());
+    match code {
+        Some(serde_json::Value::String(c)) => s.push_str(&format!(" ({c})")),
+        Some(c) if !c.is_null() => s.push_str(&format!(" ({c})")),
+        _ => {}
+    }
+    s
+}
+
+impl ResponseObject {
+    /// Why the response ended: the incomplete reason (e.g. `max_output_tokens`), else
+    /// its status (`completed`).
+    fn finish_reason(&self) -> Option<String> {
+        self.incomplete_details
+            .as_ref()
+            .and_then(|d| d.reason.clone())
+            .or_else(|| self.status.clone())
+    }
+
+    fn failure(&mut self) -> Option<ChunkError> {
+        let failed = self.status.as_deref() == Some("failed");
+        match self.error.take() {
+            Some(e) => Some(ChunkError::Server(describe(e.message, e.code))),
+            None if failed => Some(ChunkError::Server("response failed".into())),
+            None => None,
+        }
+    }
+}
+
+impl Protocol for Responses {
+    fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
+        body::write(cfg, spec, |f| {
+            f.put("input", &spec.prompt)?;
+            f.put("stream", &cfg.stream)?;
+            f.put("max_output_tokens", &spec.max_tokens)?;
+            f.put("temperature", &cfg.temperature)?;
+            // A probe's answer is not worth keeping on the server.
+            f.put("store", &false)?;
+            body::length_extensions(f, cfg, spec)
+        })
+    }
+
+    fn decode_event<'a>(&self, ev: &Event<'a>) -> Result<ChunkData<'a>, ChunkError> {
+        let e: StreamEvent<'a> = serde_json::from_slice(ev.data)
+            .map_err(|err| ChunkError::Malformed(err.to_string()))?;
+        let mut out = ChunkData::default();
+        let kind = event_type(ev, e.kind.as_deref());
+        match kind {
+            "response.output_text.delta" => {
+                out.content = e.delta;
+                out.has_choice = true;
+            }
+            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+                out.reasoning = e.delta;
+                out.has_choice = true;
+            }
+            "response.completed" | "response.incomplete" => {
+                let r = e.response.unwrap_or_default();
+                out.finish_reason = r.finish_reason().map(Cow::Owned);
+                out.usage = r.usage.map(Usage::from);
+                out.done = true;
+            }
+            "response.failed" => {
+                let mut r = e.response.unwrap_or_default();
+                return Err(r
+                    .failure()
+                    .unwrap_or_else(|| ChunkError::Server("response failed".into())));
+            }
+            "error" => return Err(ChunkError::Server(describe(e.message, e.code))),
+            k if k.starts_with("response.") => {}
+            _ => out.unknown = true,
+        }
+        Ok(out)
+    }
+
+    fn final_event(&self) -> &'static str {
+        "`response.completed`"
+    }
+
+    fn decode_full(&self, body: &[u8]) -> Result<FullAnswer, ChunkError> {
+        let mut r: ResponseObject = parse_full(body)?;
+        if let Some(e) = r.failure() {
+            return Err(e);
+        }
+        let mut out = FullAnswer {
+            finish_reason: r.finish_reason(),
+            usage: r.usage.take().map(Usage::from).unwrap_or_default(),
+            ..FullAnswer::default()
+        };
+        for item in r.output {
+            let text = item.content.iter().chain(&item.summary).map(|p| &p.text);
+            match item.kind.as_str() {
+                "message" => text.for_each(|t| out.answer.push_str(t)),
+                "reasoning" => text.for_each(|t| out.reasoning.push_str(t)),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev<'a>(event: &'a [u8], data: &'a [u8]) -> Event<'a> {
+        Event { event, data }
+    }
+
+    #[test]
+    fn deltas_reasoning_and_completion() {
+        let d = Responses
+            .decode_event(&ev(
+                b"response.output_text.delta",
+                br#"{"type":"response.output_text.delta","item_id":"m","delta":"Hi"}"#,
+            ))
+            .unwrap();
+        assert_eq!((d.content.as_deref(), d.has_choice), (Some("Hi"), true));
+        let d = Responses
+            .decode_event(&ev(
+                b"",
+                br#"{"type":"response.reasoning_text.delta","delta":"hmm"}"#,
+            ))
+            .unwrap();
+        assert_eq!(d.reasoning.as_deref(), Some("hmm"));
+        let d = Responses
+            .decode_event(&ev(b"response.completed", br#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":26,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":2}}}}"#))
+            .unwrap();
+        assert!(d.done && !d.has_choice);
+        assert_eq!(d.finish_reason.as_deref(), Some("completed"));
+        assert_eq!(
+            d.usage,
+            Some(Usage {
+                prompt_tokens: Some(26),
+                completion_tokens: Some(5),
+                reasoning_tokens: Some(2)
+            })
+        );
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#))
+            .unwrap();
+        assert_eq!(
+            (d.done, d.finish_reason.as_deref()),
+            (true, Some("max_output_tokens"))
+        );
+    }
+
+    #[test]
+    fn bookkeeping_known_and_unknown_events() {
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.content_part.added"}"#))
+            .unwrap();
+        assert_eq!(d, ChunkData::default());
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"keepalive"}"#))
+            .unwrap();
+        assert!(d.unknown);
+        // No `type` in the data: the SSE event name decides.
+        let d = Responses
+            .decode_event(&ev(b"response.output_text.delta", br#"{"delta":"x"}"#))
+            .unwrap();
+        assert_eq!(d.content.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn failures_keep_the_message() {
+        let e = Responses
+            .decode_event(&ev(
+                b"error",
+                br#"{"type":"error","code":"server_error","message":"boom"}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(e, ChunkError::Server("boom (server_error)".into()));
+        let e = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.failed","response":{"status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}"#))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ChunkError::Server("slow down (rate_limit_exceeded)".into())
+        );
+        assert!(matches!(
+            Responses.decode_event(&ev(b"", b"{\"type\":")),
+            Err(ChunkError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn full_response_from_llama_server() {
+        let body = br#"{"id":"resp_1","model":"gemma-3-270m","object":"response","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"think"}],"summary":[]},{"content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"<|im_end"}],"id":"msg_1","role":"assistant","status":"completed","type":"message"}],"status":"completed","usage":{"input_tokens":26,"output_tokens":5,"total_tokens":31,"input_tokens_details":{"cached_tokens":21}}}"#;
+        let a = Responses.decode_full(body).unwrap();
+        assert_eq!(a.answer, "<|im_end");
+        assert_eq!(a.reasoning, "think");
+        assert_eq!(a.usage.completion_tokens, Some(5));
+        assert_eq!(a.usage.prompt_tokens, Some(26));
+        let e = Responses
+            .decode_full(br#"{"status":"failed","error":{"message":"bad"}}"#)
+            .unwrap_err();
+        assert_eq!(e, ChunkError::Server("bad".into()));
+    }
+}

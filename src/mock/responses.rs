@@ -1,0 +1,112 @@
+//! The OpenAI Responses API as the mock streams it: `response.created`, one
+//! `response.output_text.delta` or `response.reasoning_text.delta` per piece of text,
+//! and `response.incomplete` (the mock always stops at the length limit) with usage.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::wire::{ChunkWriter, Piece, Usage, named_sse};
+
+fn response_object(w: &ChunkWriter, status: &str) -> Value {
+    json!({"id": w.id, "object": "response", "created_at": w.created, "status": status,
+           "model": w.model})
+}
+
+pub fn open(w: &ChunkWriter) -> Bytes {
+    let mut out = named_sse(
+        "response.created",
+        &json!({"type": "response.created", "response": response_object(w, "in_progress")}),
+    );
+    out.extend(named_sse(
+        "response.in_progress",
+        &json!({"type": "response.in_progress", "response": response_object(w, "in_progress")}),
+    ));
+    Bytes::from(out)
+}
+
+/// The data of one delta event.
+pub fn delta_json(text: &str, reasoning: bool) -> Value {
+    let kind = if reasoning {
+        "response.reasoning_text.delta"
+    } else {
+        "response.output_text.delta"
+    };
+    json!({"type": kind, "item_id": "item-0", "output_index": 0, "content_index": 0,
+           "delta": text})
+}
+
+pub fn delta(_w: &ChunkWriter, piece: &Piece) -> Bytes {
+    let mut out = Vec::new();
+    for (text, reasoning) in [(&piece.reasoning, true), (&piece.answer, false)] {
+        if !text.is_empty() {
+            let ev = delta_json(text, reasoning);
+            out.extend(named_sse(ev["type"].as_str().unwrap_or_default(), &ev));
+        }
+    }
+    Bytes::from(out)
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({"input_tokens": usage.prompt, "output_tokens": usage.completion,
+           "total_tokens": u64::from(usage.prompt) + u64::from(usage.completion),
+           "output_tokens_details": {"reasoning_tokens": usage.reasoning}})
+}
+
+/// `response.incomplete` (`max_output_tokens`) when tokens came out, else
+/// `response.completed`, each with usage unless the mock reports none.
+pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
+    if !end {
+        return Bytes::new();
+    }
+    let (kind, status) = if emitted > 0 {
+        ("response.incomplete", "incomplete")
+    } else {
+        ("response.completed", "completed")
+    };
+    let mut response = response_object(w, status);
+    if emitted > 0 {
+        response["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    }
+    if let Some(u) = usage {
+        response["usage"] = usage_json(u);
+    }
+    Bytes::from(named_sse(
+        kind,
+        &json!({"type": kind, "response": response}),
+    ))
+}
+
+pub fn error_event(message: &str) -> Vec<u8> {
+    named_sse(
+        "error",
+        &json!({"type": "error", "code": "server_error", "message": message, "param": null}),
+    )
+}
+
+pub fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value {
+    let mut output = Vec::new();
+    if !piece.reasoning.is_empty() {
+        output.push(json!({"type": "reasoning", "id": "rs-0", "summary": [],
+                           "content": [{"type": "reasoning_text", "text": piece.reasoning}]}));
+    }
+    output.push(
+        json!({"type": "message", "id": "item-0", "role": "assistant",
+                       "status": "completed",
+                       "content": [{"type": "output_text", "text": piece.answer,
+                                    "annotations": []}]}),
+    );
+    let mut v = response_object(
+        w,
+        if emitted > 0 {
+            "incomplete"
+        } else {
+            "completed"
+        },
+    );
+    if emitted > 0 {
+        v["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    }
+    v["output"] = Value::Array(output);
+    v["usage"] = usage_json(usage);
+    v
+}

@@ -1,0 +1,123 @@
+//! What every protocol's mock answer is made of: the response's identity
+//! ([`ChunkWriter`]), its tokens (numbered 0..n; the first `reasoning` of them are
+//! reasoning, the rest answer) and SSE framing. Each protocol writes these in its own
+//! form (`openai.rs`, `responses.rs`, `anthropic.rs`); `events.rs` picks the one a
+//! request came in on. Pure: no timing, no IO.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::client::Endpoint;
+
+/// Builds the events of one response.
+pub struct ChunkWriter {
+    pub endpoint: Endpoint,
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+    /// Output tokens 0..reasoning are reasoning.
+    pub reasoning: u32,
+}
+
+/// One SSE event: `data: <payload>\n\n`.
+pub fn sse(payload: &[u8]) -> Bytes {
+    let mut v = Vec::with_capacity(payload.len() + 8);
+    v.extend_from_slice(b"data: ");
+    v.extend_from_slice(payload);
+    v.extend_from_slice(b"\n\n");
+    Bytes::from(v)
+}
+
+/// One named SSE event: `event: <name>\ndata: <payload>\n\n` (Responses and
+/// Messages streams name every event).
+pub fn named_sse(name: &str, payload: &Value) -> Vec<u8> {
+    format!("event: {name}\ndata: {payload}\n\n").into_bytes()
+}
+
+/// The text of tokens `from..to`, split into its reasoning and answer parts.
+pub struct Piece {
+    pub reasoning: String,
+    pub answer: String,
+}
+
+impl ChunkWriter {
+    pub fn new(endpoint: Endpoint, seq: u64, model: &str, reasoning: u32) -> Self {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let prefix = match endpoint {
+            Endpoint::Chat => "chatcmpl",
+            Endpoint::Completions => "cmpl",
+            Endpoint::Responses => "resp",
+            Endpoint::Messages => "msg",
+            Endpoint::Embeddings => "embd",
+        };
+        Self {
+            endpoint,
+            id: format!("{prefix}-mock-{seq}"),
+            created,
+            model: model.to_string(),
+            reasoning,
+        }
+    }
+
+    /// Tokens `from..to` as reasoning and answer text.
+    pub fn piece(&self, from: u32, to: u32) -> Piece {
+        let split = self.reasoning.clamp(from, to.max(from));
+        Piece {
+            reasoning: tokens_text(from, split),
+            answer: tokens_text(split, to),
+        }
+    }
+
+    /// The usage a stream's end reports: reasoning tokens are those among `emitted`.
+    pub fn reasoning_of(&self, emitted: u32) -> u32 {
+        self.reasoning.min(emitted)
+    }
+}
+
+/// The token counts an answer reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u32,
+    pub completion: u32,
+    /// Of `completion`, how many were reasoning.
+    pub reasoning: u32,
+}
+
+/// The text of output token `i` (0-based): one word per token, so a client counting
+/// whitespace-separated words gets the token count exactly.
+pub fn token_text(i: u32) -> String {
+    format!(" tok{i}")
+}
+
+/// The text of tokens `from..to`.
+pub fn tokens_text(from: u32, to: u32) -> String {
+    (from..to).map(token_text).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_split_reasoning_from_answer() {
+        let w = ChunkWriter::new(Endpoint::Chat, 1, "m", 2);
+        let p = w.piece(1, 4);
+        assert_eq!(
+            (p.reasoning.as_str(), p.answer.as_str()),
+            (" tok1", " tok2 tok3")
+        );
+        let p = w.piece(3, 4);
+        assert_eq!((p.reasoning.as_str(), p.answer.as_str()), ("", " tok3"));
+        let p = w.piece(0, 1);
+        assert_eq!((p.reasoning.as_str(), p.answer.as_str()), (" tok0", ""));
+    }
+
+    #[test]
+    fn token_text_is_one_word_per_token() {
+        assert_eq!(tokens_text(0, 3), " tok0 tok1 tok2");
+        assert_eq!(tokens_text(0, 40).split_whitespace().count(), 40);
+    }
+}
