@@ -29,6 +29,7 @@
 //! and the spans those gaps cover), so two runs at 20 req/s still offer 20 req/s.
 
 pub mod samples;
+pub mod warmup;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

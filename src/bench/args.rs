@@ -81,9 +81,20 @@ pub struct BenchArgs {
     /// Run each rate for this long instead of a request count (e.g. `60s`).
     #[arg(long, help_heading = "Load")]
     pub duration: Option<String>,
-    /// Requests sent first at each rate and left out of every figure.
-    #[arg(long, default_value_t = 0, help_heading = "Load")]
-    pub warmup: u64,
+    /// Requests sent first at each rate and left out of every figure, or `auto`: find
+    /// the end of the start-up transient in the TTFT series (MSER-5) and leave out what
+    /// comes before it.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "N|auto",
+        help_heading = "Load"
+    )]
+    pub warmup: String,
+    /// Run each rate N times with different seeds and report the mean and a 95 %
+    /// confidence interval of every figure (Student's t over the runs).
+    #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Load")]
+    pub repeat: u32,
     /// Cap on requests in flight; arrivals beyond it wait for a slot (the wait shows as
     /// dispatch lag).
     #[arg(long, help_heading = "Load")]
@@ -95,6 +106,10 @@ pub struct BenchArgs {
     /// Seed for arrivals, lengths and prompts.
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub seed: u64,
+    /// Arrival process: poisson (default), gamma (shape --burstiness) or constant
+    /// (evenly spaced, like vLLM's and GuideLLM's constant profiles).
+    #[arg(long, value_name = "PROCESS", help_heading = "Load")]
+    pub arrival: Option<String>,
     /// Search for the highest rate that passes every gate: doubling, then bisection.
     #[arg(long, help_heading = "Load")]
     pub find_max_rate: bool,
@@ -155,6 +170,35 @@ pub struct BenchArgs {
     #[arg(long, help_heading = "Workload")]
     pub dataset_path: Option<PathBuf>,
 
+    // ---- trace replay ----
+    /// Replay arrivals and lengths from a production trace instead of a schedule:
+    /// Mooncake JSONL, BurstGPT CSV or JSONL `{offset_ms, input_tokens,
+    /// output_tokens}` (docs/bench.md, "Trace replay").
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["rate", "sweep", "find_max_rate", "arrival", "shard", "dataset_path"],
+        help_heading = "Trace replay"
+    )]
+    pub trace: Option<PathBuf>,
+    /// Trace format: mooncake, burstgpt or jsonl (default: detected from the file).
+    #[arg(long, value_name = "FORMAT", help_heading = "Trace replay")]
+    pub trace_format: Option<String>,
+    /// Replay this many times faster than the trace (0.5 = half speed).
+    #[arg(long, value_name = "X", help_heading = "Trace replay")]
+    pub trace_speedup: Option<f64>,
+    /// Replay only the requests from START to END of trace time, e.g. `10m..20m`,
+    /// `60..` (a bare number is seconds).
+    #[arg(long, value_name = "START..END", help_heading = "Trace replay")]
+    pub trace_window: Option<String>,
+    /// The model's context length: a trace request whose input + output tokens exceed
+    /// it is refused (FILE:LINE) before anything is sent (vLLM's --max-model-len).
+    #[arg(long, value_name = "TOKENS", help_heading = "Trace replay")]
+    pub max_model_len: Option<u32>,
+    /// BurstGPT: replay only the rows whose Model column is this (e.g. ChatGPT).
+    #[arg(long, value_name = "NAME", help_heading = "Trace replay")]
+    pub trace_model: Option<String>,
+
     // ---- SLOs and gates ----
     /// Goodput objective: TTFT at most this many ms.
     #[arg(long, help_heading = "SLOs and gates")]
@@ -176,6 +220,15 @@ pub struct BenchArgs {
     /// `ttft-p99<=500ms`, `error-ratio<=1%` (repeatable). A failed gate exits with 3.
     #[arg(long = "gate", value_name = "EXPR", help_heading = "SLOs and gates")]
     pub gates: Vec<String>,
+    /// What gates compare: `value` (the figure; the mean over --repeat runs) or `ci`
+    /// (the pessimistic end of its 95 % interval: the upper bound of a `<=` gate).
+    #[arg(
+        long,
+        default_value = "value",
+        value_name = "value|ci",
+        help_heading = "SLOs and gates"
+    )]
+    pub gate_on: String,
     /// Shorthand for `--gate goodput-ratio>=R`.
     #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
     pub min_goodput_ratio: Option<String>,
@@ -257,6 +310,25 @@ pub struct ReportArgs {
 pub enum ReportCommand {
     /// Recompute exact summaries from the --records files of several shards (or runs).
     Merge(MergeArgs),
+    /// Two --json-out files side by side: each figure's change and whether it is
+    /// outside the noise (using the intervals of --repeat runs when both have them).
+    Compare(CompareArgs),
+}
+
+/// Flags of `llmprobe report compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The reference run's --json-out file.
+    #[arg(value_name = "BASE.jsonl")]
+    pub base: PathBuf,
+    /// The run to judge, --json-out of the same rates.
+    #[arg(value_name = "NEW.jsonl")]
+    pub new: PathBuf,
+    /// Exit 3 when a judged figure (throughput, goodput, TTFT/TPOT/ITL/E2E) got worse
+    /// by more than this (`5%` or `0.05`) and not within the noise. Without it, changes
+    /// beyond 5 % are marked but the exit code is 0.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<String>,
 }
 
 /// Flags of `llmprobe report merge`.

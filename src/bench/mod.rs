@@ -9,3 +9,4 @@ pub mod plan;
 pub mod report_cmd;
 pub mod run;
 pub mod search;
+pub mod trace;

@@ -9,14 +9,15 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::bench::args::BenchArgs;
+use crate::bench::trace::{TraceOptions, parse_trace, trace_rate};
 use crate::client::{Endpoint, valid_header_name};
 use crate::duration::DurationError;
 use crate::exit::UsageError;
 pub use crate::latency::LatencyMetric;
 pub use crate::rate::Rate;
 use crate::record::Slo;
-use crate::report::gate::Gate;
-pub use crate::schedule::Shard;
+use crate::report::gate::{Gate, GateBasis};
+pub use crate::schedule::{ArrivalProcess, Shard};
 
 type Result<T> = std::result::Result<T, UsageError>;
 
@@ -147,9 +148,20 @@ pub struct BenchOptions {
 
     pub rates: RatePlan,
     pub stop: Stop,
+    /// Requests left out at the start of each run (0 with `warmup_auto`).
     pub warmup: u64,
+    /// `--warmup auto`: the start-up transient is found by MSER-5 after each run.
+    pub warmup_auto: bool,
+    /// Runs per rate (`--repeat`), folded into one row with 95 % intervals.
+    pub repeat: u32,
+    /// What gates compare (`--gate-on`).
+    pub gate_basis: GateBasis,
     pub max_concurrency: Option<u32>,
     pub burstiness: f64,
+    /// The arrival process of a schedule (`--arrival`, with `--burstiness` for gamma).
+    pub arrival: ArrivalProcess,
+    /// `--trace`: replay a trace instead of a schedule.
+    pub trace: Option<TraceOptions>,
     /// The seed of this process's streams (already derived from the shard index).
     pub seed: u64,
     /// The seed the user gave.
@@ -198,10 +210,20 @@ impl BenchOptions {
             .map(str::parse::<Shard>)
             .transpose()
             .map_err(|e| flag("--shard", e))?;
-        let stop = parse_stop(a, shard)?;
+        let warmup = parse_warmup(&a.warmup)?;
+        let trace = parse_trace(a, warmup.count())?;
+        let stop = match &trace {
+            // The survey stopped at warmup + --num-requests; what is left is counted.
+            Some(t) => Stop::Count(t.survey.requests - warmup.count()),
+            None => parse_stop(a, shard)?,
+        };
         check_load_shape(a)?;
+        let arrival = parse_arrival(a)?;
         let gates = parse_gates(a)?;
-        let rates = parse_rate_plan(a, &gates, stop)?;
+        let rates = match &trace {
+            Some(t) => RatePlan::Fixed(vec![trace_rate(&t.survey)]),
+            None => parse_rate_plan(a, &gates, stop)?,
+        };
         let len_dist = parse_len_dist(a)?;
         check_lengths(a)?;
         let dataset = parse_dataset(a)?;
@@ -240,9 +262,14 @@ impl BenchOptions {
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,
-            warmup: a.warmup,
+            warmup: warmup.count(),
+            warmup_auto: warmup == Warmup::Auto,
+            repeat: parse_repeat(a.repeat)?,
+            gate_basis: a.gate_on.parse().map_err(|e| flag("--gate-on", e))?,
             max_concurrency: a.max_concurrency,
             burstiness: a.burstiness,
+            arrival,
+            trace,
             seed,
             base_seed: a.seed,
             shard,
@@ -363,6 +390,72 @@ fn check_load_shape(a: &BenchArgs) -> Result<()> {
         return Err(UsageError::new("--max-concurrency must be at least 1"));
     }
     Ok(())
+}
+
+/// `--warmup`: a count or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Warmup {
+    Count(u64),
+    Auto,
+}
+
+impl Warmup {
+    fn count(self) -> u64 {
+        match self {
+            Warmup::Count(n) => n,
+            Warmup::Auto => 0,
+        }
+    }
+}
+
+fn parse_warmup(s: &str) -> Result<Warmup> {
+    if s.trim() == "auto" {
+        return Ok(Warmup::Auto);
+    }
+    s.trim().parse().map(Warmup::Count).map_err(|_| {
+        UsageError::new(format!(
+            "--warmup {s:?}: expected a number of requests or auto"
+        ))
+    })
+}
+
+/// The most `--repeat` runs: beyond it the interval hardly narrows (it shrinks as
+/// 1/√n) while the run time grows linearly.
+pub const MAX_REPEAT: u32 = 1000;
+
+fn parse_repeat(n: u32) -> Result<u32> {
+    if !(1..=MAX_REPEAT).contains(&n) {
+        return Err(UsageError::new(format!(
+            "--repeat {n} must be between 1 and {MAX_REPEAT}"
+        )));
+    }
+    Ok(n)
+}
+
+/// `--arrival` with `--burstiness`: without `--arrival`, a burstiness other than 1
+/// means gamma (as before the flag existed); with it, burstiness belongs to gamma only.
+fn parse_arrival(a: &BenchArgs) -> Result<ArrivalProcess> {
+    let gamma = ArrivalProcess::Gamma {
+        burstiness: a.burstiness,
+    };
+    let process = match a.arrival.as_deref() {
+        None if a.burstiness == 1.0 => ArrivalProcess::Poisson,
+        None | Some("gamma") => gamma,
+        Some("poisson") => ArrivalProcess::Poisson,
+        Some("constant") => ArrivalProcess::Constant,
+        Some(other) => {
+            return Err(UsageError::new(format!(
+                "--arrival {other:?}: expected poisson, gamma or constant"
+            )));
+        }
+    };
+    if a.burstiness != 1.0 && !matches!(process, ArrivalProcess::Gamma { .. }) {
+        return Err(UsageError::new(format!(
+            "--burstiness {} shapes gamma arrivals: drop it or use --arrival gamma",
+            a.burstiness
+        )));
+    }
+    Ok(process)
 }
 
 /// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R`.
@@ -1024,6 +1117,81 @@ mod tests {
         let o = opts("--mock --rate 4 --save-result x.json").unwrap();
         assert_eq!(o.save_result, Some(PathBuf::from("x.json")));
         assert!(err("--mock --rate 4 --result-filename r.json").contains("--save-result"));
+    }
+
+    #[test]
+    fn arrival_processes_and_burstiness() {
+        assert_eq!(
+            opts("--mock --rate 4").unwrap().arrival,
+            ArrivalProcess::Poisson
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --burstiness 0.5").unwrap().arrival,
+            ArrivalProcess::Gamma { burstiness: 0.5 }
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival gamma --burstiness 2")
+                .unwrap()
+                .arrival,
+            ArrivalProcess::Gamma { burstiness: 2.0 }
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival constant").unwrap().arrival,
+            ArrivalProcess::Constant
+        );
+        assert_eq!(
+            opts("--mock --rate 4 --arrival poisson").unwrap().arrival,
+            ArrivalProcess::Poisson
+        );
+        assert!(
+            err("--mock --rate 4 --arrival constant --burstiness 2").contains("--arrival gamma")
+        );
+        assert!(err("--mock --rate 4 --arrival uniform").contains("poisson, gamma or constant"));
+    }
+
+    #[test]
+    fn repeat_warmup_auto_and_gate_basis() {
+        let o = opts("--mock --rate 4 --repeat 5 --warmup auto --gate-on ci").unwrap();
+        assert_eq!((o.repeat, o.warmup, o.warmup_auto), (5, 0, true));
+        assert_eq!(o.gate_basis, GateBasis::Ci);
+        let o = opts("--mock --rate 4 --warmup 7").unwrap();
+        assert_eq!((o.repeat, o.warmup, o.warmup_auto), (1, 7, false));
+        assert_eq!(o.gate_basis, GateBasis::Value);
+        assert!(err("--mock --rate 4 --repeat 0").contains("--repeat 0"));
+        assert!(err("--mock --rate 4 --warmup some").contains("number of requests or auto"));
+        assert!(err("--mock --rate 4 --gate-on upper").contains("--gate-on"));
+    }
+
+    #[test]
+    fn a_trace_sets_the_rate_and_the_count() {
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        let o = opts(&format!("--mock --trace {trace}")).unwrap();
+        let t = o.trace.as_ref().unwrap();
+        assert_eq!(t.survey.requests, 200);
+        assert_eq!(o.stop, Stop::Count(200));
+        let RatePlan::Fixed(rates) = &o.rates else {
+            panic!("{:?}", o.rates)
+        };
+        assert_eq!(rates.len(), 1);
+        let o = opts(&format!(
+            "--mock --trace {trace} --num-requests 50 --warmup 5"
+        ))
+        .unwrap();
+        assert_eq!(o.stop, Stop::Count(50));
+        assert_eq!(o.trace.unwrap().survey.requests, 55);
+        assert!(err(&format!("--mock --trace {trace} --duration 10s")).contains("--duration"));
+        assert!(err(&format!("--mock --trace {trace} --warmup 200")).contains("--warmup 200"));
+        assert!(
+            err(&format!("--mock --trace {trace} --trace-speedup 0")).contains("--trace-speedup")
+        );
+        assert!(
+            err(&format!("--mock --trace {trace} --trace-format csv")).contains("--trace-format")
+        );
+        assert!(err(&format!("--mock --trace {trace} --trace-model x")).contains("not BurstGPT"));
+        assert!(err("--mock --trace-speedup 2 --rate 1").contains("--trace"));
     }
 
     #[test]

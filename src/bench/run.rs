@@ -32,8 +32,11 @@ use crate::schedule::{ArrivalProcess, Schedule, Shard};
 use crate::secret::Secret;
 use crate::workload::lengths::{LengthDist, Lengths};
 use crate::workload::prompt::PromptGenerator;
+use crate::workload::replay::{Handoff, ReplayArrivals, ReplayFailure};
 use crate::workload::tokenizer::Tokenizer;
-use crate::workload::{RequestSpec, TokenCounter, Workload};
+use crate::workload::trace::{TraceReader, TraceSource};
+use crate::workload::trace_prompt::BlockPrompts;
+use crate::workload::{PROMPT_BYTES_PER_TOKEN, RequestSpec, TokenCounter, Workload};
 
 /// Batch slowdown of the `--mock` engine unless `--mock-batch-slowdown` says otherwise:
 /// ITL × (1 + 0.02 × running), so a sweep shows the knee a real engine has (at 48
@@ -104,6 +107,8 @@ struct Bench {
     mocked: bool,
     client: Arc<Client>,
     workload: Arc<Workload>,
+    /// `--trace`: the prompt builder of the replay (its run nonce set per run).
+    trace_prompts: Option<BlockPrompts>,
     timer: Timer,
     records_out: Option<JsonlWriter>,
     json_out: Option<JsonlWriter>,
@@ -123,6 +128,7 @@ impl Bench {
             .transpose()
             .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?;
         let counter: Option<TokenCounter> = tokenizer.as_ref().map(Tokenizer::counter);
+        let trace_prompts = trace_prompts(&opts, tokenizer.clone())?;
         let workload = build_workload(&opts, tokenizer)?;
         // Fail on the workload before the first request, not in the middle of a run.
         workload
@@ -151,7 +157,10 @@ impl Bench {
         };
         // A request asking for more tokens than the client accepts would fail every
         // time as stream_error: say so before the run instead.
-        let max_output = workload.max_output_tokens();
+        let max_output = match &opts.trace {
+            Some(t) => t.survey.max_output_tokens,
+            None => workload.max_output_tokens(),
+        };
         if max_output > cfg.limits.max_output_tokens {
             return Err(exit::UsageError::new(format!(
                 "requests may ask for up to {max_output} output tokens (--output-len or the \
@@ -190,6 +199,7 @@ impl Bench {
             mocked,
             client: Arc::new(client),
             workload: Arc::new(workload),
+            trace_prompts,
             timer,
             records_out,
             json_out,
@@ -209,6 +219,11 @@ impl Bench {
             "{}",
             report::table::render(&rows, &self.opts.percentile_metrics, &self.opts.percentiles)
         );
+        if let Some(t) = &self.opts.trace {
+            for r in &rows {
+                println!("{}", trace_line(t, r));
+            }
+        }
 
         if let Some(path) = &self.opts.save_result {
             self.save_vllm(path, &result.runs)?;
@@ -232,20 +247,28 @@ impl Bench {
             .join(", ")
     }
 
-    /// One open-loop run at `rate` (the whole run's rate; a shard sends its part).
-    async fn run_one(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+    /// One open-loop run at `rate` (the whole run's rate; a shard sends its part), its
+    /// arrivals and lengths drawn from `seed`.
+    async fn run_one(&mut self, rate: Rate, seed: u64) -> anyhow::Result<RateRun> {
         let process_rate = rate.divided(self.opts.shard.map_or(1, |s| s.count));
         let schedule = self.schedule(process_rate)?;
         let (max_requests, duration) = self.stop_condition();
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
         let nonce = run_nonce(self.nonce_base, self.runs);
-        let workload = Arc::new((*self.workload).clone().with_run_nonce(nonce));
+        let workload = Arc::new(
+            (*self.workload)
+                .clone()
+                .with_run_nonce(nonce)
+                .with_seed(seed),
+        );
         self.runs += 1;
         // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
         // before the clock starts; otherwise each is built in its own task just before
         // it is sent, which shows in its dispatch lag.
+        let replay = self.replay(nonce)?;
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
+            _ if replay.is_some() => None,
             Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
                 Some(Arc::new(prebuild(n, |i| workload.spec(i))?))
             }
@@ -264,6 +287,7 @@ impl Bench {
             // should be).
             retry_gate: self.opts.respect_retry_after.then(RetryGate::default),
             build_failure: build_failure.clone(),
+            handoff: replay.as_ref().map(ReplayArrivals::handoff),
         };
         let probe = move |d: runner::Dispatch| sender.send(d);
 
@@ -272,7 +296,11 @@ impl Bench {
         // Tells this run's --records lines from another run's in `report merge`.
         let run_id = format!("{started_at}/{nonce:08x}");
         let (tx, rx) = mpsc::unbounded_channel();
-        let arrivals = schedule.arrivals(self.opts.seed);
+        let replay_failure = replay.as_ref().map(ReplayArrivals::failure);
+        let arrivals: Box<dyn Iterator<Item = Duration> + Send> = match replay {
+            Some(r) => Box::new(r),
+            None => Box::new(schedule.arrivals(seed)),
+        };
         let runner = runner::run(arrivals, config, None, probe, tx);
         let sink = RecordSink {
             out: self.records_out.as_mut(),
@@ -281,32 +309,59 @@ impl Bench {
             shard: self.opts.shard,
             slo: self.opts.slo,
             warmup: self.opts.warmup,
-            // The vLLM file lists every request; keep them only when it is wanted.
-            keep: self.opts.save_result.is_some(),
+            // The vLLM file lists every request, and --warmup auto reads them all; keep
+            // them only then.
+            keep: self.opts.save_result.is_some() || self.opts.warmup_auto,
             progress: &progress,
             build_failure: &build_failure,
         };
         let (_run_report, collected) = tokio::join!(runner, sink.collect(rx));
         progress.finish_and_clear();
-        let (collector, mut records) = collected?;
+        let (mut collector, mut records) = collected?;
         if let Some(e) = build_failure.error() {
             return Err(e.into());
         }
+        if let Some(e) = replay_failure.as_ref().and_then(ReplayFailure::get) {
+            return Err(exit::UsageError::new(format!("the trace replay stopped: {e}")).into());
+        }
         records.sort_by_key(|r| r.id);
-        let report = self.report(rate, process_rate, &collector, started_at)?;
+        if self.opts.warmup_auto {
+            let (c, dropped) = auto_warmup(self.opts.slo, &mut records);
+            eprintln!(
+                "rate {rate}: --warmup auto (MSER-5 on TTFT) left out the first {dropped} requests"
+            );
+            collector = c;
+        }
+        if self.opts.save_result.is_none() {
+            records.clear();
+        }
+        let report = self.report(rate, process_rate, &collector, started_at);
         Ok(RateRun { report, records })
+    }
+
+    /// `--trace`: the replay of this run, its first requests built (before the clock
+    /// starts).
+    fn replay(&self, nonce: u32) -> anyhow::Result<Option<ReplayArrivals>> {
+        let (Some(t), Some(prompts)) = (&self.opts.trace, &self.trace_prompts) else {
+            return Ok(None);
+        };
+        let reader = TraceReader::open(&t.path, Some(t.format()), t.model.clone())?;
+        let source = TraceSource::new(reader, t.selection.clone());
+        // Every request built before the clock starts when they fit, as for a schedule.
+        let bytes = t.survey.input_tokens.saturating_mul(PROMPT_BYTES_PER_TOKEN);
+        let prebuild = if bytes <= PREBUILD_MAX_BYTES {
+            usize::try_from(t.survey.requests).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
+        let replay = ReplayArrivals::start(source, prompts.with_run(nonce), prebuild)
+            .context("cannot start the trace replay thread")?;
+        Ok(Some(replay))
     }
 
     /// The arrival schedule of this process at `process_rate`.
     fn schedule(&self, process_rate: Rate) -> anyhow::Result<Schedule> {
-        let process = if self.opts.burstiness == 1.0 {
-            ArrivalProcess::Poisson
-        } else {
-            ArrivalProcess::Gamma {
-                burstiness: self.opts.burstiness,
-            }
-        };
-        Ok(Schedule::new(process_rate.per_second(), process)?)
+        Ok(Schedule::new(process_rate.per_second(), self.opts.arrival)?)
     }
 
     /// The runner's stop condition: (requests including warmup, duration).
@@ -343,15 +398,14 @@ impl Bench {
         }
     }
 
-    /// The rate's report from its collected records, warned about and written to
-    /// `--json-out`.
+    /// The rate's report from its collected records, warned about.
     fn report(
-        &mut self,
+        &self,
         rate: Rate,
         process_rate: Rate,
         collector: &Collector,
         started_at: String,
-    ) -> anyhow::Result<RateReport> {
+    ) -> RateReport {
         let opts = &self.opts;
         let ctx = ReportContext {
             inputs: Some(self.inputs()),
@@ -373,10 +427,7 @@ impl Bench {
                 report.dispatch_lag_warn_ms
             );
         }
-        if let Some(w) = self.json_out.as_mut() {
-            w.write(&report)?;
-        }
-        Ok(report)
+        report
     }
 
     fn progress_bar(
@@ -444,6 +495,23 @@ impl Bench {
             warmup: o.warmup,
             max_concurrency: o.max_concurrency,
             burstiness: o.burstiness,
+            arrival: match (&o.trace, o.arrival) {
+                (Some(_), _) => "trace",
+                (None, ArrivalProcess::Poisson) => "poisson",
+                (None, ArrivalProcess::Gamma { .. }) => "gamma",
+                (None, ArrivalProcess::Constant) => "constant",
+            }
+            .to_string(),
+            trace: o.trace.as_ref().map(|t| report::TraceInputs {
+                path: t.path.display().to_string(),
+                format: t.format().as_str().to_string(),
+                speedup: t.selection.speedup,
+                window_start_s: t.selection.start.as_secs_f64(),
+                window_end_s: t.selection.end.map(|e| e.as_secs_f64()),
+                model: t.model.clone(),
+                requests: t.survey.requests,
+                zero_length_skipped: t.survey.zero.count,
+            }),
             seed: o.base_seed,
             effective_seed: o.seed,
             slo: report::SloMs::from_slo(&o.slo),
@@ -493,8 +561,23 @@ impl Bench {
 }
 
 impl Executor for Bench {
+    /// `--repeat` runs of `rate` (each with its own seed) folded into one row, written
+    /// to `--json-out`.
     async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
-        self.run_one(rate).await
+        let mut runs = Vec::new();
+        for k in 0..self.opts.repeat {
+            if k > 0 && self.cancel.is_cancelled() {
+                break;
+            }
+            runs.push(self.run_one(rate, repeat_seed(self.opts.seed, k)).await?);
+        }
+        let reports: Vec<RateReport> = runs.iter().map(|r| r.report.clone()).collect();
+        let report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);
+        if let Some(w) = self.json_out.as_mut() {
+            w.write(&report)?;
+        }
+        let records = runs.into_iter().flat_map(|r| r.records).collect();
+        Ok(RateRun { report, records })
     }
 
     fn interrupted(&self) -> bool {
@@ -512,6 +595,8 @@ struct RequestSender {
     workload: Arc<Workload>,
     retry_gate: Option<RetryGate>,
     build_failure: BuildFailure,
+    /// `--trace`: requests built ahead by the replay, taken by id.
+    handoff: Option<Handoff>,
 }
 
 impl RequestSender {
@@ -520,12 +605,15 @@ impl RequestSender {
         d: runner::Dispatch,
     ) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
         let this = self.clone();
+        // Taken now, at dispatch, so the hand-off holds only requests not yet sent.
+        let handed = self.handoff.as_ref().and_then(|h| h.take(d.id));
         async move {
             if let Some(gate) = &this.retry_gate {
                 gate.wait().await;
             }
             let built;
-            let spec = match this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize)) {
+            let prebuilt = this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
+            let spec = match handed.as_ref().or(prebuilt) {
                 Some(spec) => spec,
                 None => match this.workload.spec(d.id) {
                     Ok(spec) => {
@@ -664,6 +752,89 @@ fn unsent(d: runner::Dispatch) -> RequestRecord {
     RequestRecord::new(d.id, d.t_sched, now)
 }
 
+/// The seed of the `k`-th repeat run: the seed itself first (so `--repeat 1` is the
+/// plain run), then unrelated seeds derived from it.
+fn repeat_seed(seed: u64, k: u32) -> u64 {
+    if k == 0 {
+        seed
+    } else {
+        crate::schedule::splitmix64(seed ^ crate::schedule::splitmix64(u64::from(k)))
+    }
+}
+
+/// `--warmup auto`: the records (in id order, all kept) collected again without the
+/// start-up transient MSER-5 finds in the TTFT series of the successful ones; returns
+/// the collector and how many requests were left out. The records left out are removed.
+fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ttft().is_some()).collect();
+    let series: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| r.ttft())
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .collect();
+    let cut = crate::aggregate::warmup::mser5_truncation(&series);
+    let first_kept = if cut == 0 {
+        0
+    } else {
+        ok.get(cut).map_or(u64::MAX, |r| r.id)
+    };
+    let mut collector = Collector::new(slo, first_kept);
+    for r in records.iter() {
+        collector.push(r);
+    }
+    let dropped = records.iter().filter(|r| r.id < first_kept).count() as u64;
+    records.retain(|r| r.id >= first_kept);
+    (collector, dropped)
+}
+
+/// How closely a replay kept the trace's times: its dispatch lag p99 and max.
+fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
+    let runs = u64::from(r.repeats.max(1));
+    let (replayed, of) = if runs > 1 {
+        (
+            (r.requests + r.warmup_excluded) / runs,
+            format!(" (means of {runs} runs)"),
+        )
+    } else {
+        (r.requests + r.warmup_excluded, String::new())
+    };
+    format!(
+        "trace {} ({}, speedup {}): {replayed} requests replayed; dispatch lag from the \
+         trace's times p99 {}, max {}{of}",
+        t.path.display(),
+        t.format().as_str(),
+        t.selection.speedup,
+        ms(r.dispatch_lag_ms.p99),
+        ms(r.dispatch_lag_ms.max)
+    )
+}
+
+/// The prompt builder of `--trace` (exact lengths with a tokenizer).
+fn trace_prompts(
+    opts: &BenchOptions,
+    tokenizer: Option<Tokenizer>,
+) -> anyhow::Result<Option<BlockPrompts>> {
+    let Some(t) = &opts.trace else {
+        return Ok(None);
+    };
+    let zero = t.survey.zero;
+    if let Some(line) = zero.first_line {
+        eprintln!(
+            "WARNING: {}: {} requests with a zero input or output length are left out \
+             (the first on line {line})",
+            t.path.display(),
+            zero.count
+        );
+    }
+    let prompts = match tokenizer {
+        Some(tok) => BlockPrompts::exact(0, tok)
+            .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?,
+        None => BlockPrompts::approximate(0),
+    };
+    Ok(Some(prompts))
+}
+
 fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
     let dist = match opts.len_dist {
         LenDist::Fixed => LengthDist::Fixed,
@@ -784,6 +955,30 @@ mod tests {
             e.0
         );
         assert_eq!(exit::code_for(&e.into()), exit::USAGE);
+    }
+
+    #[test]
+    fn the_trace_line_gives_lag_per_replay() {
+        let t = crate::bench::trace::TraceOptions {
+            path: "t.jsonl".into(),
+            format: Some(crate::workload::trace::TraceFormat::Mooncake),
+            model: None,
+            selection: crate::workload::trace::TraceSelection::default(),
+            survey: crate::workload::trace::TraceSurvey::default(),
+        };
+        let mut r = crate::report::test_support::sample_report(8.0);
+        assert_eq!(
+            trace_line(&t, &r),
+            "trace t.jsonl (mooncake, speedup 1): 100 requests replayed; dispatch lag from \
+             the trace's times p99 0.400 ms, max 0.900 ms"
+        );
+        r.repeats = 5;
+        r.requests = 500;
+        assert!(
+            trace_line(&t, &r).ends_with("100 requests replayed; dispatch lag from the trace's times p99 0.400 ms, max 0.900 ms (means of 5 runs)"),
+            "{}",
+            trace_line(&t, &r)
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! [`RateReport`] (ms, the report's JSON contract), gates checked. The figures are the
 //! aggregate's; this module only converts units, names them and applies the gates.
 
+use std::collections::BTreeMap;
+
 use std::time::Duration;
 
 use crate::aggregate::{Stats, Summary};
@@ -90,6 +92,8 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         dispatch_lag_warn_ms: warn_ms,
         token_sources: s.token_sources.clone(),
         gates: Vec::new(),
+        repeats: 1,
+        ci95: BTreeMap::new(),
     };
     report.gates = ctx.gates.iter().map(|g| g.check(&report)).collect();
     report

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use crate::latency::LatencyMetric;
 pub use crate::report::GateResult;
 use crate::report::RateReport;
+use crate::report::figures;
 
 /// Which statistic of a latency distribution a gate reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +50,28 @@ impl GateMetric {
             GateMetric::Goodput | GateMetric::RequestThroughput => "req/s",
             GateMetric::OutputThroughput => "tok/s",
             GateMetric::Latency(..) => "ms",
+        }
+    }
+}
+
+/// What a gate compares with its threshold (`--gate-on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GateBasis {
+    /// The figure (the mean over repeat runs).
+    #[default]
+    Value,
+    /// The pessimistic end of the figure's 95 % interval over repeat runs; the figure
+    /// itself when there is no interval (a single run, or the success/error ratio).
+    Ci,
+}
+
+impl FromStr for GateBasis {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "value" => Ok(GateBasis::Value),
+            "ci" => Ok(GateBasis::Ci),
+            other => Err(format!("{other:?}: expected value or ci")),
         }
     }
 }
@@ -119,9 +142,40 @@ impl Gate {
         }
     }
 
+    /// The name of this gate's figure in a report's `ci95` (`report::figures`); `None`
+    /// for the success and error ratios, which repeat runs do not bound.
+    pub fn figure_key(&self) -> Option<String> {
+        Some(match self.metric {
+            GateMetric::GoodputRatio => "goodput_ratio".into(),
+            GateMetric::Goodput => "goodput".into(),
+            GateMetric::RequestThroughput => "achieved_rate".into(),
+            GateMetric::OutputThroughput => "output_throughput".into(),
+            GateMetric::Latency(m, Stat::Mean) => figures::latency_key(m, None),
+            GateMetric::Latency(m, Stat::Percentile(p)) => figures::latency_key(m, Some(p)),
+            GateMetric::SuccessRatio | GateMetric::ErrorRatio => return None,
+        })
+    }
+
     /// Checks the gate against one rate's report.
     pub fn check(&self, r: &RateReport) -> GateResult {
-        let observed = self.observe(r).filter(|v| v.is_finite());
+        self.check_on(r, GateBasis::Value)
+    }
+
+    /// Checks the gate on `basis`: with [`GateBasis::Ci`] and an interval for its
+    /// figure, the interval's pessimistic end must pass (the upper bound of a
+    /// `<=` gate, the lower of a `>=` one).
+    pub fn check_on(&self, r: &RateReport, basis: GateBasis) -> GateResult {
+        let bound = match basis {
+            GateBasis::Value => None,
+            GateBasis::Ci => self
+                .figure_key()
+                .and_then(|k| r.ci95.get(&k))
+                .map(|[lo, hi]| match self.cmp {
+                    Cmp::Le | Cmp::Lt => *hi,
+                    Cmp::Ge | Cmp::Gt => *lo,
+                }),
+        };
+        let observed = bound.or_else(|| self.observe(r)).filter(|v| v.is_finite());
         GateResult {
             gate: self.text.clone(),
             observed,
@@ -321,6 +375,26 @@ mod tests {
         let missing = gate("ttft-p75<=1000").check(&r);
         assert_eq!(missing.observed, None);
         assert!(!missing.passed);
+    }
+
+    #[test]
+    fn on_ci_the_pessimistic_end_must_pass() {
+        let mut r = sample_report(8.0);
+        r.ci95.insert("ttft_ms.p99".into(), [110.0, 130.0]);
+        r.ci95.insert("goodput_ratio".into(), [0.85, 0.95]);
+        let g = gate("ttft-p99<=125ms");
+        assert!(g.check_on(&r, GateBasis::Value).passed);
+        let on_ci = g.check_on(&r, GateBasis::Ci);
+        assert!(!on_ci.passed);
+        assert_eq!(on_ci.observed, Some(130.0));
+        let ratio = gate("goodput-ratio>=0.88").check_on(&r, GateBasis::Ci);
+        assert_eq!((ratio.passed, ratio.observed), (false, Some(0.85)));
+        // No interval for a figure: its value is used.
+        let err = gate("error-ratio<=2%").check_on(&r, GateBasis::Ci);
+        assert!(err.passed);
+        assert!(gate("ttft-mean<=101").check_on(&r, GateBasis::Ci).passed);
+        assert_eq!("ci".parse::<GateBasis>(), Ok(GateBasis::Ci));
+        assert!("upper".parse::<GateBasis>().is_err());
     }
 
     #[test]

@@ -16,10 +16,14 @@ use crate::rate::Rate;
 use crate::schedule::Shard;
 
 pub mod build;
+pub mod ci;
+pub mod compare;
+pub mod figures;
 pub mod gate;
 pub mod jsonl;
 pub mod merge;
 pub mod plot;
+pub mod repeat;
 pub mod table;
 pub mod vllm;
 
@@ -146,6 +150,10 @@ pub struct RunInputs {
     pub max_concurrency: Option<u32>,
     /// Gamma shape of inter-arrival times (1 = Poisson).
     pub burstiness: f64,
+    /// The arrival process: `poisson`, `gamma`, `constant`, or `trace` (replayed).
+    pub arrival: String,
+    /// The replayed trace (null unless `--trace`).
+    pub trace: Option<TraceInputs>,
     /// Seed given on the command line.
     pub seed: u64,
     /// Seed this process used (differs from `seed` per shard).
@@ -154,6 +162,25 @@ pub struct RunInputs {
     pub slo: SloMs,
     /// The gates, as written.
     pub gates: Vec<String>,
+}
+
+/// A replayed trace: which file, which part, how fast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceInputs {
+    pub path: String,
+    /// `mooncake`, `burstgpt` or `jsonl`.
+    pub format: String,
+    /// Time compression (2 = twice as fast as the trace).
+    pub speedup: f64,
+    /// The window of trace time replayed, seconds (end null: to the end of the file).
+    pub window_start_s: f64,
+    pub window_end_s: Option<f64>,
+    /// BurstGPT `Model` filter (null: every row).
+    pub model: Option<String>,
+    /// Requests replayed, warmup included.
+    pub requests: u64,
+    /// Requests of the window left out because a length was zero.
+    pub zero_length_skipped: u64,
 }
 
 /// The verdict of one gate ([`gate::Gate`]) at one rate (part of the JSON report).
@@ -265,6 +292,13 @@ pub struct RateReport {
     pub token_sources: BTreeMap<String, u64>,
     /// Verdict of every gate at this rate.
     pub gates: Vec<GateResult>,
+    /// Runs behind this row (`--repeat`): with more than one, every figure is the mean
+    /// over the runs and counts are their sums.
+    pub repeats: u32,
+    /// 95 % confidence interval `[low, high]` of each figure over the runs, keyed by the
+    /// figure's name (`ttft_ms.p99`, `output_throughput`, …; `report::figures`); empty
+    /// for a single run. Student's t over run-level values (`report::ci`).
+    pub ci95: BTreeMap<String, [f64; 2]>,
 }
 
 impl RateReport {
@@ -334,6 +368,8 @@ pub mod test_support {
             warmup: 0,
             max_concurrency: None,
             burstiness: 1.0,
+            arrival: "poisson".into(),
+            trace: None,
             seed: 0,
             effective_seed: 0,
             slo: SloMs {
@@ -391,6 +427,8 @@ pub mod test_support {
             dispatch_lag_warn_ms: 1.0,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),
             gates: vec![],
+            repeats: 1,
+            ci95: BTreeMap::new(),
         }
     }
 }

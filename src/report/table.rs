@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::latency::LatencyMetric;
-use crate::report::{RateReport, percentile_key};
+use crate::report::{RateReport, figures, percentile_key};
 
 /// Milliseconds with about three significant digits; `-` when absent.
 fn ms(v: Option<f64>) -> String {
@@ -129,24 +129,42 @@ fn groups(metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<Group> {
     groups
 }
 
-/// The cells of one rate's row.
+/// The cells of one rate's row; with repeat runs a figure reads `value±half-width`
+/// of its 95 % interval.
 fn row(r: &RateReport, metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<String> {
+    let ci = |text: String, key: &str, fmt: &dyn Fn(f64) -> String| match r.ci95.get(key) {
+        Some([lo, hi]) => format!("{text}±{}", fmt((hi - lo) / 2.0)),
+        None => text,
+    };
+    let pct = |v: f64| format!("{:.1}", v * 100.0);
     let mut row = vec![
         r.rate.to_string(),
         r.offered_rate.map_or("-".to_string(), num),
-        num(r.achieved_rate),
+        ci(num(r.achieved_rate), "achieved_rate", &num),
         r.completed.to_string(),
         r.failed.to_string(),
-        num(r.output_throughput),
-        num(r.total_token_throughput),
-        num(r.goodput),
+        ci(num(r.output_throughput), "output_throughput", &num),
+        ci(
+            num(r.total_token_throughput),
+            "total_token_throughput",
+            &num,
+        ),
+        ci(num(r.goodput), "goodput", &num),
         r.goodput_ratio
-            .map_or("-".to_string(), |g| format!("{:.1}", g * 100.0)),
+            .map_or("-".to_string(), |g| ci(pct(g), "goodput_ratio", &pct)),
     ];
+    let ms_ci = |v: Option<f64>, key: String| match v {
+        Some(_) => ci(ms(v), &key, &|h| ms(Some(h))),
+        None => ms(v),
+    };
     for &m in metrics {
         let s = r.latency(m);
-        row.push(ms(s.mean));
-        row.extend(percentiles.iter().map(|&p| ms(s.percentile(p))));
+        row.push(ms_ci(s.mean, figures::latency_key(m, None)));
+        row.extend(
+            percentiles
+                .iter()
+                .map(|&p| ms_ci(s.percentile(p), figures::latency_key(m, Some(p)))),
+        );
     }
     let lag = ms(r.dispatch_lag_ms.p99);
     row.push(if r.client_behind {
@@ -233,6 +251,14 @@ fn notes(reports: &[RateReport]) -> String {
         }
         out.push('\n');
     }
+    for r in reports.iter().filter(|r| r.repeats > 1) {
+        let _ = writeln!(
+            out,
+            "rate {}: mean of {} runs (different seeds); ± is the half-width of the 95 % \
+             confidence interval (Student's t over the runs); ok and fail are summed",
+            r.rate, r.repeats
+        );
+    }
     for r in reports.iter().filter(|r| r.client_behind) {
         let _ = writeln!(
             out,
@@ -294,6 +320,18 @@ mod tests {
         rs[0].ttft_ms.percentiles[2].1 = Some(105.0);
         rs[0].gates = vec![gate.check(&rs[0])];
         rs
+    }
+
+    #[test]
+    fn repeat_rows_show_half_widths() {
+        let mut r = sample_report(8.0);
+        r.repeats = 5;
+        r.ci95.insert("ttft_ms.p99".into(), [110.0, 130.0]);
+        r.ci95.insert("output_throughput".into(), [990.0, 1010.0]);
+        let out = render(&[r], &[LatencyMetric::Ttft], &[99.0]);
+        assert!(out.contains("120±10.0"), "{out}");
+        assert!(out.contains("±10.00"), "{out}");
+        assert!(out.contains("rate 8: mean of 5 runs"), "{out}");
     }
 
     #[test]

@@ -22,7 +22,10 @@ pub use tokenizer::TokenCounter;
 pub mod dataset;
 pub mod lengths;
 pub mod prompt;
+pub mod replay;
 pub mod tokenizer;
+pub mod trace;
+pub mod trace_prompt;
 
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
@@ -112,6 +115,13 @@ impl Workload {
     /// clock) when a server's prefix cache must not remember the previous run.
     pub fn with_run_nonce(mut self, run_nonce: u32) -> Self {
         self.run_nonce = run_nonce;
+        self
+    }
+
+    /// The same workload drawn from another seed (lengths and prompt bodies; a
+    /// dataset keeps its visiting order).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
         self
     }
 

@@ -34,4 +34,10 @@ assert d["conditions"]["vcpus"] >= 1
 PY
 grep -q "<svg" "$scratch/overhead.svg" || fail "no SVG written"
 grep -q "Client CPU per streamed token" "$scratch/overhead.svg" || fail "SVG lacks the CPU panel"
+# benches/trace_replay_lag.py runs end to end (one replay of the 200-request trace);
+# its timing is not asserted, its exactness is.
+python3 benches/trace_replay_lag.py --bin "$bin" --runs 1 >"$scratch/replay.log" 2>&1 \
+  || { cat "$scratch/replay.log" >&2; fail "trace_replay_lag.py failed"; }
+grep -q "trace times 200/200  input lengths 200/200" "$scratch/replay.log" \
+  || { cat "$scratch/replay.log" >&2; fail "the replay missed trace times or lengths"; }
 say "ok"

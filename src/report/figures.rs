@@ -1,0 +1,208 @@
+//! Every figure of a rate's report by one name, as `--json-out` spells it:
+//! `achieved_rate`, `goodput_ratio`, `ttft_ms.p99`, `e2el_ms.mean`,
+//! `dispatch_lag_ms.p99`, …. Repeat runs average and bound them by these names
+//! (`ci95`), `report compare` matches two files by them, and `--gate-on ci` looks a
+//! gate's figure up by them. Which way is better is said here too.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::latency::LatencyMetric;
+use crate::report::{LatencyStats, RateReport, percentile_key};
+
+/// Which way a figure improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    /// An input or the client's own figure (offered rate, dispatch lag): a change is no
+    /// regression of the server.
+    Neither,
+}
+
+/// The scalar figures at the top level of a report.
+const SCALARS: [&str; 6] = [
+    "offered_rate",
+    "achieved_rate",
+    "output_throughput",
+    "total_token_throughput",
+    "goodput",
+    "goodput_ratio",
+];
+
+/// The latency distributions, by their JSON key.
+pub const LATENCIES: [&str; 8] = [
+    "ttft_ms",
+    "ttfa_ms",
+    "tpot_ms",
+    "itl_ms",
+    "chunk_gap_ms",
+    "e2el_ms",
+    "ttft_from_sched_ms",
+    "e2el_from_sched_ms",
+];
+
+/// Which way `key` improves.
+pub fn better(key: &str) -> Better {
+    if key == "offered_rate" || key.starts_with("dispatch_lag_ms") {
+        Better::Neither
+    } else if key.contains("_ms.") {
+        Better::Lower
+    } else {
+        Better::Higher
+    }
+}
+
+/// The name of a latency metric's statistic: `ttft_ms.p99`, `e2el_ms.mean`.
+pub fn latency_key(m: LatencyMetric, stat: Option<f64>) -> String {
+    let base = match m {
+        LatencyMetric::Ttft => "ttft_ms",
+        LatencyMetric::Ttfa => "ttfa_ms",
+        LatencyMetric::Tpot => "tpot_ms",
+        LatencyMetric::Itl => "itl_ms",
+        LatencyMetric::E2el => "e2el_ms",
+    };
+    match stat {
+        None => format!("{base}.mean"),
+        Some(p) => format!("{base}.{}", percentile_key(p)),
+    }
+}
+
+/// The latency distributions of a report; TTFA only when some request reasoned.
+fn latencies_mut(r: &mut RateReport) -> Vec<(&'static str, &mut LatencyStats)> {
+    let mut out = vec![("ttft_ms", &mut r.ttft_ms)];
+    if let Some(ttfa) = r.ttfa_ms.as_mut() {
+        out.push(("ttfa_ms", ttfa));
+    }
+    out.extend([
+        ("tpot_ms", &mut r.tpot_ms),
+        ("itl_ms", &mut r.itl_ms),
+        ("chunk_gap_ms", &mut r.chunk_gap_ms),
+        ("e2el_ms", &mut r.e2el_ms),
+        ("ttft_from_sched_ms", &mut r.ttft_from_sched_ms),
+        ("e2el_from_sched_ms", &mut r.e2el_from_sched_ms),
+    ]);
+    out
+}
+
+/// Calls `f` with the name and value of every figure the report has (a figure with no
+/// sample, such as the TTFT of a run where nothing succeeded, is not visited); `f` may
+/// change the value.
+pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
+    let mut opt = |key: &str, v: &mut Option<f64>| {
+        if let Some(x) = v.as_mut() {
+            f(key, x);
+        }
+    };
+    opt("offered_rate", &mut r.offered_rate);
+    let mut achieved = Some(r.achieved_rate);
+    opt("achieved_rate", &mut achieved);
+    let mut out = Some(r.output_throughput);
+    opt("output_throughput", &mut out);
+    let mut total = Some(r.total_token_throughput);
+    opt("total_token_throughput", &mut total);
+    let mut goodput = Some(r.goodput);
+    opt("goodput", &mut goodput);
+    opt("goodput_ratio", &mut r.goodput_ratio);
+    opt("dispatch_lag_ms.p50", &mut r.dispatch_lag_ms.p50);
+    opt("dispatch_lag_ms.p99", &mut r.dispatch_lag_ms.p99);
+    opt("dispatch_lag_ms.max", &mut r.dispatch_lag_ms.max);
+    (r.achieved_rate, r.output_throughput) = (achieved.unwrap_or(0.0), out.unwrap_or(0.0));
+    (r.total_token_throughput, r.goodput) = (total.unwrap_or(0.0), goodput.unwrap_or(0.0));
+    for (name, stats) in latencies_mut(r) {
+        opt(&format!("{name}.mean"), &mut stats.mean);
+        for (p, v) in &mut stats.percentiles {
+            opt(&format!("{name}.{}", percentile_key(*p)), v);
+        }
+    }
+}
+
+/// Every figure of a report, by name.
+pub fn of_report(r: &RateReport) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    visit_mut(&mut r.clone(), &mut |k, v| {
+        out.insert(k.to_string(), *v);
+    });
+    out
+}
+
+/// Every figure of a `--json-out` line, by the same names (lines from any version: a
+/// key that is missing or not a number is left out).
+pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for k in SCALARS {
+        if let Some(v) = line.get(k).and_then(Value::as_f64) {
+            out.insert(k.to_string(), v);
+        }
+    }
+    for k in ["p50", "p99", "max"] {
+        if let Some(v) = line["dispatch_lag_ms"].get(k).and_then(Value::as_f64) {
+            out.insert(format!("dispatch_lag_ms.{k}"), v);
+        }
+    }
+    for name in LATENCIES {
+        let Some(Value::Object(stats)) = line.get(name) else {
+            continue;
+        };
+        for (k, v) in stats {
+            let is_stat = k == "mean" || (k.starts_with('p') && k[1..].parse::<f64>().is_ok());
+            if let (true, Some(v)) = (is_stat, v.as_f64()) {
+                out.insert(format!("{name}.{k}"), v);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_support::sample_report;
+
+    #[test]
+    fn report_and_its_json_name_the_same_figures() {
+        let r = sample_report(8.0);
+        let typed = of_report(&r);
+        let json = of_json(&serde_json::to_value(&r).unwrap());
+        assert_eq!(typed, json);
+        assert_eq!(typed["ttft_ms.p99"], 120.0);
+        assert_eq!(typed["goodput_ratio"], 0.9);
+        assert!(typed.contains_key("dispatch_lag_ms.p99"));
+        assert!(typed.contains_key("e2el_from_sched_ms.mean"));
+        assert!(!typed.contains_key("ttfa_ms.mean"));
+        // A run where requests reasoned has TTFA figures too.
+        let mut r = sample_report(8.0);
+        r.ttfa_ms = Some(crate::report::test_support::stats(300.0));
+        let typed = of_report(&r);
+        assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
+        assert_eq!(typed["ttfa_ms.mean"], 300.0);
+    }
+
+    #[test]
+    fn visiting_changes_every_figure() {
+        let mut r = sample_report(8.0);
+        let before = of_report(&r);
+        visit_mut(&mut r, &mut |_, v| *v *= 2.0);
+        let after = of_report(&r);
+        assert_eq!(before.len(), after.len());
+        for (k, v) in &before {
+            assert_eq!(after[k], v * 2.0, "{k}");
+        }
+        assert_eq!(r.achieved_rate, before["achieved_rate"] * 2.0);
+    }
+
+    #[test]
+    fn directions() {
+        assert_eq!(better("ttft_ms.p99"), Better::Lower);
+        assert_eq!(better("output_throughput"), Better::Higher);
+        assert_eq!(better("goodput_ratio"), Better::Higher);
+        assert_eq!(better("dispatch_lag_ms.p99"), Better::Neither);
+        assert_eq!(better("offered_rate"), Better::Neither);
+        assert_eq!(
+            latency_key(LatencyMetric::E2el, Some(99.9)),
+            "e2el_ms.p99.9"
+        );
+        assert_eq!(latency_key(LatencyMetric::Ttft, None), "ttft_ms.mean");
+    }
+}
