@@ -30,6 +30,7 @@ pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod secret;
+pub mod web;
 pub mod workload;
 
 use std::process::ExitCode;

@@ -257,6 +257,7 @@ async fn a_canary_key_never_leaks() {
             "--log-level",
             "debug",
             "daemon",
+            "--web.enable-lifecycle",
             "--listen",
             "127.0.0.1:0",
             "--config",

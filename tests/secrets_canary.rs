@@ -411,6 +411,7 @@ targets:
         "--log-format",
         "json",
         "daemon",
+        "--web.enable-lifecycle",
         "--listen",
         "127.0.0.1:0",
         "--config",

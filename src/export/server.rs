@@ -2,6 +2,8 @@
 //! `/-/healthy`, `/-/ready`, `POST /-/reload`, `/config` (the running config with
 //! secrets as `<secret>`) and `/`, a small HTML status page. The server only reads
 //! shared state; a reload is a request sent to the daemon, which owns the config.
+//! Every endpoint sits behind the `web` guard (TLS, basic auth, headers); lifecycle
+//! endpoints answer 403 unless `--web.enable-lifecycle` is given, as in Prometheus.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
 use super::status::StatusBoard;
+use crate::web::{ConnInfo, Web, WebListener};
 
 /// A reload request: the daemon answers on the oneshot with the outcome (the error
 /// text of a rejected config).
@@ -28,6 +31,8 @@ pub struct ServerState {
     pub metrics: Arc<Metrics>,
     pub status: Arc<StatusBoard>,
     pub reload: mpsc::Sender<ReloadRequest>,
+    /// `--web.enable-lifecycle`: `POST /-/reload` works (SIGHUP always does).
+    pub lifecycle: bool,
 }
 
 /// The router with every endpoint (exposed for in-process tests).
@@ -42,15 +47,29 @@ pub fn router(state: ServerState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` is cancelled.
+/// The router behind the web guard: what the daemon serves.
+pub fn guarded(state: ServerState, web: Arc<Web>) -> Router {
+    router(state).layer(axum::middleware::from_fn_with_state(web, crate::web::guard))
+}
+
+/// Serves until `shutdown` is cancelled: plain HTTP, or TLS when the web config has a
+/// `tls_server_config`; the web config is re-read on change meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: ServerState,
+    web: Arc<Web>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router(state))
+    let tls: Option<Arc<dyn crate::web::listener::TlsSource>> =
+        web.tls_enabled().then(|| web.clone() as _);
+    let listener = WebListener::new(listener, tls)?;
+    let watch = web.clone().watch(shutdown.clone());
+    let app = guarded(state, web).into_make_service_with_connect_info::<ConnInfo>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await?;
+        .await;
+    watch.abort();
+    served?;
     Ok(())
 }
 
@@ -78,6 +97,14 @@ async fn ready(State(s): State<ServerState>) -> Response {
 }
 
 async fn reload(State(s): State<ServerState>) -> Response {
+    if !s.lifecycle {
+        return (
+            StatusCode::FORBIDDEN,
+            "Lifecycle API is not enabled: start the daemon with --web.enable-lifecycle, \
+             or send SIGHUP\n",
+        )
+            .into_response();
+    }
     let (tx, rx) = oneshot::channel();
     if s.reload.send(tx).await.is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "daemon is shutting down\n").into_response();
