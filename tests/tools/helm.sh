@@ -98,6 +98,8 @@ reject "a minRequests window the rules do not have" --set prometheusRule.minRequ
 reject "an unknown top-level value" --set replicas=2
 reject "config.listen without a port" --set config.listen=localhost
 reject "a sweep without a model" --set sweep.enabled=true
+reject "web.tls off with a tls_server_config" --set web.config.tls_server_config.cert_file=/x
+reject "a plaintext password as a web user" --set web.config.basic_auth_users.prometheus=hunter2
 
 # The chart checks can fail: a chart rendered with a writable root filesystem, and one
 # whose secret value leaks into a ConfigMap, must be reported.
