@@ -468,6 +468,11 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
             plan.targets.len(),
             scenarios
         );
+        if let Some(web) = &args.web.config_file {
+            Web::load(args.web.clone())
+                .map_err(|e| crate::exit::UsageError::new(format!("{e:#}")))?;
+            println!("{}: OK (web config)", web.display());
+        }
         return Ok(std::process::ExitCode::SUCCESS);
     }
     run_until_signalled(
