@@ -215,6 +215,20 @@ async fn lifecycle_flag_enables_reload_and_open_health_skips_auth() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rate_limit_answers_429_beyond_the_burst() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "rate_limit:\n  burst: 2\n  interval: 1m\n";
+    let (d, mock) = daemon(dir.path(), Some(text), false, false).await;
+    let c = plain_client();
+    let url = format!("http://{}/-/healthy", d.addr());
+    assert_eq!(status(c.get(&url)).await, Ok(200));
+    assert_eq!(status(c.get(&url)).await, Ok(200));
+    assert_eq!(status(c.get(&url)).await, Ok(429));
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_only_refuses_plain_http() {
     let dir = tempfile::tempdir().unwrap();
     let pki = make_pki(dir.path(), "a");

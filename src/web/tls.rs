@@ -412,3 +412,80 @@ fn sans_of(cert: &CertificateDer<'_>) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tls(extra: impl FnOnce(&mut TlsServerConfig)) -> TlsServerConfig {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let mut t = TlsServerConfig {
+            cert: Some(cert.pem()),
+            key: Some(crate::secret::Secret::new(key.serialize_pem())),
+            ..TlsServerConfig::default()
+        };
+        extra(&mut t);
+        t
+    }
+
+    #[test]
+    fn what_rustls_lacks_is_applied_in_its_safer_form_with_a_warning() {
+        let t = tls(|t| {
+            t.min_version = Some("TLS10".into());
+            t.cipher_suites = vec![
+                "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA".into(),
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256".into(),
+            ];
+            t.curve_preferences = vec!["CurveP521".into(), "X25519".into()];
+        });
+        let (_, warnings) = server_config(&t, ClientAuth::None).unwrap();
+        let all = warnings.join("\n");
+        assert!(all.contains("TLS 1.2 is the minimum"), "{all}");
+        assert!(all.contains("AES_128_CBC_SHA is not offered"), "{all}");
+        assert!(all.contains("CurveP521 is not offered"), "{all}");
+        assert_eq!(warnings.len(), 3, "{all}");
+    }
+
+    #[test]
+    fn bad_settings_are_errors_naming_the_field() {
+        let err = |f: fn(&mut TlsServerConfig)| {
+            format!(
+                "{:#}",
+                server_config(&tls(f), ClientAuth::None).unwrap_err()
+            )
+        };
+        assert!(err(|t| t.min_version = Some("SSL3".into())).contains("min_version"));
+        assert!(err(|t| t.curve_preferences = vec!["P-256".into()]).contains("unknown curve"));
+        assert!(err(|t| t.client_ca = Some("x".into())).contains("without a Client Auth Policy"));
+        assert!(
+            err(|t| t.client_allowed_sans = Some(vec!["a".into()])).contains("client_allowed_sans")
+        );
+        assert!(err(|t| t.key = Some("not a key".into())).contains("no usable PEM private key"));
+        let e = err(|t| t.key = Some("not a key".into()));
+        assert!(!e.contains("not a key"), "the key is never quoted: {e}");
+        let verify = tls(|t| t.client_auth_type = Some("RequireAndVerifyClientCert".into()));
+        let e = format!(
+            "{:#}",
+            server_config(&verify, ClientAuth::RequireAndVerify).unwrap_err()
+        );
+        assert!(e.contains("client_ca_file"), "{e}");
+    }
+
+    #[test]
+    fn required_client_auth_relaxes_for_open_health_endpoints() {
+        assert_eq!(
+            ClientAuth::RequireAndVerify.optional(),
+            ClientAuth::VerifyIfGiven
+        );
+        assert_eq!(ClientAuth::RequireAny.optional(), ClientAuth::Request);
+        assert_eq!(
+            ClientAuth::parse(Some("RequireClientCert")).unwrap(),
+            ClientAuth::RequireAny
+        );
+        assert!(ClientAuth::parse(Some("Always")).is_err());
+    }
+}
