@@ -144,7 +144,7 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
         };
         out.push_str("<tr class=\"scenario\">");
         for c in SCENARIO_COLUMNS {
-            let _ = write!(out, "<td>{}</td>", (c.cell)(&row));
+            cell(&mut out, c.head, &(c.cell)(&row));
         }
         out.push_str("</tr>\n");
     }
@@ -190,7 +190,7 @@ pub fn target_page(board: &StatusBoard, name: &str, refresh: bool) -> Option<Str
     for r in &rows {
         out.push_str("<tr class=\"probe\">");
         for c in PROBE_COLUMNS {
-            let _ = write!(out, "<td>{}</td>", (c.cell)(r));
+            cell(&mut out, c.head, &(c.cell)(r));
         }
         out.push_str("</tr>\n");
     }
@@ -249,6 +249,11 @@ fn section_head(out: &mut String, s: &ScenarioStatus, engine: Option<EngineState
     out.push_str("</tr></thead><tbody>\n");
 }
 
+/// A table cell; its column's name rides along for the phone layout (one card per row).
+fn cell(out: &mut String, head: &str, html: &str) {
+    let _ = write!(out, "<td data-label=\"{}\">{html}</td>", escape(head));
+}
+
 fn header_cells<R>(out: &mut String, columns: &[Column<R>]) {
     for c in columns {
         let _ = write!(
@@ -289,11 +294,12 @@ fn failures_cell(r: &ScenarioRow) -> String {
         .iter()
         .map(|(k, v)| format!("{} {v}", escape(k)))
         .collect();
-    let mut cell = format!("<span class=\"bad\">{}</span>", reasons.join(", "));
+    let mut cell = format!("<div><span class=\"bad\">{}</span>", reasons.join(", "));
     if let Some(e) = &s.last_error {
         let short: String = e.chars().take(160).collect();
         let _ = write!(cell, "<br><small class=\"err\">{}</small>", escape(&short));
     }
+    cell.push_str("</div>");
     cell
 }
 
@@ -430,7 +436,7 @@ mod tests {
         let page = status_page(&board(), &metrics, 6_300.0, true);
         assert_eq!(page.matches("<tr class=\"scenario\">").count(), 2);
         assert_eq!(page.matches("<svg class=\"spark").count(), 6);
-        assert!(page.contains("<td>long</td>") && page.contains("<td>short</td>"));
+        assert!(page.contains(">long</td>") && page.contains(">short</td>"));
         assert!(page.contains("66.7 %"), "two thirds good");
         assert!(
             page.contains("193 ms / 193 ms"),

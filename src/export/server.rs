@@ -209,7 +209,7 @@ mod tests {
         assert!(page.contains("&lt;script&gt;"));
         assert!(!page.contains("<script"));
         assert!(page.contains("<a href=\"/target/prod\">prod</a>"));
-        assert!(page.contains("<td>short</td>"));
+        assert!(page.contains("<td data-label=\"scenario\">short</td>"));
         assert!(page.contains("http_5xx 1"));
     }
 }

@@ -71,7 +71,7 @@ want = d.joinpath("scenarios").read_text().split()
 for view in ("desktop", "phone"):
     dom = d.joinpath(f"{view}.html").read_text()
     rows = re.findall(r'<tr class="scenario">(.*?)</tr>', dom, re.S)
-    shown = sorted(re.match(r"<td>([^<]*)</td>", r).group(1) for r in rows)
+    shown = sorted(re.match(r'<td data-label="scenario">([^<]*)</td>', r).group(1) for r in rows)
     if shown != want:
         problems.append(f"{view}: scenario rows {shown}, /metrics has {want}")
     for r in rows:
