@@ -19,6 +19,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Created before the daemon starts: the loop below may read before the child opens it.
+: >"$scratch/daemon.out"
 "$bin" daemon --mock --mock-fault http_500:0.05 --listen 127.0.0.1:0 \
   >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 pid=$!
@@ -36,9 +38,13 @@ sleep "${LLMPROBE_STATUS_WAIT:-8}"
 python3 - "$url" >"$scratch/scenarios" <<'PY' || fail "reading /metrics"
 import re, sys, urllib.request
 text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decode()
-names = sorted(set(re.findall(r'^llmprobe_requests_total\{[^}]*scenario="([^"]+)"', text, re.M)))
-assert names, "no llmprobe_requests_total series"
-print("\n".join(names))
+pairs = set()
+for labels in re.findall(r'^llmprobe_requests_total\{([^}]*)\}', text, re.M):
+    l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+    pairs.add((l["target"], l["scenario"]))
+assert pairs, "no llmprobe_requests_total series"
+# One row per target × scenario: the scenario names, repeated as often as targets have them.
+print("\n".join(sorted(s for _, s in pairs)))
 PY
 say "scenarios: $(tr '\n' ' ' <"$scratch/scenarios")"
 
