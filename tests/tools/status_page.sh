@@ -18,6 +18,8 @@ cleanup() {
   rm -rf "$scratch"
 }
 trap cleanup EXIT
+# A signal (Ctrl-C, a closed pipe) still ends the daemon through the EXIT trap.
+trap 'exit 1' INT TERM HUP PIPE
 
 # Created before the daemon starts: the loop below may read before the child opens it.
 : >"$scratch/daemon.out"
