@@ -13,6 +13,11 @@
 
 ARG RUST_VERSION=1.95.0
 FROM rust:${RUST_VERSION}-bookworm AS build
+# The build context has no .git, so build.rs cannot ask git for `--version`'s commit:
+#   docker build --build-arg LLMPROBE_GIT_COMMIT=$(git rev-parse --short=12 HEAD) .
+# Without it the version says "commit unknown".
+ARG LLMPROBE_GIT_COMMIT=""
+ENV LLMPROBE_GIT_COMMIT=${LLMPROBE_GIT_COMMIT}
 WORKDIR /src
 COPY . .
 # Cache mounts keep the registry and target dir between builds; the binary is copied out

@@ -23,6 +23,7 @@ pub mod exit;
 pub mod export;
 pub mod latency;
 pub mod logging;
+pub mod manual;
 pub mod mock;
 pub mod rate;
 pub mod record;
@@ -30,6 +31,7 @@ pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod secret;
+pub mod web;
 pub mod workload;
 
 use std::process::ExitCode;
@@ -53,5 +55,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mock(args) => mock::command::run(&args).await,
         Command::Bench(args) => bench::run::run(&args).await,
         Command::Report(args) => bench::report_cmd::run(&args),
+        Command::Completions(args) => {
+            manual::completions(args.shell, &mut std::io::stdout().lock());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man(args) => {
+            match args.dir {
+                Some(dir) => {
+                    for file in manual::man_pages(&dir)? {
+                        println!("{}", dir.join(file).display());
+                    }
+                }
+                None => manual::man_page(&mut std::io::stdout().lock())?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

@@ -137,6 +137,57 @@ async fn mock_mode_shows_live_data_within_seconds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_over_http_needs_the_lifecycle_flag() {
+    for (flag, want) in [(None, 403), (Some("--web.enable-lifecycle"), 200)] {
+        let mut args = vec!["daemon", "--mock", "--listen", "127.0.0.1:0"];
+        args.extend(flag);
+        let (child, addr) = spawn(&args, &[]);
+        let r = http()
+            .post(format!("http://{addr}/-/reload"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), want, "{flag:?}");
+        let (ok, _) = terminate(child);
+        assert!(ok);
+    }
+}
+
+#[test]
+fn version_names_the_commit_and_completions_and_man_pages_print() {
+    let out = llmprobe().arg("--version").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let commit = text
+        .trim()
+        .strip_prefix(concat!("llmprobe ", env!("CARGO_PKG_VERSION"), " (commit "))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{text:?}"));
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{text:?}"
+    );
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let out = llmprobe().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("web.config.file"),
+            "{shell}"
+        );
+    }
+    assert_eq!(
+        llmprobe()
+            .args(["completions", "tcsh"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    let out = llmprobe().arg("man").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH llmprobe 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_and_a_bad_file_flips_the_gauge() {
     let m = llmprobe::mock::start(
         llmprobe::mock::MockConfig::default(),
@@ -257,6 +308,7 @@ async fn a_canary_key_never_leaks() {
             "--log-level",
             "debug",
             "daemon",
+            "--web.enable-lifecycle",
             "--listen",
             "127.0.0.1:0",
             "--config",

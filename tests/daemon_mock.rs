@@ -230,7 +230,7 @@ targets:
     assert_eq!(get(&format!("http://{addr}/-/ready")).await.0, 200);
     assert_eq!(get(&format!("http://{addr}/-/healthy")).await.0, 200);
     let page = get(&format!("http://{addr}/")).await.1;
-    assert!(page.contains("<td>broken</td>") && page.contains("http_5xx"));
+    assert!(page.contains("\"/target/broken\">broken</a>") && page.contains("http_5xx"));
 
     d.shutdown().await.unwrap();
     m.shutdown().await;

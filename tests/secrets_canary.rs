@@ -14,6 +14,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use assert_cmd::cargo::CommandCargoExt;
@@ -411,6 +412,7 @@ targets:
         "--log-format",
         "json",
         "daemon",
+        "--web.enable-lifecycle",
         "--listen",
         "127.0.0.1:0",
         "--config",
@@ -558,4 +560,126 @@ targets:
     outputs.push(("mock stdout".into(), mock_out));
     outputs.push(("mock stderr".into(), mock_err));
     assert_no_leaks(&canaries, &outputs);
+}
+
+/// The web config's secrets: the basic-auth passwords (right and wrong), the bcrypt
+/// hash, an inline TLS private key, and a plaintext password pasted where a hash
+/// belongs (a reload the daemon must refuse without quoting it). None may reach the
+/// logs, `/config`, `/metrics`, `/` or a reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_config_never_shows_a_password_hash_or_key() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let key_pem = key.serialize_pem();
+    // A line of the key's base64 body: unique to this key.
+    let key_canary = key_pem.lines().nth(1).expect("PEM body").to_string();
+    let password = canary("webpw");
+    let wrong = canary("webwrong");
+    let pasted = canary("webplain");
+    let hash = bcrypt::hash(&password, 4).unwrap();
+    let indent = |pem: &str| {
+        pem.lines()
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
+    };
+    let web = |hash: &str| {
+        format!(
+            "tls_server_config:\n  cert: |\n{}  key: |\n{}basic_auth_users:\n  prometheus: \"{hash}\"\n",
+            indent(&cert.pem()),
+            indent(&key_pem)
+        )
+    };
+    let web_file = dir.path().join("web.yml");
+    std::fs::write(&web_file, web(&hash)).unwrap();
+    let mut cmd = llmprobe();
+    cmd.args([
+        "--log-level",
+        "trace",
+        "--log-format",
+        "json",
+        "daemon",
+        "--mock",
+        "--web.enable-lifecycle",
+        "--listen",
+        "127.0.0.1:0",
+        "--web.config.file",
+    ])
+    .arg(&web_file);
+    let daemon = spawn(cmd, "llmprobe daemon listening on https://");
+    let base = format!("https://127.0.0.1:{}", daemon.addr.port());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).unwrap();
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let client = reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut outputs = Vec::new();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (path, pw) in [
+        ("/metrics", &password),
+        ("/config", &password),
+        ("/", &password),
+        ("/metrics", &wrong),
+    ] {
+        let r = client
+            .get(format!("{base}{path}"))
+            .basic_auth("prometheus", Some(pw))
+            .send()
+            .await
+            .expect("GET");
+        let status = r.status().as_u16();
+        assert_eq!(status == 200, pw == &password, "{path}: {status}");
+        outputs.push((path.to_string(), r.text().await.unwrap_or_default()));
+    }
+    let reload = client
+        .post(format!("{base}/-/reload"))
+        .basic_auth("prometheus", Some(&password))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(reload.status().as_u16(), 200);
+    // A plaintext password where the hash belongs: refused at the next check (every 5 s),
+    // the running web config kept.
+    std::fs::write(&web_file, web(&pasted)).unwrap();
+    tokio::time::sleep(llmprobe::web::WEB_CONFIG_CHECK_INTERVAL + Duration::from_secs(2)).await;
+    let still = client
+        .get(format!("{base}/-/healthy"))
+        .basic_auth("prometheus", Some(&password))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(
+        still.status().as_u16(),
+        200,
+        "the running web config is kept"
+    );
+    let (stdout, stderr) = daemon.stop();
+    assert!(
+        stderr.contains("web config not reloaded")
+            && stderr.contains("basic_auth_users.prometheus"),
+        "the refused reload was logged: {stderr}"
+    );
+    assert!(
+        stderr.contains("TLS") || stderr.contains("tls"),
+        "logs captured"
+    );
+    outputs.push(("stdout".into(), stdout));
+    outputs.push(("stderr".into(), stderr));
+    assert_no_leaks(&[password, wrong, hash, key_canary, pasted], &outputs);
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::daemon::RunOptions;
+use crate::web::WebOptions;
 
 #[derive(Debug, Clone, Args)]
 pub struct DaemonArgs {
@@ -28,6 +29,19 @@ pub struct DaemonArgs {
     /// (repeatable; see `llmprobe mock --help`), e.g. http_500:0.05.
     #[arg(long, value_name = "KIND[:P]", requires = "mock")]
     pub mock_fault: Vec<String>,
+    /// TLS and basic auth for the HTTP server: a Prometheus exporter-toolkit web config
+    /// file (tls_server_config, basic_auth_users, http_server_config.headers). Re-read
+    /// when it or a certificate it names changes. See docs/daemon.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// Enable `POST /-/reload`; without it the endpoint answers 403 (SIGHUP always
+    /// reloads).
+    #[arg(long = "web.enable-lifecycle")]
+    pub web_enable_lifecycle: bool,
+    /// Serve /-/healthy and /-/ready without basic auth or a client certificate, for
+    /// kubelet probes. Everything else stays protected.
+    #[arg(long = "web.health-unauthenticated")]
+    pub web_health_unauthenticated: bool,
 }
 
 impl From<DaemonArgs> for RunOptions {
@@ -38,6 +52,12 @@ impl From<DaemonArgs> for RunOptions {
             listen: a.listen,
             mock: a.mock,
             mock_fault: a.mock_fault,
+            web: WebOptions {
+                config_file: a.web_config_file,
+                health_unauthenticated: a.web_health_unauthenticated,
+                check_interval: None,
+            },
+            enable_lifecycle: a.web_enable_lifecycle,
         }
     }
 }

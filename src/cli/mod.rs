@@ -12,10 +12,18 @@ pub use capacity::CapacityArgs;
 pub use daemon::DaemonArgs;
 pub use mock::MockArgs;
 
+/// `--version`: the crate version and the git commit it was built from (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("LLMPROBE_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "llmprobe",
-    version,
+    version = VERSION,
     about = "Continuous SLO prober, load tester and capacity model for OpenAI-compatible LLM servers",
     propagate_version = true
 )]
@@ -38,6 +46,34 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Work on saved bench results (merge the --records of shards).
     Report(ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page on stdout, or write one page per command into --dir.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for. Install, e.g. for bash:
+    /// `llmprobe completions bash > ~/.local/share/bash-completion/completions/llmprobe`.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write llmprobe.1 and one llmprobe-COMMAND.1 per command into this directory
+    /// instead of printing llmprobe.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

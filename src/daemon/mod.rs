@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Plan, plan};
 use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
+use crate::web::{Web, WebOptions};
 pub use source::ConfigSource;
 use target::{RunningTarget, Shared};
 
@@ -42,14 +43,28 @@ pub struct Daemon {
     control: JoinHandle<()>,
     server: JoinHandle<anyhow::Result<()>>,
     metrics: Arc<Metrics>,
+    tls: bool,
 }
 
 impl Daemon {
-    /// Loads the config, binds the HTTP server (`listen` overrides the config's address)
-    /// and starts every target. A bad config is an error here (there is nothing to keep).
+    /// [`Daemon::start_with`] without a web config and with `POST /-/reload` enabled:
+    /// for embedding and tests, where the caller owns the process.
     pub async fn start(source: ConfigSource, listen: Option<String>) -> anyhow::Result<Daemon> {
+        Self::start_with(source, listen, WebOptions::default(), true).await
+    }
+
+    /// Loads the config and the web config, binds the HTTP server (`listen` overrides the
+    /// config's address) and starts every target. A bad config or web config is an error
+    /// here (there is nothing to keep). `lifecycle` enables `POST /-/reload`.
+    pub async fn start_with(
+        source: ConfigSource,
+        listen: Option<String>,
+        web: WebOptions,
+        lifecycle: bool,
+    ) -> anyhow::Result<Daemon> {
         crate::install_crypto_provider();
         let plan = source.load().map_err(crate::exit::UsageError::from)?;
+        let web = Web::load(web).map_err(|e| crate::exit::UsageError::new(format!("{e:#}")))?;
         let listen = listen.unwrap_or_else(|| plan.listen.clone());
         let addr: SocketAddr = match listen.parse() {
             Ok(a) => a,
@@ -90,11 +105,13 @@ impl Daemon {
                 metrics: metrics.clone(),
                 status,
                 reload: reload_tx.clone(),
+                lifecycle,
             },
+            web.clone(),
             server_stop.clone(),
         ));
         let control = tokio::spawn(control.run(reload_rx, shutdown.clone(), server_stop));
-        tracing::info!(%addr, "llmprobe daemon listening");
+        tracing::info!(%addr, tls = web.tls_enabled(), "llmprobe daemon listening");
         Ok(Daemon {
             addr,
             reload: reload_tx,
@@ -102,12 +119,18 @@ impl Daemon {
             control,
             server,
             metrics,
+            tls: web.tls_enabled(),
         })
     }
 
     /// The address the HTTP server is bound to (the real port when 0 was asked).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// `https` when the web config turns TLS on, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -361,9 +384,15 @@ impl Control {
 pub async fn run_until_signalled(
     source: ConfigSource,
     listen: Option<String>,
+    web: WebOptions,
+    lifecycle: bool,
 ) -> anyhow::Result<()> {
-    let daemon = Daemon::start(source, listen).await?;
-    println!("llmprobe daemon listening on http://{}", daemon.addr());
+    let daemon = Daemon::start_with(source, listen, web, lifecycle).await?;
+    println!(
+        "llmprobe daemon listening on {}://{}",
+        daemon.scheme(),
+        daemon.addr()
+    );
     wait_for_signals(&daemon).await?;
     daemon.shutdown().await
 }
@@ -402,6 +431,10 @@ pub struct RunOptions {
     pub listen: Option<String>,
     pub mock: bool,
     pub mock_fault: Vec<String>,
+    /// `--web.config.file` and `--web.health-unauthenticated`.
+    pub web: WebOptions,
+    /// `--web.enable-lifecycle`.
+    pub enable_lifecycle: bool,
 }
 
 /// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
@@ -418,7 +451,7 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
         let listen = args
             .listen
             .or_else(|| Some(crate::config::DEFAULT_LISTEN.to_string()));
-        let result = run_until_signalled(source, listen).await;
+        let result = run_until_signalled(source, listen, args.web, args.enable_lifecycle).await;
         mock.shutdown().await;
         result?;
         return Ok(std::process::ExitCode::SUCCESS);
@@ -435,8 +468,19 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
             plan.targets.len(),
             scenarios
         );
+        if let Some(web) = &args.web.config_file {
+            Web::load(args.web.clone())
+                .map_err(|e| crate::exit::UsageError::new(format!("{e:#}")))?;
+            println!("{}: OK (web config)", web.display());
+        }
         return Ok(std::process::ExitCode::SUCCESS);
     }
-    run_until_signalled(ConfigSource::File(path), args.listen).await?;
+    run_until_signalled(
+        ConfigSource::File(path),
+        args.listen,
+        args.web,
+        args.enable_lifecycle,
+    )
+    .await?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -410,7 +410,7 @@ impl Consumer {
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .record(r.outcome, good, error, crate::export::unix_now());
+            .record_probe(r, good, error, crate::export::unix_now());
     }
 }
 

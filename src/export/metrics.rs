@@ -191,6 +191,17 @@ impl DaemonGauges {
     }
 }
 
+/// A target's engine as the status page shows it: the last scrape and the headroom.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EngineState {
+    /// The last scrape of the engine's `/metrics` worked (`None`: no scrape configured).
+    pub scrape_ok: Option<bool>,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_cache_usage_ratio: Option<f64>,
+    pub headroom: Option<f64>,
+}
+
 /// Every metric family of the daemon, registered in one registry.
 pub struct Metrics {
     registry: Registry,
@@ -200,6 +211,8 @@ pub struct Metrics {
     engine: EngineVecs,
     daemon: DaemonGauges,
     histograms: Arc<LatencyHistograms>,
+    /// Per target: what `set_engine` and `set_headroom` last published, for the page.
+    engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
 }
 
 impl Metrics {
@@ -220,6 +233,7 @@ impl Metrics {
             registry,
             registered,
             histograms,
+            engine_states: std::sync::Mutex::default(),
         }))
     }
 
@@ -330,6 +344,22 @@ impl Metrics {
     /// Publishes headroom (absent when nothing says how many sequences run).
     pub fn set_headroom(&self, target: &str, model: &str, ratio: Option<f64>) {
         set_or_remove(&self.engine.headroom, &[target, model], ratio);
+        self.update_engine_state(target, |s| s.headroom = ratio);
+    }
+
+    fn update_engine_state(&self, target: &str, f: impl FnOnce(&mut EngineState)) {
+        let mut states = self.engine_states.lock().unwrap_or_else(|e| e.into_inner());
+        f(states.entry(target.to_string()).or_default());
+    }
+
+    /// The engine state of a target for the status page (`None` before any scrape or
+    /// headroom).
+    pub fn engine_state(&self, target: &str) -> Option<EngineState> {
+        self.engine_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(target)
+            .copied()
     }
 
     /// Publishes one engine scrape. On failure only success and duration are set and
@@ -344,6 +374,12 @@ impl Metrics {
     ) {
         let l = [target, model];
         let e = &self.engine;
+        self.update_engine_state(target, |s| {
+            s.scrape_ok = Some(success);
+            s.running = g.running;
+            s.waiting = g.waiting;
+            s.kv_cache_usage_ratio = g.kv_cache_usage_ratio;
+        });
         e.success
             .with_label_values(&l)
             .set(if success { 1.0 } else { 0.0 });
@@ -395,6 +431,10 @@ impl Metrics {
     /// Removes the engine-scrape series of a target, and the headroom derived from them.
     pub fn remove_engine(&self, target: &str, model: &str) {
         self.registered.remove(Scope::Engine, &[target, model]);
+        self.engine_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(target);
     }
 
     /// Records the outcome of a configuration (re)load.

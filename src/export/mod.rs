@@ -4,20 +4,24 @@
 //! removes their series, `histograms` is the per-series-layout latency collector,
 //! `metrics` binds the families to what sets them and `series` is the per-probe hot
 //! path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
-//! `/config`, `/`); `status` is the per-target board behind `/` and `/-/ready`. Nothing
-//! here probes or schedules.
+//! `/config`, `/`, `/target/NAME`); `status` is the per-target board behind `/` and
+//! `/-/ready`, `history` its bounded memory of the last hour, `page` and `sparkline`
+//! the HTML. Nothing here probes or schedules.
 
 pub mod buckets;
 pub mod families;
 pub mod histograms;
+pub mod history;
 pub mod metrics;
+pub mod page;
 pub mod registry;
 pub mod series;
 pub mod server;
+pub mod sparkline;
 pub mod status;
 
 pub use buckets::Buckets;
-pub use metrics::{CapacityGauges, EngineGauges, Metrics, SkipReason};
+pub use metrics::{CapacityGauges, EngineGauges, EngineState, Metrics, SkipReason};
 pub use series::{ScenarioSeries, TokenPrice, unix_now};
 pub use server::{ReloadRequest, ServerState, serve};
 pub use status::{ScenarioStatus, StatusBoard};

@@ -2,21 +2,24 @@
 //! `/-/healthy`, `/-/ready`, `POST /-/reload`, `/config` (the running config with
 //! secrets as `<secret>`) and `/`, a small HTML status page. The server only reads
 //! shared state; a reload is a request sent to the daemon, which owns the config.
+//! Every endpoint sits behind the `web` guard (TLS, basic auth, headers); lifecycle
+//! endpoints answer 403 unless `--web.enable-lifecycle` is given, as in Prometheus.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
+use super::page;
 use super::status::StatusBoard;
+use crate::web::{ConnInfo, Web, WebListener};
 
 /// A reload request: the daemon answers on the oneshot with the outcome (the error
 /// text of a rejected config).
@@ -28,12 +31,16 @@ pub struct ServerState {
     pub metrics: Arc<Metrics>,
     pub status: Arc<StatusBoard>,
     pub reload: mpsc::Sender<ReloadRequest>,
+    /// `--web.enable-lifecycle`: `POST /-/reload` works (SIGHUP always does).
+    pub lifecycle: bool,
 }
 
 /// The router with every endpoint (exposed for in-process tests).
 pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/", get(index))
+        .route("/target/{name}", get(target))
+        .route("/status.css", get(stylesheet))
         .route("/metrics", get(metrics))
         .route("/-/healthy", get(|| async { "Healthy\n" }))
         .route("/-/ready", get(ready))
@@ -42,15 +49,29 @@ pub fn router(state: ServerState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` is cancelled.
+/// The router behind the web guard: what the daemon serves.
+pub fn guarded(state: ServerState, web: Arc<Web>) -> Router {
+    router(state).layer(axum::middleware::from_fn_with_state(web, crate::web::guard))
+}
+
+/// Serves until `shutdown` is cancelled: plain HTTP, or TLS when the web config has a
+/// `tls_server_config`; the web config is re-read on change meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: ServerState,
+    web: Arc<Web>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router(state))
+    let tls: Option<Arc<dyn crate::web::listener::TlsSource>> =
+        web.tls_enabled().then(|| web.clone() as _);
+    let listener = WebListener::new(listener, tls)?;
+    let watch = web.clone().watch(shutdown.clone());
+    let app = guarded(state, web).into_make_service_with_connect_info::<ConnInfo>();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await?;
+        .await;
+    watch.abort();
+    served?;
     Ok(())
 }
 
@@ -78,6 +99,14 @@ async fn ready(State(s): State<ServerState>) -> Response {
 }
 
 async fn reload(State(s): State<ServerState>) -> Response {
+    if !s.lifecycle {
+        return (
+            StatusCode::FORBIDDEN,
+            "Lifecycle API is not enabled: start the daemon with --web.enable-lifecycle, \
+             or send SIGHUP\n",
+        )
+            .into_response();
+    }
     let (tx, rx) = oneshot::channel();
     if s.reload.send(tx).await.is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "daemon is shutting down\n").into_response();
@@ -101,64 +130,63 @@ async fn config(State(s): State<ServerState>) -> Response {
         .into_response()
 }
 
-async fn index(State(s): State<ServerState>) -> Html<String> {
-    Html(status_page(&s.status))
+#[derive(serde::Deserialize)]
+struct PageQuery {
+    /// `off` turns the page's auto-refresh off.
+    refresh: Option<String>,
 }
 
-/// The `/` page: one row per target × scenario.
-pub fn status_page(board: &StatusBoard) -> String {
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>llmprobe daemon</title>\
-         <style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}\
-         .bad{color:#b00}</style></head><body>\n<h1>llmprobe daemon</h1>\n\
-         <p><a href=\"/metrics\">Metrics</a> · <a href=\"/config\">Configuration</a> · \
-         <a href=\"/-/ready\">Readiness</a></p>\n<table>\n<tr><th>target</th><th>model</th>\
-         <th>scenario</th><th>probes</th><th>failures</th><th>skipped</th>\
-         <th>SLO attainment</th><th>last result</th><th>last error</th></tr>\n",
-    );
-    for s in board.snapshot() {
-        let attainment = s
-            .attainment()
-            .map_or_else(|| "-".to_string(), |a| format!("{:.2} %", a * 100.0));
-        let last = s.last_outcome.unwrap_or("-");
-        let class = if last == "ok" || last == "-" {
-            ""
-        } else {
-            " class=\"bad\""
-        };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td{class}>{}</td><td>{}</td></tr>",
-            escape(&s.target),
-            escape(&s.model),
-            escape(&s.scenario),
-            s.requests,
-            s.failures,
-            s.skipped,
-            attainment,
-            escape(last),
-            escape(s.last_error.as_deref().unwrap_or("")),
-        );
+impl PageQuery {
+    fn refresh(&self) -> bool {
+        self.refresh.as_deref() != Some("off")
     }
-    out.push_str("</table>\n</body></html>\n");
-    out
 }
 
-/// Minimal HTML escaping for text nodes (error texts come from remote servers).
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+fn html(page: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, page::CSP),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        page,
+    )
+        .into_response()
+}
+
+async fn index(State(s): State<ServerState>, Query(q): Query<PageQuery>) -> Response {
+    html(page::status_page(
+        &s.status,
+        &s.metrics,
+        super::unix_now(),
+        q.refresh(),
+    ))
+}
+
+async fn target(
+    State(s): State<ServerState>,
+    Path(name): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    match page::target_page(&s.status, &name, q.refresh()) {
+        Some(p) => html(p),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!("no target named {:?}\n", page::escape(&name)),
+        )
+            .into_response(),
     }
-    out
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=300"),
+        ],
+        page::CSS,
+    )
+        .into_response()
 }
 
 #[cfg(test)]
@@ -169,6 +197,7 @@ mod tests {
     #[test]
     fn status_page_escapes_remote_text() {
         let board = StatusBoard::new();
+        let metrics = Metrics::new().unwrap();
         let h = board.scenario("prod", "llama", "short");
         h.lock().unwrap().record(
             Outcome::Http5xx,
@@ -176,10 +205,11 @@ mod tests {
             Some("<script>alert(1)</script>".into()),
             1.0,
         );
-        let page = status_page(&board);
+        let page = page::status_page(&board, &metrics, 2.0, true);
         assert!(page.contains("&lt;script&gt;"));
-        assert!(!page.contains("<script>"));
-        assert!(page.contains("<td>prod</td><td>llama</td><td>short</td><td>1</td><td>1</td>"));
-        assert!(page.contains("0.00 %"));
+        assert!(!page.contains("<script"));
+        assert!(page.contains("<a href=\"/target/prod\">prod</a>"));
+        assert!(page.contains("<td data-label=\"scenario\">short</td>"));
+        assert!(page.contains("http_5xx 1"));
     }
 }

@@ -1,12 +1,14 @@
 //! The status board: what `/` shows and what `/-/ready` decides on. One entry per
 //! target × scenario with its last result, last error (already scrubbed of secrets by
 //! the daemon) and SLO attainment since it started. Plus the running config as
-//! redacted YAML for `/config`.
+//! redacted YAML for `/config`. Each entry keeps the last hour in bounded ring buffers
+//! (`history`) for the status page.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::record::Outcome;
+use super::history::{History, ProbeRow};
+use crate::record::{Outcome, RequestRecord};
 
 /// Live state of one target × scenario.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +32,10 @@ pub struct ScenarioStatus {
     pub last_error: Option<String>,
     /// Unix time of the last probe's completion.
     pub last_at: Option<f64>,
+    /// Failed probes by reason since this scenario started.
+    pub reasons: BTreeMap<&'static str, u64>,
+    /// The last hour and the last probes.
+    pub history: History,
 }
 
 impl ScenarioStatus {
@@ -53,9 +59,29 @@ impl ScenarioStatus {
         if !outcome.is_ok() {
             self.failures += 1;
             self.last_error = error;
+            *self.reasons.entry(outcome.as_str()).or_default() += 1;
         }
         self.last_outcome = Some(outcome.as_str());
         self.last_at = Some(at);
+    }
+}
+
+impl ScenarioStatus {
+    /// Records one finished probe with its timings for the status page's history.
+    /// `error` is the probe's error text, already scrubbed of secrets.
+    pub fn record_probe(&mut self, r: &RequestRecord, good: bool, error: Option<String>, at: f64) {
+        self.record(r.outcome, good, error, at);
+        let secs = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64());
+        self.history.add(ProbeRow {
+            at,
+            outcome: r.outcome.as_str(),
+            good,
+            ttft: secs(r.ttft()),
+            tpot: secs(r.tpot()),
+            e2e: secs(r.e2e()),
+            input_tokens: r.prompt_tokens(),
+            output_tokens: r.output_tokens(),
+        });
     }
 }
 

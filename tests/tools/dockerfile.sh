@@ -40,7 +40,7 @@ if not re.search(r"^\s*repository:\s*llmprobe\s*$", values, re.M):
     problems.append("values.yaml image.repository is not the Dockerfile's image (llmprobe)")
 ignored = {l.strip() for l in Path(".dockerignore").read_text(encoding="utf-8").splitlines()
            if l.strip() and not l.startswith("#")}
-for needed in ("src", "Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "benches", "tests"):
+for needed in ("src", "build.rs", "Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "benches", "tests"):
     if needed in ignored or f"{needed}/" in ignored or "*" in ignored:
         problems.append(f".dockerignore drops {needed}, which cargo build needs")
 # Files the crate embeds at compile time must be in the build context.

@@ -128,6 +128,9 @@ assert any("[60s]" in r["expr"] for g in got for r in g["rules"])
 PY
 say "prometheusRule.timeCompression=60: windows, for and keep_firing_for divided by 60"
 
+reject "web.tls off with a tls_server_config" --set web.config.tls_server_config.cert_file=/x
+reject "a plaintext password as a web user" --set web.config.basic_auth_users.prometheus=hunter2
+
 # The chart checks can fail: a chart rendered with a writable root filesystem, and one
 # whose secret value leaks into a ConfigMap, must be reported.
 caught() { # what, values file for the check, helm args...

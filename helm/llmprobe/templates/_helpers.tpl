@@ -90,4 +90,20 @@ seconds; fails unless it divides exactly. */}}
 {{- fail (printf "prometheusRule.timeCompression %d does not divide %s (%d s)" (int .c) .d $s) }}
 {{- end }}
 {{- printf "%ds" (div $s .c) }}
+
+{{/* The web config Secret's name, when there is a web config. */}}
+{{- define "llmprobe.webSecretName" -}}
+{{- if .Values.web.existingSecret }}{{ .Values.web.existingSecret }}
+{{- else if .Values.web.config }}{{ include "llmprobe.fullname" . }}-web
+{{- end }}
+{{- end }}
+
+{{/* Whether the daemon serves https: web.tls, checked against an inline web config. */}}
+{{- define "llmprobe.webTLS" -}}
+{{- if and .Values.web.config (not .Values.web.existingSecret) }}
+{{- if ne (hasKey .Values.web.config "tls_server_config") .Values.web.tls }}
+{{- fail "web.tls must be true exactly when web.config has tls_server_config" }}
+{{- end }}
+{{- end }}
+{{- if .Values.web.tls }}true{{ end }}
 {{- end }}

@@ -129,11 +129,39 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
         c = pod["containers"][0]
         if c.get("args", [])[:3] != ["daemon", "--config", "/etc/llmprobe/config.yaml"]:
             problem(f"Deployment: args {c.get('args')} do not start with daemon --config ...")
-        if deep_get(c, "livenessProbe", "httpGet", "path") != "/-/healthy":
-            problem("Deployment: livenessProbe is not GET /-/healthy")
-        if deep_get(c, "readinessProbe", "httpGet", "path") != "/-/ready":
-            problem("Deployment: readinessProbe is not GET /-/ready")
+        web = merged(defaults["web"], values.get("web") or {})
+        has_web = bool(web["config"] or web["existingSecret"])
+        if has_web and not web["healthUnauthenticated"]:
+            for probe in ("livenessProbe", "readinessProbe"):
+                if not deep_get(c, probe, "tcpSocket"):
+                    problem(f"Deployment: {probe} must be a TCP check when the health endpoints need auth")
+        else:
+            scheme = "HTTPS" if web["tls"] else "HTTP"
+            for probe, path in (("livenessProbe", "/-/healthy"), ("readinessProbe", "/-/ready")):
+                if deep_get(c, probe, "httpGet", "path") != path:
+                    problem(f"Deployment: {probe} is not GET {path}")
+                if deep_get(c, probe, "httpGet", "scheme") != scheme:
+                    problem(f"Deployment: {probe} scheme is not {scheme}")
+        args = c.get("args", [])
+        if has_web != ("--web.config.file" in args):
+            problem(f"Deployment: --web.config.file passed={not has_web}, expected {has_web}")
+        if has_web:
+            if args[args.index("--web.config.file") + 1] != "/etc/llmprobe/web/web-config.yml":
+                problem("Deployment: --web.config.file is not the mounted web config")
+            if web["healthUnauthenticated"] != ("--web.health-unauthenticated" in args):
+                problem("Deployment: --web.health-unauthenticated does not follow the values")
+        if web["enableLifecycle"] != ("--web.enable-lifecycle" in args):
+            problem("Deployment: --web.enable-lifecycle does not follow the values")
         mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+        if has_web != ("/etc/llmprobe/web" in mounts) or "subPath" in mounts.get("/etc/llmprobe/web", {}):
+            problem("Deployment: the web config Secret must be mounted whole (no subPath) at /etc/llmprobe/web")
+        if bool(web["tlsSecret"]) != ("/etc/llmprobe/web-tls" in mounts):
+            problem("Deployment: web.tlsSecret is not mounted at /etc/llmprobe/web-tls")
+        # The bcrypt hashes live in a Secret only.
+        for user, hashed in (deep_get(web, "config", "basic_auth_users", default={}) or {}).items():
+            for d in docs:
+                if d["kind"] != "Secret" and str(hashed) in yaml.safe_dump(d):
+                    problem(f"{d['kind']}/{d['metadata']['name']}: holds the hash of web user {user}")
         if "/etc/llmprobe/config.yaml" not in mounts:
             problem("Deployment: config not mounted at /etc/llmprobe/config.yaml")
         wants_secret = bool(secrets or values.get("existingSecret"))
@@ -143,7 +171,7 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
             vols = {v["name"]: v for v in pod.get("volumes", [])}
             if deep_get(vols, "secrets", "secret", "secretName") != values["existingSecret"]:
                 problem("Deployment: the secrets volume does not use existingSecret")
-            if by_kind.get("Secret"):
+            if [d for d in by_kind.get("Secret", []) if not d["metadata"]["name"].endswith("-web")]:
                 problem("a Secret was rendered although existingSecret is set")
 
     # The config is the values' `config`, rendered as-is (plus the default listen).
@@ -180,6 +208,14 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
         extra = deep_get(values, "serviceMonitor", "additionalLabels", default={})
         if not extra.items() <= sm["metadata"]["labels"].items():
             problem("ServiceMonitor lacks serviceMonitor.additionalLabels")
+        web = merged(defaults["web"], values.get("web") or {})
+        smv = merged(defaults["serviceMonitor"], values.get("serviceMonitor") or {})
+        want_scheme = smv["scheme"] or ("https" if web["tls"] else "http")
+        if eps and eps[0].get("scheme") != want_scheme:
+            problem(f"ServiceMonitor scheme {eps[0].get('scheme')}, expected {want_scheme}")
+        for key in ("tlsConfig", "basicAuth"):
+            if eps and (eps[0].get(key) or {}) != (smv[key] or {}):
+                problem(f"ServiceMonitor {key} differs from serviceMonitor.{key}")
 
     # PrometheusRule: the alerts/ rules, with the objectives and guard from the values.
     rules = by_kind.get("PrometheusRule", [])

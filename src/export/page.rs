@@ -1,0 +1,463 @@
+//! The HTML of `/` (every target × scenario) and `/target/NAME` (a target's last
+//! probes), rendered on the server: no script, one same-origin stylesheet
+//! (`/status.css`), inline SVG sparklines, so the pages work offline and under a
+//! strict Content-Security-Policy. Auto-refresh is a `<meta refresh>` a link turns off.
+//!
+//! The tables are lists of columns: a new record field (time to first answer token, an
+//! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`].
+
+use std::fmt::Write as _;
+
+use super::history::{ProbeRow, WindowStats};
+use super::metrics::{EngineState, Metrics};
+use super::sparkline::sparkline;
+use super::status::{ScenarioStatus, StatusBoard};
+
+/// Seconds between automatic reloads of a page.
+pub const REFRESH_SECONDS: u32 = 15;
+
+/// The Content-Security-Policy the pages are served with.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+                       base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The stylesheet at `/status.css`: light and dark, desktop and phone.
+pub const CSS: &str = include_str!("status.css");
+
+/// One scenario row with its windows computed.
+pub struct ScenarioRow {
+    pub status: ScenarioStatus,
+    pub five: WindowStats,
+    pub hour: WindowStats,
+    pub now: f64,
+}
+
+/// A column of a table: its header, a hover explanation, and its cell's HTML.
+pub struct Column<R: ?Sized> {
+    pub head: &'static str,
+    pub title: &'static str,
+    pub cell: fn(&R) -> String,
+}
+
+pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
+    Column {
+        head: "scenario",
+        title: "target × scenario",
+        cell: |r| escape(&r.status.scenario),
+    },
+    Column {
+        head: "SLO 5m",
+        title: "probes meeting every SLO, last 5 minutes",
+        cell: |r| percent(r.five.attainment()),
+    },
+    Column {
+        head: "SLO 1h",
+        title: "probes meeting every SLO, last hour",
+        cell: |r| percent(r.hour.attainment()),
+    },
+    Column {
+        head: "goodput 5m",
+        title: "good probes per minute, last 5 minutes",
+        cell: |r| per_min(&r.five),
+    },
+    Column {
+        head: "goodput 1h",
+        title: "good probes per minute, last hour",
+        cell: |r| per_min(&r.hour),
+    },
+    Column {
+        head: "TTFT p50 / p99",
+        title: "time to first token, last 5 minutes",
+        cell: |r| pair(r.five.ttft_p50, r.five.ttft_p99),
+    },
+    Column {
+        head: "TPOT p50 / p99",
+        title: "time per output token, last 5 minutes",
+        cell: |r| pair(r.five.tpot_p50, r.five.tpot_p99),
+    },
+    Column {
+        head: "failures",
+        title: "failed probes by reason since start; the last error",
+        cell: failures_cell,
+    },
+    Column {
+        head: "last hour",
+        title: "per minute: TTFT p99, goodput, probe rate",
+        cell: sparklines_cell,
+    },
+];
+
+pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
+    Column {
+        head: "time (UTC)",
+        title: "completion",
+        cell: |(_, p)| clock(p.at),
+    },
+    Column {
+        head: "scenario",
+        title: "",
+        cell: |(s, _)| escape(s),
+    },
+    Column {
+        head: "outcome",
+        title: "ok, or the failure reason",
+        cell: |(_, p)| outcome(p.outcome, p.good),
+    },
+    Column {
+        head: "TTFT",
+        title: "time to first token",
+        cell: |(_, p)| ms(p.ttft),
+    },
+    Column {
+        head: "TPOT",
+        title: "time per output token",
+        cell: |(_, p)| ms(p.tpot),
+    },
+    Column {
+        head: "E2E",
+        title: "end to end",
+        cell: |(_, p)| ms(p.e2e),
+    },
+    Column {
+        head: "tokens",
+        title: "input → output",
+        cell: |(_, p)| format!("{} → {}", p.input_tokens, p.output_tokens),
+    },
+];
+
+/// `/`: each target with its engine line and its scenarios.
+pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bool) -> String {
+    let mut out = head("llmprobe daemon", refresh, "/");
+    let mut target: Option<String> = None;
+    for s in board.snapshot() {
+        if target.as_deref() != Some(s.target.as_str()) {
+            if target.is_some() {
+                out.push_str("</tbody></table></div></section>\n");
+            }
+            target = Some(s.target.clone());
+            section_head(&mut out, &s, metrics.engine_state(&s.target), refresh);
+        }
+        let row = ScenarioRow {
+            five: s.history.window(now, 5),
+            hour: s.history.window(now, 60),
+            status: s,
+            now,
+        };
+        out.push_str("<tr class=\"scenario\">");
+        for c in SCENARIO_COLUMNS {
+            cell(&mut out, c.head, &(c.cell)(&row));
+        }
+        out.push_str("</tr>\n");
+    }
+    if target.is_some() {
+        out.push_str("</tbody></table></div></section>\n");
+    } else {
+        out.push_str("<p>No target is configured.</p>\n");
+    }
+    out.push_str("</main></body></html>\n");
+    out
+}
+
+/// `/target/NAME`: the last probes of every scenario of a target, newest first; `None`
+/// when no such target runs.
+pub fn target_page(board: &StatusBoard, name: &str, refresh: bool) -> Option<String> {
+    let all: Vec<ScenarioStatus> = board
+        .snapshot()
+        .into_iter()
+        .filter(|s| s.target == name)
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<(String, ProbeRow)> = all
+        .iter()
+        .flat_map(|s| s.history.recent().map(|p| (s.scenario.clone(), p.clone())))
+        .collect();
+    rows.sort_by(|a, b| b.1.at.total_cmp(&a.1.at));
+    let here = format!("/target/{}", url_segment(name));
+    let mut out = head(&format!("{name} · llmprobe"), refresh, &here);
+    let _ = write!(
+        out,
+        "<section><h2>{} <small>{}</small></h2><p>The last {} probes of each scenario, \
+         newest first. <a href=\"/{}\">All targets</a></p>\n<div class=\"scroll\"><table>\
+         <thead><tr>",
+        escape(name),
+        escape(&all[0].model),
+        super::history::RECENT,
+        if refresh { "" } else { "?refresh=off" }
+    );
+    header_cells(&mut out, PROBE_COLUMNS);
+    out.push_str("</tr></thead><tbody>\n");
+    for r in &rows {
+        out.push_str("<tr class=\"probe\">");
+        for c in PROBE_COLUMNS {
+            cell(&mut out, c.head, &(c.cell)(r));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div></section></main></body></html>\n");
+    Some(out)
+}
+
+fn head(title: &str, refresh: bool, here: &str) -> String {
+    let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    out.push_str("<meta name=\"color-scheme\" content=\"light dark\">");
+    if refresh {
+        let _ = write!(
+            out,
+            "<meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">"
+        );
+    }
+    let _ = write!(
+        out,
+        "<title>{}</title><link rel=\"stylesheet\" href=\"/status.css\"></head><body>\n\
+         <header><h1>llmprobe daemon</h1><nav><a href=\"/metrics\">Metrics</a> \
+         <a href=\"/config\">Configuration</a> <a href=\"/-/ready\">Readiness</a> ",
+        escape(title)
+    );
+    if refresh {
+        let _ = write!(
+            out,
+            "<span class=\"refresh\">Auto-refresh every {REFRESH_SECONDS} s · \
+             <a href=\"{here}?refresh=off\">turn off</a></span>"
+        );
+    } else {
+        let _ = write!(
+            out,
+            "<span class=\"refresh\">Auto-refresh off · <a href=\"{here}\">turn on</a></span>"
+        );
+    }
+    out.push_str("</nav></header>\n<main>\n");
+    out
+}
+
+fn section_head(out: &mut String, s: &ScenarioStatus, engine: Option<EngineState>, refresh: bool) {
+    let link = format!(
+        "/target/{}{}",
+        url_segment(&s.target),
+        if refresh { "" } else { "?refresh=off" }
+    );
+    let _ = write!(
+        out,
+        "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n\
+         <p class=\"engine\">{}</p>\n<div class=\"scroll\"><table><thead><tr>",
+        escape(&s.target),
+        escape(&s.model),
+        engine_line(engine)
+    );
+    header_cells(out, SCENARIO_COLUMNS);
+    out.push_str("</tr></thead><tbody>\n");
+}
+
+/// A table cell; its column's name rides along for the phone layout (one card per row).
+fn cell(out: &mut String, head: &str, html: &str) {
+    let _ = write!(out, "<td data-label=\"{}\">{html}</td>", escape(head));
+}
+
+fn header_cells<R>(out: &mut String, columns: &[Column<R>]) {
+    for c in columns {
+        let _ = write!(
+            out,
+            "<th title=\"{}\">{}</th>",
+            escape(c.title),
+            escape(c.head)
+        );
+    }
+}
+
+fn engine_line(e: Option<EngineState>) -> String {
+    let Some(e) = e else {
+        return "Engine: not scraped".to_string();
+    };
+    let num = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"));
+    let scrape = match e.scrape_ok {
+        Some(true) => "<span class=\"ok\">scrape ok</span>",
+        Some(false) => "<span class=\"bad\">scrape failing</span>",
+        None => "not scraped",
+    };
+    format!(
+        "Engine: {scrape} · running {} · waiting {} · KV cache {} · headroom {}",
+        num(e.running),
+        num(e.waiting),
+        percent(e.kv_cache_usage_ratio),
+        percent(e.headroom)
+    )
+}
+
+fn failures_cell(r: &ScenarioRow) -> String {
+    let s = &r.status;
+    if s.reasons.is_empty() {
+        return "<span class=\"ok\">none</span>".to_string();
+    }
+    let reasons: Vec<String> = s
+        .reasons
+        .iter()
+        .map(|(k, v)| format!("{} {v}", escape(k)))
+        .collect();
+    let mut cell = format!("<div><span class=\"bad\">{}</span>", reasons.join(", "));
+    if let Some(e) = &s.last_error {
+        let short: String = e.chars().take(160).collect();
+        let _ = write!(cell, "<br><small class=\"err\">{}</small>", escape(&short));
+    }
+    cell.push_str("</div>");
+    cell
+}
+
+fn sparklines_cell(r: &ScenarioRow) -> String {
+    let minutes = r.status.history.minutes(r.now);
+    let ttft: Vec<Option<f64>> = minutes.iter().map(|m| m.and_then(|m| m.ttft_p99)).collect();
+    let good: Vec<Option<f64>> = minutes
+        .iter()
+        .map(|m| m.map(|m| f64::from(m.good)))
+        .collect();
+    let rate: Vec<Option<f64>> = minutes
+        .iter()
+        .map(|m| m.map(|m| f64::from(m.probes)))
+        .collect();
+    let last = |v: &[Option<f64>], fmt: fn(f64) -> String| {
+        v.iter()
+            .rev()
+            .flatten()
+            .next()
+            .map_or_else(|| "–".to_string(), |x| fmt(*x))
+    };
+    format!(
+        "<div class=\"sparks\"><span>TTFT p99</span>{}<span>{}</span>\
+         <span>goodput</span>{}<span>{}</span><span>probes</span>{}<span>{}</span></div>",
+        sparkline(&ttft, "TTFT p99 per minute, last hour", "ttft"),
+        last(&ttft, |x| format!("{:.0} ms", x * 1e3)),
+        sparkline(&good, "good probes per minute, last hour", "goodput"),
+        last(&good, |x| format!("{x:.0}/min")),
+        sparkline(&rate, "probes per minute, last hour", "rate"),
+        last(&rate, |x| format!("{x:.0}/min")),
+    )
+}
+
+fn percent(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), |v| format!("{:.1} %", v * 100.0))
+}
+
+fn per_min(w: &WindowStats) -> String {
+    if w.probes == 0 {
+        "–".to_string()
+    } else {
+        format!("{:.1}/min", w.goodput_per_min())
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "–".to_string(), |v| format!("{:.0} ms", v * 1e3))
+}
+
+fn pair(a: Option<f64>, b: Option<f64>) -> String {
+    format!("{} / {}", ms(a), ms(b))
+}
+
+fn outcome(o: &str, good: bool) -> String {
+    let class = match (o, good) {
+        ("ok", true) => "ok",
+        ("ok", false) => "warn",
+        _ => "bad",
+    };
+    let shown = if o == "ok" && !good {
+        "ok, SLO missed"
+    } else {
+        o
+    };
+    format!("<span class=\"{class}\">{}</span>", escape(shown))
+}
+
+/// `HH:MM:SS` of a Unix time (UTC).
+fn clock(at: f64) -> String {
+    let secs = at.max(0.0) as u64 % 86_400;
+    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// A target name as one URL path segment.
+fn url_segment(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// HTML escaping for text and attribute values (error texts come from remote servers).
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Outcome;
+
+    fn board() -> std::sync::Arc<StatusBoard> {
+        let board = StatusBoard::new();
+        for (scenario, ttft) in [("short", 0.05), ("long", 0.2)] {
+            let h = board.scenario("prod/eu", "llama", scenario);
+            let mut s = h.lock().unwrap();
+            for i in 0..30 {
+                let at = 6_000.0 + f64::from(i) * 10.0;
+                s.record(Outcome::Ok, true, None, at);
+                s.history.add(ProbeRow {
+                    at,
+                    outcome: "ok",
+                    good: i % 3 != 0,
+                    ttft: Some(ttft),
+                    tpot: Some(0.01),
+                    e2e: Some(0.5),
+                    input_tokens: 64,
+                    output_tokens: 16,
+                });
+            }
+        }
+        board
+    }
+
+    #[test]
+    fn every_scenario_gets_a_row_with_three_sparklines() {
+        let metrics = Metrics::new().unwrap();
+        let page = status_page(&board(), &metrics, 6_300.0, true);
+        assert_eq!(page.matches("<tr class=\"scenario\">").count(), 2);
+        assert_eq!(page.matches("<svg class=\"spark").count(), 6);
+        assert!(page.contains(">long</td>") && page.contains(">short</td>"));
+        assert!(page.contains("66.7 %"), "two thirds good");
+        assert!(
+            page.contains("193 ms / 193 ms"),
+            "0.2 s in its 2^(1/4) bucket"
+        );
+        assert!(page.contains("http-equiv=\"refresh\""));
+        // The target link is one escaped path segment.
+        assert!(page.contains("href=\"/target/prod%2Feu\""));
+        assert!(!page.contains("<script"));
+        let off = status_page(&board(), &metrics, 6_300.0, false);
+        assert!(!off.contains("http-equiv=\"refresh\"") && off.contains("turn on"));
+    }
+
+    #[test]
+    fn the_target_page_lists_the_last_probes_newest_first() {
+        let page = target_page(&board(), "prod/eu", true).unwrap();
+        let rows = page.matches("<tr class=\"probe\">").count();
+        assert_eq!(rows, 60);
+        let first = page.find("01:44:50").expect("newest probe");
+        let older = page.find("01:40:00").expect("oldest probe");
+        assert!(first < older);
+        assert!(target_page(&board(), "nope", true).is_none());
+    }
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The daemon's status page in a real browser: `llmprobe daemon --mock` on a free
+# 127.0.0.1 port, headless Chromium loads `/` (desktop 1280x800 and phone 390x844) and
+# `/target/mock`, with --screenshot and --dump-dom. The DOM must hold a row for every
+# scenario /metrics reports, three SVG sparklines per row with drawn data, the engine
+# line, and no Content-Security-Policy violation may be logged; the PNGs must have the
+# window's size. LLMPROBE_STATUS_PNG=FILE keeps the desktop screenshot (docs/);
+# LLMPROBE_STATUS_WAIT=SECONDS probes longer first (more minutes in the sparklines).
+source "$(dirname "$0")/lib/common.bash"
+need_tool LLMPROBE_CHROMIUM chromium
+chromium=$LLMPROBE_CHROMIUM
+bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
+[ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
+make_scratch
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+# A signal (Ctrl-C, a closed pipe) still ends the daemon through the EXIT trap.
+trap 'exit 1' INT TERM HUP PIPE
+
+# Created before the daemon starts: the loop below may read before the child opens it.
+: >"$scratch/daemon.out"
+"$bin" daemon --mock --mock-fault http_500:0.05 --listen 127.0.0.1:0 \
+  >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
+pid=$!
+url=
+for _ in $(seq 100); do
+  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { cat "$scratch/daemon.err" >&2; fail "the daemon did not start"; }
+say "daemon --mock at $url; probing for ${LLMPROBE_STATUS_WAIT:-8} s"
+sleep "${LLMPROBE_STATUS_WAIT:-8}"
+
+# The scenarios the page must show: every one /metrics has probed.
+python3 - "$url" >"$scratch/scenarios" <<'PY' || fail "reading /metrics"
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decode()
+pairs = set()
+for labels in re.findall(r'^llmprobe_requests_total\{([^}]*)\}', text, re.M):
+    l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+    pairs.add((l["target"], l["scenario"]))
+assert pairs, "no llmprobe_requests_total series"
+# One row per target × scenario: the scenario names, repeated as often as targets have them.
+print("\n".join(sorted(s for _, s in pairs)))
+PY
+say "scenarios: $(tr '\n' ' ' <"$scratch/scenarios")"
+
+browse() { # name, width, height, path
+  local name=$1 w=$2 h=$3 path=$4 common
+  common=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+    --disable-background-networking --disable-component-update --disable-sync
+    --hide-scrollbars --window-size="$w,$h" --virtual-time-budget=3000
+    --enable-logging=stderr --v=0)
+  timeout 60 "$chromium" "${common[@]}" --user-data-dir="$(mktemp -d "$scratch/profile.XXXX")" \
+    --screenshot="$scratch/$name.png" "$url$path" >/dev/null 2>"$scratch/$name.shot.log" \
+    || { tail -n 20 "$scratch/$name.shot.log" >&2; fail "chromium --screenshot $path"; }
+  timeout 60 "$chromium" "${common[@]}" --user-data-dir="$(mktemp -d "$scratch/profile.XXXX")" \
+    --dump-dom "$url$path" >"$scratch/$name.html" 2>"$scratch/$name.dom.log" \
+    || { tail -n 20 "$scratch/$name.dom.log" >&2; fail "chromium --dump-dom $path"; }
+  if grep -i "content security policy" "$scratch/$name.shot.log" "$scratch/$name.dom.log" >&2; then
+    fail "$path: the browser reports a Content-Security-Policy violation"
+  fi
+}
+browse desktop 1280 800 "/?refresh=off"
+browse phone 390 844 "/?refresh=off"
+browse target 1280 800 "/target/mock?refresh=off"
+
+python3 - "$scratch" <<'PY' || fail "the status page in Chromium"
+import re, struct, sys
+from pathlib import Path
+d = Path(sys.argv[1])
+problems = []
+want = d.joinpath("scenarios").read_text().split()
+for view in ("desktop", "phone"):
+    dom = d.joinpath(f"{view}.html").read_text()
+    rows = re.findall(r'<tr class="scenario">(.*?)</tr>', dom, re.S)
+    shown = sorted(re.match(r'<td data-label="scenario">([^<]*)</td>', r).group(1) for r in rows)
+    if shown != want:
+        problems.append(f"{view}: scenario rows {shown}, /metrics has {want}")
+    for r in rows:
+        sparks = re.findall(r'<svg class="spark (\w+)"', r)
+        if sorted(sparks) != ["goodput", "rate", "ttft"]:
+            problems.append(f"{view}: a row has sparklines {sparks}")
+        if r.count("<polyline") < 3:
+            problems.append(f"{view}: a row's sparklines draw no data")
+    if "Engine:" not in dom or "scrape ok" not in dom:
+        problems.append(f"{view}: no engine line with a working scrape")
+    if 'http-equiv="refresh"' in dom:
+        problems.append(f"{view}: ?refresh=off still auto-refreshes")
+target = d.joinpath("target.html").read_text()
+probes = re.findall(r'<tr class="probe">', target)
+if len(probes) < 5:
+    problems.append(f"/target/mock lists {len(probes)} probes")
+sizes = {"desktop": (1280, 800), "phone": (390, 844), "target": (1280, 800)}
+for name, size in sizes.items():
+    png = d.joinpath(f"{name}.png").read_bytes()
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        problems.append(f"{name}.png is not a PNG")
+        continue
+    got = struct.unpack(">II", png[16:24])
+    if got != size or len(png) < 10_000:
+        problems.append(f"{name}.png is {got}, {len(png)} bytes; expected {size} with content")
+for p in problems:
+    print(f"FAIL  {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+if [ -n "${LLMPROBE_STATUS_PNG:-}" ]; then
+  cp "$scratch/desktop.png" "$LLMPROBE_STATUS_PNG"
+  say "screenshot kept as $LLMPROBE_STATUS_PNG"
+fi
+say "ok ($(wc -c <"$scratch/desktop.html") bytes of DOM, $(wc -l <"$scratch/scenarios") scenarios, $(grep -o '<svg class="spark' "$scratch/desktop.html" | wc -l) sparklines)"
