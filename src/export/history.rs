@@ -1,7 +1,7 @@
 //! The status page's memory of the last hour, per target × scenario, in fixed-size
 //! ring buffers: 60 one-minute slots (probe and good counts, TTFT and TPOT in small
 //! log-bucket histograms) and the last [`RECENT`] probes. Nothing grows with time or
-//! probe rate: about 27 KiB per target × scenario (see [`History::BYTES`]).
+//! probe rate: about 30 KiB per target × scenario (see [`History::BYTES`]).
 
 use std::collections::VecDeque;
 
@@ -80,6 +80,8 @@ pub struct ProbeRow {
     /// Met every SLO.
     pub good: bool,
     pub ttft: Option<f64>,
+    /// Time to first answer token, when the probe reasoned first.
+    pub ttfa: Option<f64>,
     pub tpot: Option<f64>,
     pub e2e: Option<f64>,
     pub input_tokens: u32,
@@ -239,6 +241,7 @@ mod tests {
             outcome: if good { "ok" } else { "timeout" },
             good,
             ttft: Some(ttft),
+            ttfa: None,
             tpot: Some(0.01),
             e2e: Some(ttft + 0.1),
             input_tokens: 10,

@@ -108,6 +108,11 @@ pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
         cell: |(_, p)| ms(p.ttft),
     },
     Column {
+        head: "TTFA",
+        title: "time to first answer token, when the model reasoned first",
+        cell: |(_, p)| ms(p.ttfa),
+    },
+    Column {
         head: "TPOT",
         title: "time per output token",
         cell: |(_, p)| ms(p.tpot),
@@ -420,6 +425,7 @@ mod tests {
                     outcome: "ok",
                     good: i % 3 != 0,
                     ttft: Some(ttft),
+                    ttfa: None,
                     tpot: Some(0.01),
                     e2e: Some(0.5),
                     input_tokens: 64,

@@ -77,6 +77,7 @@ impl ScenarioStatus {
             outcome: r.outcome.as_str(),
             good,
             ttft: secs(r.ttft()),
+            ttfa: secs(r.ttfa().filter(|_| r.saw_reasoning())),
             tpot: secs(r.tpot()),
             e2e: secs(r.e2e()),
             input_tokens: r.prompt_tokens(),
