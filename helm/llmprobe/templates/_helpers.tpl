@@ -90,6 +90,7 @@ seconds; fails unless it divides exactly. */}}
 {{- fail (printf "prometheusRule.timeCompression %d does not divide %s (%d s)" (int .c) .d $s) }}
 {{- end }}
 {{- printf "%ds" (div $s .c) }}
+{{- end }}
 
 {{/* The web config Secret's name, when there is a web config. */}}
 {{- define "llmprobe.webSecretName" -}}
