@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::voice::Voice;
 use crate::client::Endpoint;
 
 /// Builds the events of one response.
@@ -17,6 +18,8 @@ pub struct ChunkWriter {
     pub model: String,
     /// Output tokens 0..reasoning are reasoning.
     pub reasoning: u32,
+    /// What the answer tokens say.
+    pub voice: Voice,
 }
 
 /// One SSE event: `data: <payload>\n\n`.
@@ -59,7 +62,14 @@ impl ChunkWriter {
             created,
             model: model.to_string(),
             reasoning,
+            voice: Voice::default(),
         }
+    }
+
+    /// The same writer with `voice` saying the answer.
+    pub fn with_voice(mut self, voice: Voice) -> Self {
+        self.voice = voice;
+        self
     }
 
     /// Tokens `from..to` as reasoning and answer text.
@@ -67,8 +77,22 @@ impl ChunkWriter {
         let split = self.reasoning.clamp(from, to.max(from));
         Piece {
             reasoning: tokens_text(from, split),
-            answer: tokens_text(split, to),
+            answer: (split..to.max(split))
+                .map(|i| self.voice.token(i, self.reasoning))
+                .collect(),
         }
+    }
+
+    /// Output tokens after which the answer ends by itself (reasoning included), or
+    /// `None` when only the length limit ends it.
+    pub fn natural_len(&self) -> Option<u32> {
+        self.voice.len().map(|n| n.saturating_add(self.reasoning))
+    }
+
+    /// Whether a response of `emitted` tokens stopped by itself (`stop`, `end_turn`,
+    /// `completed`) rather than at the length limit.
+    pub fn stopped(&self, emitted: u32) -> bool {
+        emitted == 0 || self.natural_len().is_some_and(|n| emitted >= n)
     }
 
     /// The usage a stream's end reports: reasoning tokens are those among `emitted`.

@@ -92,6 +92,8 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
         usage: Option<Usage>,
         #[serde(default)]
         error: Option<ErrorField>,
+        #[serde(default)]
+        model: Option<String>,
     }
     #[derive(Deserialize)]
     struct FullChoice<'a> {
@@ -117,6 +119,7 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
     }
     let mut out = FullAnswer {
         usage: full.usage.unwrap_or_default(),
+        model: full.model,
         ..FullAnswer::default()
     };
     if let Some(choice) = full.choices.into_iter().next() {
@@ -153,6 +156,11 @@ mod tests {
                 reasoning_tokens: Some(4)
             }
         );
+        assert_eq!(a.model, None);
+        let a = Chat
+            .decode_full(br#"{"model":"gemma","choices":[{"message":{"content":"x"}}]}"#)
+            .unwrap();
+        assert_eq!(a.model.as_deref(), Some("gemma"));
     }
 
     #[test]
