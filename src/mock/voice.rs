@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use super::fault::FaultKind;
-use super::wire::token_text;
 
 /// The model name the `wrong_model` fault answers with.
 pub const WRONG_MODEL: &str = "mock-wrong-model";
@@ -107,6 +106,17 @@ impl Voice {
     }
 }
 
+/// The text of output token `i` (0-based): one word per token, so a client counting
+/// whitespace-separated words gets the token count exactly.
+pub fn token_text(i: u32) -> String {
+    format!(" tok{i}")
+}
+
+/// The text of tokens `from..to`.
+pub fn tokens_text(from: u32, to: u32) -> String {
+    (from..to).map(token_text).collect()
+}
+
 /// A random word for token `j`: letters, digits and punctuation, 1 to 8 characters.
 fn garbage_word(seed: u64, j: u32) -> String {
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzQXZ0123456789#%&*;~^";
@@ -126,6 +136,12 @@ mod tests {
 
     fn text(v: &Voice, n: u32) -> String {
         (0..n).map(|i| v.token(i, 0)).collect()
+    }
+
+    #[test]
+    fn token_text_is_one_word_per_token() {
+        assert_eq!(tokens_text(0, 3), " tok0 tok1 tok2");
+        assert_eq!(tokens_text(0, 40).split_whitespace().count(), 40);
     }
 
     #[test]

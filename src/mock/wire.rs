@@ -1,13 +1,13 @@
 //! What every protocol's mock answer is made of: the response's identity
 //! ([`ChunkWriter`]), its tokens (numbered 0..n; the first `reasoning` of them are
-//! reasoning, the rest answer) and SSE framing. Each protocol writes these in its own
+//! reasoning, the rest answer, whose text `voice.rs` says) and SSE framing. Each protocol writes these in its own
 //! form (`openai.rs`, `responses.rs`, `anthropic.rs`); `events.rs` picks the one a
 //! request came in on. Pure: no timing, no IO.
 
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::voice::Voice;
+use super::voice::{Voice, tokens_text};
 use crate::client::Endpoint;
 
 /// Builds the events of one response.
@@ -110,17 +110,6 @@ pub struct Usage {
     pub reasoning: u32,
 }
 
-/// The text of output token `i` (0-based): one word per token, so a client counting
-/// whitespace-separated words gets the token count exactly.
-pub fn token_text(i: u32) -> String {
-    format!(" tok{i}")
-}
-
-/// The text of tokens `from..to`.
-pub fn tokens_text(from: u32, to: u32) -> String {
-    (from..to).map(token_text).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,11 +126,5 @@ mod tests {
         assert_eq!((p.reasoning.as_str(), p.answer.as_str()), ("", " tok3"));
         let p = w.piece(0, 1);
         assert_eq!((p.reasoning.as_str(), p.answer.as_str()), (" tok0", ""));
-    }
-
-    #[test]
-    fn token_text_is_one_word_per_token() {
-        assert_eq!(tokens_text(0, 3), " tok0 tok1 tok2");
-        assert_eq!(tokens_text(0, 40).split_whitespace().count(), 40);
     }
 }
