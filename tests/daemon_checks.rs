@@ -1,0 +1,121 @@
+//! The daemon's answer-check series: a scenario with a fixed question and checks,
+//! against the mock answering it right and (another target) leaking its chat template.
+//! A leak counts in `llmprobe_check_failures_total` and drops goodput, never in
+//! `llmprobe_request_failures_total`; only configured checks have series.
+
+mod daemon_support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use daemon_support::*;
+use llmprobe::daemon::{ConfigSource, Daemon};
+use llmprobe::mock::MockConfig;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_series_move_with_the_answers() {
+    let mock = llmprobe::mock::start(
+        MockConfig {
+            ttft: Duration::from_millis(2),
+            itl: Duration::from_millis(1),
+            answer: Some(r#"{"answer": 4}"#.into()),
+            ..MockConfig::default()
+        },
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
+    let base = mock.base_url();
+    let scenario = r#"
+      - name: arithmetic
+        prompt: "What is 2 + 2? Answer as JSON."
+        temperature: 0
+        seed: 7
+        output_tokens: 16
+        ignore_eos: false
+        checks:
+          expect_json_schema: {type: object, required: [answer], properties: {answer: {const: 4}}}
+          expect_not_regex: '<\|im_start\|>'
+          expect_model: m"#;
+    let (_dir, path) = config_file(&format!(
+        "targets:\n  - name: right\n    base_url: {base}\n    model: m\n    rate: 20/s\n    scenarios:{scenario}\n  - name: leaky\n    base_url: {base}\n    model: m\n    rate: 20/s\n    headers: {{x-mock-fault: template_leak}}\n    scenarios:{scenario}\n"
+    ));
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        let runs = |t| {
+            value(
+                &s,
+                "llmprobe_check_runs_total",
+                &[("target", t), ("check", "expect_model")],
+            )
+            .unwrap_or(0.0)
+        };
+        (runs("right") >= 3.0 && runs("leaky") >= 3.0).then_some(s)
+    })
+    .await;
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+    let get = |name: &str, target: &str, check: Option<&str>| {
+        let mut want = vec![("target", target)];
+        want.extend(check.map(|c| ("check", c)));
+        value(&s, name, &want)
+    };
+    for check in ["expect_json_schema", "expect_not_regex", "expect_model"] {
+        let runs = get("llmprobe_check_runs_total", "right", Some(check)).unwrap();
+        assert!(runs >= 3.0, "{check}");
+        assert_eq!(
+            get("llmprobe_check_failures_total", "right", Some(check)),
+            Some(0.0),
+            "{check}"
+        );
+        assert_eq!(
+            get("llmprobe_check_last_passed", "right", Some(check)),
+            Some(1.0),
+            "{check}"
+        );
+    }
+    // The leak fails the control-token check and (not JSON any more) the schema.
+    for check in ["expect_json_schema", "expect_not_regex"] {
+        let runs = get("llmprobe_check_runs_total", "leaky", Some(check)).unwrap();
+        let failures = get("llmprobe_check_failures_total", "leaky", Some(check)).unwrap();
+        // A scrape may land between a probe's two increments.
+        assert!(
+            failures >= runs - 1.0 && failures >= 2.0,
+            "{check}: {failures} of {runs}"
+        );
+        assert_eq!(
+            get("llmprobe_check_last_passed", "leaky", Some(check)),
+            Some(0.0),
+            "{check}"
+        );
+    }
+    assert_eq!(
+        get(
+            "llmprobe_check_failures_total",
+            "leaky",
+            Some("expect_model")
+        ),
+        Some(0.0)
+    );
+    // Not a transport failure, but not good.
+    assert_eq!(sum(&s, "llmprobe_request_failures_total", &[]), 0.0);
+    assert_eq!(
+        get("llmprobe_goodput_requests_total", "leaky", None),
+        Some(0.0)
+    );
+    let right_requests = get("llmprobe_requests_total", "right", None).unwrap();
+    let right_good = get("llmprobe_goodput_requests_total", "right", None).unwrap();
+    assert!(
+        right_good >= right_requests - 1.0 && right_good >= 2.0,
+        "{right_good} of {right_requests}"
+    );
+    // Only configured checks have series.
+    assert_eq!(
+        get("llmprobe_check_runs_total", "right", Some("max_repetition")),
+        None
+    );
+}
