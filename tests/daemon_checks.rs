@@ -57,44 +57,49 @@ async fn check_series_move_with_the_answers() {
         (runs("right") >= 3.0 && runs("leaky") >= 3.0).then_some(s)
     })
     .await;
+    let (_, page) = get(&format!("http://{addr}/")).await;
     d.shutdown().await.unwrap();
     mock.shutdown().await;
-    let get = |name: &str, target: &str, check: Option<&str>| {
+    assert!(
+        page.contains(r#"expect_not_regex: the answer matches /&lt;\|im_start\|&gt;/ at byte 0 «&lt;|im_start|&gt;assistant\n{&quot;answer&quot;: 4}»"#),
+        "{page}"
+    );
+    let series = |name: &str, target: &str, check: Option<&str>| {
         let mut want = vec![("target", target)];
         want.extend(check.map(|c| ("check", c)));
         value(&s, name, &want)
     };
     for check in ["expect_json_schema", "expect_not_regex", "expect_model"] {
-        let runs = get("llmprobe_check_runs_total", "right", Some(check)).unwrap();
+        let runs = series("llmprobe_check_runs_total", "right", Some(check)).unwrap();
         assert!(runs >= 3.0, "{check}");
         assert_eq!(
-            get("llmprobe_check_failures_total", "right", Some(check)),
+            series("llmprobe_check_failures_total", "right", Some(check)),
             Some(0.0),
             "{check}"
         );
         assert_eq!(
-            get("llmprobe_check_last_passed", "right", Some(check)),
+            series("llmprobe_check_last_passed", "right", Some(check)),
             Some(1.0),
             "{check}"
         );
     }
     // The leak fails the control-token check and (not JSON any more) the schema.
     for check in ["expect_json_schema", "expect_not_regex"] {
-        let runs = get("llmprobe_check_runs_total", "leaky", Some(check)).unwrap();
-        let failures = get("llmprobe_check_failures_total", "leaky", Some(check)).unwrap();
+        let runs = series("llmprobe_check_runs_total", "leaky", Some(check)).unwrap();
+        let failures = series("llmprobe_check_failures_total", "leaky", Some(check)).unwrap();
         // A scrape may land between a probe's two increments.
         assert!(
             failures >= runs - 1.0 && failures >= 2.0,
             "{check}: {failures} of {runs}"
         );
         assert_eq!(
-            get("llmprobe_check_last_passed", "leaky", Some(check)),
+            series("llmprobe_check_last_passed", "leaky", Some(check)),
             Some(0.0),
             "{check}"
         );
     }
     assert_eq!(
-        get(
+        series(
             "llmprobe_check_failures_total",
             "leaky",
             Some("expect_model")
@@ -104,18 +109,18 @@ async fn check_series_move_with_the_answers() {
     // Not a transport failure, but not good.
     assert_eq!(sum(&s, "llmprobe_request_failures_total", &[]), 0.0);
     assert_eq!(
-        get("llmprobe_goodput_requests_total", "leaky", None),
+        series("llmprobe_goodput_requests_total", "leaky", None),
         Some(0.0)
     );
-    let right_requests = get("llmprobe_requests_total", "right", None).unwrap();
-    let right_good = get("llmprobe_goodput_requests_total", "right", None).unwrap();
+    let right_requests = series("llmprobe_requests_total", "right", None).unwrap();
+    let right_good = series("llmprobe_goodput_requests_total", "right", None).unwrap();
     assert!(
         right_good >= right_requests - 1.0 && right_good >= 2.0,
         "{right_good} of {right_requests}"
     );
     // Only configured checks have series.
     assert_eq!(
-        get("llmprobe_check_runs_total", "right", Some("max_repetition")),
+        series("llmprobe_check_runs_total", "right", Some("max_repetition")),
         None
     );
 }

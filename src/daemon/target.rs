@@ -441,10 +441,18 @@ impl Consumer {
                 "probe failed"
             );
         }
-        self.status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record(r.outcome, good, error, crate::export::unix_now());
+        for c in r.failed_checks() {
+            tracing::warn!(
+                target = %self.target,
+                scenario = %self.scenario.name,
+                check = c.check.as_str(),
+                reason = c.reason.as_deref().unwrap_or(""),
+                "answer check failed"
+            );
+        }
+        let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        status.record(r.outcome, good, error, crate::export::unix_now());
+        status.record_checks(&r.checks);
     }
 }
 

@@ -114,7 +114,8 @@ pub fn status_page(board: &StatusBoard) -> String {
          <p><a href=\"/metrics\">Metrics</a> · <a href=\"/config\">Configuration</a> · \
          <a href=\"/-/ready\">Readiness</a></p>\n<table>\n<tr><th>target</th><th>model</th>\
          <th>scenario</th><th>probes</th><th>failures</th><th>skipped</th>\
-         <th>SLO attainment</th><th>last result</th><th>last error</th></tr>\n",
+         <th>SLO attainment</th><th>last result</th><th>last error</th>\
+         <th>last answer-check failures</th></tr>\n",
     );
     for s in board.snapshot() {
         let attainment = s
@@ -129,7 +130,7 @@ pub fn status_page(board: &StatusBoard) -> String {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td{class}>{}</td><td>{}</td></tr>",
+             <td{class}>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&s.target),
             escape(&s.model),
             escape(&s.scenario),
@@ -139,6 +140,11 @@ pub fn status_page(board: &StatusBoard) -> String {
             attainment,
             escape(last),
             escape(s.last_error.as_deref().unwrap_or("")),
+            s.last_check_failures
+                .iter()
+                .map(|(_, text)| escape(text))
+                .collect::<Vec<_>>()
+                .join("<br>"),
         );
     }
     out.push_str("</table>\n</body></html>\n");

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::record::Outcome;
+use crate::record::{CheckKind, CheckResult, Outcome};
 
 /// Live state of one target × scenario.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +30,9 @@ pub struct ScenarioStatus {
     pub last_error: Option<String>,
     /// Unix time of the last probe's completion.
     pub last_at: Option<f64>,
+    /// The last failure of each answer check: (check, reason and excerpt), in check
+    /// order. The client bounded and scrubbed both.
+    pub last_check_failures: Vec<(CheckKind, String)>,
 }
 
 impl ScenarioStatus {
@@ -42,6 +45,29 @@ impl ScenarioStatus {
     /// probe finished: the scenario has been tried.
     pub fn tried(&self) -> bool {
         self.sent > 0 || self.skipped > 0 || self.requests > 0
+    }
+
+    /// Keeps the last failure of each check among `verdicts`.
+    pub fn record_checks(&mut self, verdicts: &[CheckResult]) {
+        for v in verdicts.iter().filter(|v| !v.passed) {
+            let text = format!(
+                "{}: {} «{}»",
+                v.check,
+                v.reason.as_deref().unwrap_or(""),
+                v.excerpt.as_deref().unwrap_or("")
+            );
+            match self
+                .last_check_failures
+                .iter_mut()
+                .find(|(k, _)| *k == v.check)
+            {
+                Some(slot) => slot.1 = text,
+                None => {
+                    self.last_check_failures.push((v.check, text));
+                    self.last_check_failures.sort_by_key(|(k, _)| *k);
+                }
+            }
+        }
     }
 
     /// Records one finished probe.
