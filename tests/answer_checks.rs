@@ -179,3 +179,43 @@ async fn a_transport_failure_runs_no_check() {
     assert!(r.checks.is_empty());
     mock.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_that_echoes_the_key_is_scrubbed_from_the_record() {
+    const KEY: &str = "sk-canary-7f3a9c";
+    let mock = mock_support::start(MockConfig {
+        answer: Some(format!("your key is {KEY}\u{1b}[2J done")),
+        api_key: Some(KEY.into()),
+        ..mock()
+    })
+    .await;
+    let cfg = ClientConfig {
+        base_url: mock.base_url(),
+        model: "m".into(),
+        api_key: Some(Secret::new(KEY)),
+        reuse_connections: false,
+        ..ClientConfig::default()
+    };
+    let checks = CheckSpec {
+        expect_regex: Some("^never$".into()),
+        ..CheckSpec::default()
+    };
+    let client = Client::new(cfg, None)
+        .unwrap()
+        .with_checks(Arc::new(checks.compile().unwrap()));
+    let spec = RequestSpec {
+        prompt: "nonce-2 echo my key".into(),
+        prompt_tokens: 4,
+        max_tokens: 30,
+    };
+    let r = client.send(&spec, 1, Duration::ZERO, Instant::now()).await;
+    assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains(KEY) && !json.contains('\u{1b}'), "{json}");
+    let excerpt = r.checks[0].excerpt.as_deref().unwrap();
+    assert!(
+        excerpt.starts_with("your key is ") && excerpt.contains(r"\u{1b}[2J done"),
+        "{excerpt}"
+    );
+    mock.shutdown().await;
+}
