@@ -63,4 +63,6 @@ mutate sli-without-threshold 's/^\( *\)llmprobe_slo_\(ttft\|tpot\|e2e\)_seconds$
 mutate probedown-fixed-600 's|clamp_min(5 / llmprobe_probe_rate_per_second, 600)|600 + 0 * llmprobe_probe_rate_per_second|'
 mutate probedown-no-fallback 's|0 \* llmprobe_last_success_timestamp_seconds + 600|llmprobe_probe_rate_per_second|'
 mutate absent-ignores-up 's/up == 0 and on/up == 2 and on/'
+mutate check-guard-off 's/llmprobe:check_runs:increase15m >= 3/llmprobe:check_runs:increase15m >= 0/'
+mutate check-threshold-low 's/ratio_rate15m >= 0.5/ratio_rate15m >= 0.1/'
 say "ok"
