@@ -963,6 +963,22 @@ mod tests {
     }
 
     #[test]
+    fn kept_answer_text_is_bounded_and_cut_at_a_char() {
+        let mut kept = AnswerText {
+            keep: true,
+            ..AnswerText::default()
+        };
+        kept.push(&"a".repeat(MAX_ANSWER_BYTES - 1));
+        kept.push("é and more");
+        kept.push("ignored");
+        assert!(kept.truncated);
+        assert_eq!(kept.text.len(), MAX_ANSWER_BYTES - 1);
+        let mut off = AnswerText::default();
+        off.push("not kept: no check reads text");
+        assert!(off.text.is_empty() && !off.truncated);
+    }
+
+    #[test]
     fn new_rejects_bad_config_as_usage_error() {
         let cfg = ClientConfig {
             base_url: "localhost:8000".into(),
