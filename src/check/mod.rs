@@ -12,7 +12,7 @@ mod spec;
 
 use regex::Regex;
 
-pub use excerpt::excerpt;
+pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use json::{MAX_JSON_DEPTH, json_depth_ok};
 pub use repetition::repetition;
 pub use spec::{CheckError, CheckSpec, ModelMatch, SchemaSource};

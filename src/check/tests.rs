@@ -216,3 +216,55 @@ fn yaml_forms_parse() {
         Some(SchemaSource::Inline(_))
     ));
 }
+
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn every_text_check() -> Checks {
+        compile(CheckSpec {
+            expect_regex: Some(r"\d+".into()),
+            expect_not_regex: Some(r"<\|im_start\|>".into()),
+            expect_json_schema: Some(SchemaSource::Inline(serde_json::json!({"type": "array"}))),
+            max_repetition: Some(0.5),
+            ..CheckSpec::default()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn no_answer_panics_a_check(text in any::<String>(), truncated in any::<bool>()) {
+            let c = every_text_check();
+            let a = Answer { text: &text, truncated, ..answer("") };
+            for r in c.judge(&a, ["secret"]) {
+                let e = r.excerpt.unwrap_or_default();
+                prop_assert!(e.chars().count() <= EXCERPT_CHARS + 1);
+                prop_assert!(!e.chars().any(char::is_control));
+            }
+            let rep = repetition(&text);
+            prop_assert!((0.0..=1.0).contains(&rep));
+        }
+
+        #[test]
+        fn nested_json_of_any_shape_is_judged_without_overflow(
+            depth in 0usize..5000,
+            open in prop::sample::select(vec!["[", "{\"a\":"]),
+        ) {
+            let text = open.repeat(depth);
+            let c = every_text_check();
+            let r = c.judge(&answer(&text), []);
+            prop_assert!(!r[2].passed || depth == 0);
+        }
+    }
+}
+
+#[test]
+fn an_excerpt_of_control_characters_stays_short() {
+    let e = excerpt(&"\u{1b}".repeat(1000));
+    assert_eq!(
+        e.chars().count(),
+        EXCERPT_CHARS - EXCERPT_CHARS % 6 + 1,
+        "{e}"
+    );
+    assert!(e.starts_with(r"\u{1b}") && e.ends_with('…'));
+}
