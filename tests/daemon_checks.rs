@@ -124,3 +124,72 @@ async fn check_series_move_with_the_answers() {
         None
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
+    let mock = llmprobe::mock::start(
+        MockConfig {
+            ttft: Duration::from_millis(2),
+            itl: Duration::from_millis(1),
+            ..MockConfig::default()
+        },
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
+    let config = |checks: &str| {
+        format!(
+            "targets:\n  - name: t\n    base_url: {}\n    model: m\n    rate: 20/s\n    scenarios:\n      - {{output_tokens: 8, checks: {checks}}}\n",
+            mock.base_url()
+        )
+    };
+    let (_dir, path) = config_file(&config(r#"{expect_regex: 'tok\d'}"#));
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let runs = |check: &'static str| async move {
+        value(
+            &scrape(addr).await,
+            "llmprobe_check_runs_total",
+            &[("check", check)],
+        )
+    };
+    wait_for(Duration::from_secs(20), || async {
+        (runs("expect_regex").await? >= 2.0).then_some(())
+    })
+    .await;
+    std::fs::write(&path, config("{expect_regex: '(tok'}")).unwrap();
+    let r = http()
+        .post(format!("http://{addr}/-/reload"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains(":7:51: targets[0].scenarios[0].checks.expect_regex: invalid regex"),
+        "{body}"
+    );
+    // The old checks keep judging.
+    let before = runs("expect_regex").await.unwrap();
+    wait_for(Duration::from_secs(20), || async {
+        (runs("expect_regex").await? >= before + 2.0).then_some(())
+    })
+    .await;
+    let s = scrape(addr).await;
+    assert_eq!(
+        value(&s, "llmprobe_config_last_reload_successful", &[]),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(
+            &s,
+            "llmprobe_check_failures_total",
+            &[("check", "expect_regex")]
+        ),
+        Some(0.0)
+    );
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+}
