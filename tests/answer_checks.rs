@@ -48,6 +48,7 @@ fn every_check(endpoint: Endpoint) -> CheckSpec {
         expect_finish_reason: Some(natural_stop(endpoint).into()),
         min_output_tokens: Some(2),
         max_repetition: Some(0.5),
+        ..CheckSpec::default()
     }
 }
 

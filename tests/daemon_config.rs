@@ -27,8 +27,12 @@ const BAD: &[(&str, &str)] = &[
         "check_on_embeddings.yaml:9:27: targets[0].scenarios[0].checks.max_repetition: endpoint embeddings generates no text: only expect_model can check it",
     ),
     (
+        "check_structured_output_on_messages",
+        "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses do)",
+    ),
+    (
         "check_unknown",
-        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`",
+        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`",
     ),
     (
         "prompt_too_short",

@@ -177,6 +177,10 @@ pub struct BenchArgs {
     /// The answer must be JSON valid against this JSON Schema file.
     #[arg(long, value_name = "FILE", help_heading = "Answer checks")]
     pub expect_json_schema: Option<PathBuf>,
+    /// Also ask for the --expect-json-schema schema with the request's structured-output
+    /// field (chat `response_format`, responses `text.format`).
+    #[arg(long, requires = "expect_json_schema", help_heading = "Answer checks")]
+    pub structured_output: bool,
     /// The response's `model` field must be exactly this.
     #[arg(
         long,

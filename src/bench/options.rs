@@ -170,6 +170,8 @@ pub struct BenchOptions {
     pub slo: Slo,
     /// The answer checks, compiled (empty: none).
     pub checks: Arc<Checks>,
+    /// `--structured-output`: the schema the requests ask for.
+    pub response_schema: Option<serde_json::Value>,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<LatencyMetric>,
@@ -219,7 +221,7 @@ impl BenchOptions {
         )?;
         let stream = !a.no_stream && api.can_stream();
         check_timed_slo(&slo, stream, api)?;
-        let checks = parse_checks(a, api, &gates)?;
+        let (checks, response_schema) = parse_checks(a, api, &gates)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -261,6 +263,7 @@ impl BenchOptions {
             dataset,
             slo,
             checks,
+            response_schema,
             gates,
             percentile_metrics,
             percentiles,
@@ -505,7 +508,11 @@ fn check_lengths(a: &BenchArgs) -> Result<()> {
 /// `--dataset` and `--dataset-path`.
 /// The answer-check flags, compiled. A check the protocol cannot carry, and a
 /// `check-failure-ratio` gate without any check, are refused.
-fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<Arc<Checks>> {
+fn parse_checks(
+    a: &BenchArgs,
+    api: Endpoint,
+    gates: &[Gate],
+) -> Result<(Arc<Checks>, Option<serde_json::Value>)> {
     let spec = CheckSpec {
         expect_regex: a.expect_regex.clone(),
         expect_not_regex: a.expect_not_regex.clone(),
@@ -521,6 +528,7 @@ fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<Arc<Chec
         expect_finish_reason: a.expect_finish_reason.clone(),
         min_output_tokens: a.min_output_tokens,
         max_repetition: a.max_repetition,
+        structured_output: a.structured_output,
     };
     let checks = spec.compile().map_err(|e| {
         let name = match e.field {
@@ -538,6 +546,12 @@ fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<Arc<Chec
             api.as_str()
         )));
     }
+    if a.structured_output && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
+        return Err(UsageError::new(format!(
+            "--structured-output: --endpoint {} has no structured-output field (chat and responses do)",
+            api.as_str()
+        )));
+    }
     if checks.is_empty()
         && let Some(g) = gates
             .iter()
@@ -547,7 +561,14 @@ fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<Arc<Chec
             "--gate {g} needs an answer check (--expect-regex, --max-repetition, …)"
         )));
     }
-    Ok(Arc::new(checks))
+    let response_schema = match (&spec.expect_json_schema, a.structured_output) {
+        (Some(src), true) => Some(
+            src.load()
+                .map_err(|e| flag("--expect-json-schema", e.message))?,
+        ),
+        _ => None,
+    };
+    Ok((Arc::new(checks), response_schema))
 }
 
 fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {

@@ -131,6 +131,7 @@ impl Bench {
             .map_err(|e| exit::UsageError::new(format!("cannot build prompts: {e:#}")))?;
 
         let cfg = ClientConfig {
+            response_schema: opts.response_schema.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
             model: opts.model.clone(),

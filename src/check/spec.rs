@@ -43,6 +43,11 @@ pub struct CheckSpec {
     /// earlier one must not exceed this (0..1; 0.5 is a good start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_repetition: Option<f64>,
+    /// Also ask for the `expect_json_schema` schema with the request's structured-output
+    /// field (chat `response_format`, responses `text.format`), for servers that
+    /// enforce it (vLLM, llama.cpp, OpenAI).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured_output: bool,
 }
 
 /// A JSON Schema, inline or in a file.
@@ -149,6 +154,12 @@ impl CheckSpec {
         }
         if let Some(n) = self.min_output_tokens {
             items.push(Check::MinOutputTokens(n));
+        }
+        if self.structured_output && self.expect_json_schema.is_none() {
+            return Err(err(
+                "structured_output",
+                "asks for the expect_json_schema schema, and there is none",
+            ));
         }
         if let Some(r) = self.max_repetition {
             if !(0.0..=1.0).contains(&r) {

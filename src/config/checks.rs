@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::locate::Path;
 use super::schema::{Scenario, Target};
 use crate::check::{CheckSpec, Checks, SchemaSource};
+use crate::client::Endpoint;
 use crate::record::CheckKind;
 
 /// Largest `prompt_file` read: a question, not a corpus.
@@ -20,6 +21,14 @@ pub struct PlannedChecks {
     /// The JSON Schema as loaded (a file's content at load time).
     schema: Option<serde_json::Value>,
     pub compiled: Arc<Checks>,
+}
+
+impl PlannedChecks {
+    /// The schema to ask for with the request's structured-output field, when the
+    /// checks say so.
+    pub fn response_schema(&self) -> Option<serde_json::Value> {
+        self.schema.clone().filter(|_| self.spec.structured_output)
+    }
 }
 
 impl PartialEq for PlannedChecks {
@@ -48,6 +57,15 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
             at(kind.as_str()),
             format!(
                 "endpoint {} generates no text: only expect_model can check it",
+                t.endpoint.as_str()
+            ),
+        ));
+    }
+    if s.checks.structured_output && !matches!(t.endpoint, Endpoint::Chat | Endpoint::Responses) {
+        return Err((
+            at("structured_output"),
+            format!(
+                "endpoint {} has no structured-output field (chat and responses do)",
                 t.endpoint.as_str()
             ),
         ));

@@ -222,6 +222,7 @@ fn target(
         timeouts: t.timeouts,
         tls: t.tls.clone(),
         limits: t.limits,
+        response_schema: None,
     };
     // The client's message quotes the URL; show it as `/config` would.
     client.validate().map_err(|e| {

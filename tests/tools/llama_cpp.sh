@@ -204,9 +204,9 @@ targets:
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 1}
 EOF
-  # Answer checks on grammar-constrained output: llama-server enforces response_format's
-  # JSON Schema, so the schema and model checks pass on every probe, and a regex no answer
-  # can match fails on every one.
+  # Answer checks on grammar-constrained output: llama-server enforces the response_format
+  # JSON Schema that structured_output sends, so the schema and model checks pass on every
+  # probe, and a regex no answer can match fails on every one.
   cat <<EOF
   - name: llama-json
     base_url: $base
@@ -214,13 +214,6 @@ EOF
     endpoint: chat
     rate: 0.4/s
     timeouts: {first_token: 30s, idle: 10s, total: 60s}
-    extra_body:
-      response_format:
-        type: json_schema
-        json_schema:
-          name: answer
-          strict: true
-          schema: {type: object, properties: {answer: {type: integer}}, required: [answer], additionalProperties: false}
     scenarios:
       - name: arithmetic
         prompt: 'What is 2 + 2? Reply in JSON as {"answer": N}.'
@@ -229,7 +222,9 @@ EOF
         temperature: 0
         seed: 7
         checks:
-          expect_json_schema: {type: object, properties: {answer: {type: integer}}, required: [answer]}
+          # Also sent as response_format json_schema, which llama-server turns into a grammar.
+          expect_json_schema: {type: object, properties: {answer: {type: integer}}, required: [answer], additionalProperties: false}
+          structured_output: true
           expect_model: gemma-3-270m
       - name: impossible
         prompt: 'What is 2 + 2? Reply in JSON as {"answer": N}.'

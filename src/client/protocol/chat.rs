@@ -60,6 +60,11 @@ impl Protocol for Chat {
                 f.put("max_completion_tokens", &spec.max_tokens)?;
             }
             f.put("temperature", &cfg.temperature)?;
+            if let Some(schema) = &cfg.response_schema {
+                let format = serde_json::json!({"type": "json_schema", "json_schema":
+                    {"name": "answer", "schema": schema, "strict": true}});
+                f.put("response_format", &format)?;
+            }
             body::length_extensions(f, cfg, spec)
         })
     }

@@ -146,6 +146,11 @@ impl Protocol for Responses {
             f.put("temperature", &cfg.temperature)?;
             // A probe's answer is not worth keeping on the server.
             f.put("store", &false)?;
+            if let Some(schema) = &cfg.response_schema {
+                let format = serde_json::json!({"format": {"type": "json_schema",
+                    "name": "answer", "schema": schema, "strict": true}});
+                f.put("text", &format)?;
+            }
             body::length_extensions(f, cfg, spec)
         })
     }
