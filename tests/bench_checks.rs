@@ -192,6 +192,23 @@ fn bad_check_flags_are_usage_errors() {
             "needs an answer check",
         ),
     ];
+    let schema = dir.path().join("s.json");
+    std::fs::write(&schema, r#"{"type":"object"}"#).unwrap();
+    let structured = [
+        "--endpoint",
+        "messages",
+        "--expect-json-schema",
+        schema.to_str().unwrap(),
+        "--structured-output",
+    ];
+    let cases = [
+        &cases[..],
+        &[(
+            &structured[..],
+            "--structured-output: --endpoint messages has no structured-output field",
+        )],
+    ]
+    .concat();
     for (args, want) in cases {
         let all = [args, &["--num-requests", "1", "--rate", "inf"]].concat();
         let (out, _, _) = bench(&all, dir.path());
