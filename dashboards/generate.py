@@ -337,6 +337,21 @@ def slo_dashboard() -> dict:
                    "the token budget was spent.", "reqps",
                    [(f"sum by ({BY}, reason) (rate(llmprobe_probes_skipped_total{{{SEL}}}[{RATE}]))",
                      "{{reason}} {{target}}/{{scenario}}")]),
+        row("Correctness"),
+        timeseries("Answer check failure ratio", "Judged answers that failed each answer "
+                   "check over all answers it judged (failed requests have no answer and "
+                   "are not judged). LlmprobeAnswerCheckFailing pages at 50% over 15m.",
+                   "percentunit",
+                   [(f"sum by ({BY}, check) (rate(llmprobe_check_failures_total{{{SEL}}}[{RATE}]))\n/\n"
+                     f"sum by ({BY}, check) (rate(llmprobe_check_runs_total{{{SEL}}}[{RATE}]))",
+                     "{{check}} {{target}}/{{scenario}}")],
+                   thresholds=[("green", None), ("red", 0.5)]),
+        stat("Last check result", "1 when the check passed on the last judged answer, 0 when "
+             "it failed; the daemon's status page (/) shows the last failure's reason and "
+             "an excerpt of the answer.", "short",
+             [(f"min by ({BY}, check) (llmprobe_check_last_passed{{{SEL}}})",
+               "{{check}} {{target}}/{{scenario}}")], w=12, h=8,
+             thresholds=[("red", None), ("green", 1)], decimals=0),
         row("Error budget burn rate"),
         timeseries("Availability error budget burn rate", "Failed probes (any reason) over "
                    "all probes, over the error budget (1 - objective, from "

@@ -12,6 +12,7 @@
 pub mod aggregate;
 pub mod bench;
 pub mod capacity;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -228,6 +228,74 @@ impl Sli {
     }
 }
 
+/// An answer check: what a correct answer must look like (docs/measurement.md). The
+/// stable snake_case name is the `check` metric label and the key in reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    ExpectRegex,
+    ExpectNotRegex,
+    ExpectJsonSchema,
+    ExpectModel,
+    ExpectFinishReason,
+    MinOutputTokens,
+    MaxRepetition,
+}
+
+impl CheckKind {
+    /// Every kind, in a stable order (the order checks run and are reported in).
+    pub const ALL: [CheckKind; 7] = [
+        CheckKind::ExpectRegex,
+        CheckKind::ExpectNotRegex,
+        CheckKind::ExpectJsonSchema,
+        CheckKind::ExpectModel,
+        CheckKind::ExpectFinishReason,
+        CheckKind::MinOutputTokens,
+        CheckKind::MaxRepetition,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckKind::ExpectRegex => "expect_regex",
+            CheckKind::ExpectNotRegex => "expect_not_regex",
+            CheckKind::ExpectJsonSchema => "expect_json_schema",
+            CheckKind::ExpectModel => "expect_model",
+            CheckKind::ExpectFinishReason => "expect_finish_reason",
+            CheckKind::MinOutputTokens => "min_output_tokens",
+            CheckKind::MaxRepetition => "max_repetition",
+        }
+    }
+
+    /// Whether the check reads the answer text (so the client must keep it).
+    pub fn reads_text(self) -> bool {
+        matches!(
+            self,
+            CheckKind::ExpectRegex
+                | CheckKind::ExpectNotRegex
+                | CheckKind::ExpectJsonSchema
+                | CheckKind::MaxRepetition
+        )
+    }
+}
+
+impl std::fmt::Display for CheckKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One check's verdict on one answer. A failure carries why, and a short excerpt of
+/// the answer (bounded, secrets scrubbed, control characters escaped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub check: CheckKind,
+    pub passed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+}
+
 /// Everything measured about one request. Timestamps and counts only: derived figures
 /// are methods, so each definition exists once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,6 +355,10 @@ pub struct RequestRecord {
     /// The server's `Retry-After` on a 429 or 503 response, as a delay.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
+    /// The answer checks' verdicts, when checks are configured and the transport
+    /// succeeded (a failed request has no answer to judge).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckResult>,
 }
 
 impl RequestRecord {
@@ -314,6 +386,7 @@ impl RequestRecord {
             token_source: TokenSource::Chunks,
             error: None,
             retry_after: None,
+            checks: Vec::new(),
         }
     }
 
@@ -554,10 +627,23 @@ impl RequestRecord {
         self.outcome.is_ok()
     }
 
-    /// Goodput: succeeded and met every configured objective. A request with a single
-    /// output token has no TPOT and so cannot miss a TPOT objective.
+    /// Whether every answer check passed (true when none ran).
+    pub fn checks_passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+
+    /// The checks that failed.
+    pub fn failed_checks(&self) -> impl Iterator<Item = &CheckResult> {
+        self.checks.iter().filter(|c| !c.passed)
+    }
+
+    /// Goodput: succeeded, passed every answer check and met every configured
+    /// objective. A request with a single output token has no TPOT and so cannot miss
+    /// a TPOT objective. A failed check is not a transport failure: the outcome stays
+    /// `ok`, only goodput drops.
     pub fn is_good(&self, slo: &Slo) -> bool {
         self.is_success()
+            && self.checks_passed()
             && Sli::ALL
                 .into_iter()
                 .all(|sli| slo.limit(sli).is_none_or(|limit| self.meets(sli, limit)))
@@ -923,6 +1009,25 @@ mod tests {
         let mut failed = r.clone();
         failed.outcome = Outcome::Http5xx;
         assert!(!failed.is_good(&Slo::default()));
+    }
+
+    #[test]
+    fn a_failed_check_is_not_good_but_still_a_success() {
+        let mut r = spec_decode_record();
+        let verdict = |passed| CheckResult {
+            check: CheckKind::ExpectRegex,
+            passed,
+            reason: None,
+            excerpt: None,
+        };
+        r.checks = vec![verdict(true)];
+        assert!(r.is_good(&Slo::default()));
+        r.checks.push(verdict(false));
+        assert!(r.is_success() && !r.is_good(&Slo::default()));
+        assert_eq!(r.failed_checks().count(), 1);
+        let back: RequestRecord =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]

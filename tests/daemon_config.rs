@@ -15,6 +15,26 @@ fn root() -> PathBuf {
 /// error must start with the text before it.
 const BAD: &[(&str, &str)] = &[
     (
+        "check_bad_regex",
+        "check_bad_regex.yaml:9:25: targets[0].scenarios[0].checks.expect_regex: invalid regex: regex parse error:…",
+    ),
+    (
+        "check_bad_schema",
+        "check_bad_schema.yaml:7:31: targets[0].scenarios[0].checks.expect_json_schema: invalid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword",
+    ),
+    (
+        "check_on_embeddings",
+        "check_on_embeddings.yaml:9:27: targets[0].scenarios[0].checks.max_repetition: endpoint embeddings generates no text: only expect_model can check it",
+    ),
+    (
+        "check_structured_output_on_messages",
+        "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses do)",
+    ),
+    (
+        "check_unknown",
+        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`",
+    ),
+    (
         "prompt_too_short",
         "prompt_too_short.yaml:6:23: targets[0].scenarios[0].input_tokens: input length 40 is too short: the shared prefix (35) and the unique nonce (8) plus one token need 44",
     ),

@@ -57,6 +57,11 @@ pub struct Collector {
     input_tokens: u64,
     output_tokens: u64,
     reasoning_tokens: u64,
+    /// Successful requests whose answer was checked, and those that failed a check.
+    checked: u64,
+    check_failed: u64,
+    /// Failed checks by check name.
+    check_failures: BTreeMap<&'static str, u64>,
     /// Scheduled time of the last warmup arrival (the window origin).
     origin: Option<Duration>,
     first_sched: Option<Duration>,
@@ -179,6 +184,13 @@ impl Collector {
         if r.is_good(&self.slo) {
             self.good += 1;
         }
+        if !r.checks.is_empty() {
+            self.checked += 1;
+            self.check_failed += u64::from(!r.checks_passed());
+            for c in r.failed_checks() {
+                *self.check_failures.entry(c.check.as_str()).or_default() += 1;
+            }
+        }
         *self
             .token_sources
             .entry(r.token_source.as_str())
@@ -229,8 +241,11 @@ impl Collector {
         self.completed += other.completed;
         self.good += other.good;
         self.warmup_excluded += other.warmup_excluded;
+        self.checked += other.checked;
+        self.check_failed += other.check_failed;
         for (mine, theirs) in [
             (&mut self.failures, &other.failures),
+            (&mut self.check_failures, &other.check_failures),
             (&mut self.skipped, &other.skipped),
             (&mut self.token_sources, &other.token_sources),
         ] {
@@ -316,6 +331,9 @@ impl Collector {
             slo: self.slo,
             token_sources: own(&self.token_sources),
             reasoning_tokens: self.reasoning_tokens,
+            checked: self.checked,
+            check_failed: self.check_failed,
+            check_failures: own(&self.check_failures),
             ttft,
             ttfa,
             tpot,
@@ -373,6 +391,15 @@ pub struct Summary {
     /// Of `output_tokens`, the reasoning tokens.
     #[serde(default)]
     pub reasoning_tokens: u64,
+    /// Successful requests whose answer was checked.
+    #[serde(default)]
+    pub checked: u64,
+    /// Of `checked`, those that failed at least one check (not good, still completed).
+    #[serde(default)]
+    pub check_failed: u64,
+    /// Failed checks by check name (one request can fail several).
+    #[serde(default)]
+    pub check_failures: BTreeMap<String, u64>,
     pub ttft: Stats,
     /// Time to first answer token (equals `ttft` when nothing reasoned).
     #[serde(default)]

@@ -169,6 +169,54 @@ pub struct BenchArgs {
     /// Dataset file for --dataset sharegpt|jsonl.
     #[arg(long, help_heading = "Workload")]
     pub dataset_path: Option<PathBuf>,
+    /// Ask every request this question (a deterministic prompt for answer checks; the
+    /// unique nonce still goes in front of it).
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["prompt_file", "dataset_path"], help_heading = "Workload")]
+    pub prompt: Option<String>,
+    /// Like --prompt, with the question read from a file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "dataset_path",
+        help_heading = "Workload"
+    )]
+    pub prompt_file: Option<PathBuf>,
+
+    // ---- Answer checks ----
+    /// The answer must match this regex (Rust regex syntax, unanchored).
+    #[arg(long, value_name = "REGEX", help_heading = "Answer checks")]
+    pub expect_regex: Option<String>,
+    /// The answer must not match this regex (e.g. '<\|im_start\|>').
+    #[arg(long, value_name = "REGEX", help_heading = "Answer checks")]
+    pub expect_not_regex: Option<String>,
+    /// The answer must be JSON valid against this JSON Schema file.
+    #[arg(long, value_name = "FILE", help_heading = "Answer checks")]
+    pub expect_json_schema: Option<PathBuf>,
+    /// Also ask for the --expect-json-schema schema with the request's structured-output
+    /// field (chat `response_format`, responses `text.format`).
+    #[arg(long, requires = "expect_json_schema", help_heading = "Answer checks")]
+    pub structured_output: bool,
+    /// The response's `model` field must be exactly this.
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "expect_model_regex",
+        help_heading = "Answer checks"
+    )]
+    pub expect_model: Option<String>,
+    /// The response's `model` field must match this regex.
+    #[arg(long, value_name = "REGEX", help_heading = "Answer checks")]
+    pub expect_model_regex: Option<String>,
+    /// The finish reason as the protocol spells it (stop, length; end_turn; completed).
+    #[arg(long, value_name = "REASON", help_heading = "Answer checks")]
+    pub expect_finish_reason: Option<String>,
+    /// At least this many output tokens.
+    #[arg(long, value_name = "N", help_heading = "Answer checks")]
+    pub min_output_tokens: Option<u32>,
+    /// Degenerate output: at most this share (0..1) of the answer's word trigrams may
+    /// repeat an earlier one.
+    #[arg(long, value_name = "R", help_heading = "Answer checks")]
+    pub max_repetition: Option<f64>,
 
     // ---- trace replay ----
     /// Replay arrivals and lengths from a production trace instead of a schedule:
@@ -297,6 +345,9 @@ pub struct BenchArgs {
     /// Mock: inject a fault `KIND[:PROBABILITY]` (repeatable; see docs/mock.md).
     #[arg(long = "mock-fault", requires = "mock", help_heading = "Mock")]
     pub mock_faults: Vec<String>,
+    /// The answer the mock streams (split into tokens at words; it stops there).
+    #[arg(long, value_name = "TEXT", requires = "mock", help_heading = "Mock")]
+    pub mock_answer: Option<String>,
 }
 
 /// `llmprobe report`: work on saved results.

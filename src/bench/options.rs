@@ -6,17 +6,19 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::args::BenchArgs;
 use crate::bench::trace::{TraceOptions, parse_trace, trace_rate};
+use crate::check::{CheckSpec, Checks, ModelMatch, SchemaSource};
 use crate::client::{Endpoint, valid_header_name};
 use crate::duration::DurationError;
 use crate::exit::UsageError;
 pub use crate::latency::LatencyMetric;
 pub use crate::rate::Rate;
-use crate::record::Slo;
-use crate::report::gate::{Gate, GateBasis};
+use crate::record::{CheckKind, Slo};
+use crate::report::gate::{Gate, GateBasis, GateMetric};
 pub use crate::schedule::{ArrivalProcess, Shard};
 
 type Result<T> = std::result::Result<T, UsageError>;
@@ -91,6 +93,8 @@ pub enum Dataset {
     Random,
     ShareGpt(PathBuf),
     Jsonl(PathBuf),
+    /// One question (`--prompt`, `--prompt-file`) for every request.
+    Fixed(String),
 }
 
 /// Which rates to run.
@@ -128,6 +132,7 @@ pub struct MockOptions {
     /// Send no usage in streams.
     pub no_usage: bool,
     pub faults: Vec<String>,
+    pub answer: Option<String>,
 }
 
 /// Everything `bench` needs to know, checked.
@@ -175,6 +180,10 @@ pub struct BenchOptions {
     pub dataset: Dataset,
 
     pub slo: Slo,
+    /// The answer checks, compiled (empty: none).
+    pub checks: Arc<Checks>,
+    /// `--structured-output`: the schema the requests ask for.
+    pub response_schema: Option<serde_json::Value>,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<LatencyMetric>,
@@ -234,6 +243,7 @@ impl BenchOptions {
         )?;
         let stream = !a.no_stream && api.can_stream();
         check_timed_slo(&slo, stream, api)?;
+        let (checks, response_schema) = parse_checks(a, api, &gates)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -279,6 +289,8 @@ impl BenchOptions {
             shared_prefix_len: a.shared_prefix_len,
             dataset,
             slo,
+            checks,
+            response_schema,
             gates,
             percentile_metrics,
             percentiles,
@@ -587,7 +599,89 @@ fn check_lengths(a: &BenchArgs) -> Result<()> {
 }
 
 /// `--dataset` and `--dataset-path`.
+/// The answer-check flags, compiled. A check the protocol cannot carry, and a
+/// `check-failure-ratio` gate without any check, are refused.
+fn parse_checks(
+    a: &BenchArgs,
+    api: Endpoint,
+    gates: &[Gate],
+) -> Result<(Arc<Checks>, Option<serde_json::Value>)> {
+    let spec = CheckSpec {
+        expect_regex: a.expect_regex.clone(),
+        expect_not_regex: a.expect_not_regex.clone(),
+        expect_json_schema: a
+            .expect_json_schema
+            .clone()
+            .map(|file| SchemaSource::File { file }),
+        expect_model: match (&a.expect_model, &a.expect_model_regex) {
+            (Some(m), _) => Some(ModelMatch::Exact(m.clone())),
+            (None, Some(r)) => Some(ModelMatch::Regex { regex: r.clone() }),
+            (None, None) => None,
+        },
+        expect_finish_reason: a.expect_finish_reason.clone(),
+        min_output_tokens: a.min_output_tokens,
+        max_repetition: a.max_repetition,
+        structured_output: a.structured_output,
+    };
+    let checks = spec.compile().map_err(|e| {
+        let name = match e.field {
+            "expect_model" if a.expect_model_regex.is_some() => "expect_model_regex",
+            other => other,
+        };
+        flag(&format!("--{}", name.replace('_', "-")), e.message)
+    })?;
+    if !api.generates()
+        && let Some(kind) = checks.kinds().find(|k| *k != CheckKind::ExpectModel)
+    {
+        return Err(UsageError::new(format!(
+            "--{} cannot check --endpoint {}: it generates no text",
+            kind.as_str().replace('_', "-"),
+            api.as_str()
+        )));
+    }
+    if a.structured_output && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
+        return Err(UsageError::new(format!(
+            "--structured-output: --endpoint {} has no structured-output field (chat and responses do)",
+            api.as_str()
+        )));
+    }
+    if checks.is_empty()
+        && let Some(g) = gates
+            .iter()
+            .find(|g| g.metric == GateMetric::CheckFailureRatio)
+    {
+        return Err(UsageError::new(format!(
+            "--gate {g} needs an answer check (--expect-regex, --max-repetition, …)"
+        )));
+    }
+    let response_schema = match (&spec.expect_json_schema, a.structured_output) {
+        (Some(src), true) => Some(
+            src.load()
+                .map_err(|e| flag("--expect-json-schema", e.message))?,
+        ),
+        _ => None,
+    };
+    Ok((Arc::new(checks), response_schema))
+}
+
 fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
+    if let Some(text) = &a.prompt {
+        if text.trim().is_empty() {
+            return Err(UsageError::new("--prompt must not be empty"));
+        }
+        return Ok(Dataset::Fixed(text.clone()));
+    }
+    if let Some(path) = &a.prompt_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError::new(format!("--prompt-file {}: {e}", path.display())))?;
+        if text.trim().is_empty() {
+            return Err(UsageError::new(format!(
+                "--prompt-file {} is empty",
+                path.display()
+            )));
+        }
+        return Ok(Dataset::Fixed(text));
+    }
     Ok(match (a.dataset.as_str(), &a.dataset_path) {
         ("random", None) => Dataset::Random,
         ("random", Some(_)) => {
@@ -700,6 +794,7 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
         reasoning_tokens: a.mock_reasoning_tokens,
         no_usage: a.mock_no_usage,
         faults: a.mock_faults.clone(),
+        answer: a.mock_answer.clone(),
     })
 }
 

@@ -78,6 +78,7 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 tokens_per_chunk: m.tokens_per_chunk,
                 reasoning_tokens: m.reasoning_tokens,
                 faults: mock::parse_fault_flags("--mock-fault", &m.faults)?,
+                answer: m.answer.clone(),
                 model: Some(opts.model.clone()),
                 seed: Some(opts.seed),
                 ..MockFlags::default()
@@ -136,6 +137,7 @@ impl Bench {
             .map_err(|e| exit::UsageError::new(format!("cannot build prompts: {e:#}")))?;
 
         let cfg = ClientConfig {
+            response_schema: opts.response_schema.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
             model: opts.model.clone(),
@@ -169,7 +171,9 @@ impl Bench {
             ))
             .into());
         }
-        let client = Client::new(cfg, counter).context("cannot build the HTTP client")?;
+        let client = Client::new(cfg, counter)
+            .context("cannot build the HTTP client")?
+            .with_checks(opts.checks.clone());
         let records_out = opts
             .records
             .as_deref()
@@ -482,6 +486,7 @@ impl Bench {
                 Dataset::Random => "random".to_string(),
                 Dataset::ShareGpt(p) => format!("sharegpt:{}", p.display()),
                 Dataset::Jsonl(p) => format!("jsonl:{}", p.display()),
+                Dataset::Fixed(_) => "prompt".to_string(),
             },
             ignore_eos: o.ignore_eos,
             num_requests: match o.stop {
@@ -858,6 +863,19 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
         }
         Dataset::ShareGpt(p) => (p, crate::workload::dataset::DatasetFormat::ShareGpt),
         Dataset::Jsonl(p) => (p, crate::workload::dataset::DatasetFormat::Jsonl),
+        Dataset::Fixed(text) => {
+            let entry = crate::workload::dataset::DatasetEntry {
+                prompt: text.clone(),
+                output_len: None,
+            };
+            return Ok(Workload::dataset(
+                vec![entry],
+                output,
+                true,
+                prompts,
+                opts.seed,
+            )?);
+        }
     };
     let entries = {
         let count = |t: &str| prompts.count(t);

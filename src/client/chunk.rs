@@ -24,6 +24,8 @@ pub struct ChunkData<'a> {
     /// server sends both they are the same text, so only the longer one is kept).
     pub reasoning: Option<Cow<'a, str>>,
     pub finish_reason: Option<Cow<'a, str>>,
+    /// The response's `model` field, on the events that carry it.
+    pub model: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,
     /// True when the chunk had at least one choice (usage-only chunks have none).
     pub has_choice: bool,
@@ -105,6 +107,7 @@ pub fn decode(data: &[u8]) -> Result<ChunkData<'_>, ChunkError> {
     }
     let mut out = ChunkData {
         usage: raw.usage,
+        model: raw.model,
         ..ChunkData::default()
     };
     if let Some(choice) = raw.choices.0 {
@@ -136,6 +139,8 @@ struct RawChunk<'a> {
     object: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "opt_cow_str")]
     message: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    model: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]

@@ -157,6 +157,12 @@ pub struct ClientConfig {
     pub timeouts: Timeouts,
     pub tls: TlsConfig,
     pub limits: Limits,
+    /// A JSON Schema the answer must follow, sent as the request's structured-output
+    /// field (chat `response_format`, responses `text.format`); set from a scenario's
+    /// `checks.structured_output`, never configured here.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub response_schema: Option<serde_json::Value>,
 }
 
 impl Default for ClientConfig {
@@ -180,6 +186,7 @@ impl Default for ClientConfig {
             timeouts: Timeouts::default(),
             tls: TlsConfig::default(),
             limits: Limits::default(),
+            response_schema: None,
         }
     }
 }

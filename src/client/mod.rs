@@ -28,6 +28,7 @@ pub mod sse;
 mod stale;
 pub mod tls;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name};
 
+use crate::check::{Answer, Checks, MAX_ANSWER_BYTES};
 use crate::record::{Outcome, RequestRecord, TokenSource};
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
@@ -46,6 +48,9 @@ use sse::SseParser;
 /// Largest `usage.prompt_tokens` believed from a server: far above any context window
 /// served today (10M tokens); larger is a broken or hostile count.
 const MAX_USAGE_PROMPT_TOKENS: u32 = 16 << 20;
+
+/// Longest `model` field kept for the checks: a name, not a payload.
+const MAX_MODEL_BYTES: usize = 256;
 
 /// How much of an error response body is kept in `record.error`.
 const ERROR_BODY_BYTES: usize = 4 * 1024;
@@ -63,6 +68,8 @@ pub struct Client {
     token_counter: Option<TokenCounter>,
     non_standard_hint: Option<String>,
     connects: stale::ConnectCounter,
+    /// The answer checks every successful request is judged by.
+    checks: Option<Arc<Checks>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -118,6 +125,47 @@ struct StreamState {
     text: String,
     /// Embeddings: vectors in the answer.
     embeddings: usize,
+    /// The answer the checks read: kept only when one reads text, and only its first
+    /// [`MAX_ANSWER_BYTES`].
+    answer: AnswerText,
+    /// The response's `model` field (first seen), for the checks.
+    model: Option<String>,
+}
+
+/// Answer text kept for the checks, bounded.
+#[derive(Default)]
+struct AnswerText {
+    keep: bool,
+    text: String,
+    truncated: bool,
+}
+
+impl AnswerText {
+    fn push(&mut self, piece: &str) {
+        if !self.keep || self.truncated {
+            return;
+        }
+        let room = MAX_ANSWER_BYTES - self.text.len();
+        if piece.len() <= room {
+            self.text.push_str(piece);
+        } else {
+            let mut cut = room;
+            while !piece.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.push_str(&piece[..cut]);
+            self.truncated = true;
+        }
+    }
+}
+
+impl StreamState {
+    /// Keeps the first `model` the response named (bounded).
+    fn keep_model(&mut self, model: &str) {
+        if self.model.is_none() {
+            self.model = Some(truncate_text(model, MAX_MODEL_BYTES));
+        }
+    }
 }
 
 impl Client {
@@ -198,7 +246,14 @@ impl Client {
             token_counter,
             non_standard_hint,
             connects,
+            checks: None,
         })
+    }
+
+    /// Judges every successful answer by `checks` (none: no checks, no text kept).
+    pub fn with_checks(mut self, checks: Arc<Checks>) -> Client {
+        self.checks = (!checks.is_empty()).then_some(checks);
+        self
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -207,7 +262,7 @@ impl Client {
 
     /// The values this client sends that must never be shown: the API key and every
     /// header value.
-    fn secrets(&self) -> impl Iterator<Item = &str> {
+    fn secrets(&self) -> impl Iterator<Item = &str> + Clone {
         self.cfg
             .api_key
             .iter()
@@ -265,6 +320,11 @@ impl Client {
             done: false,
             text: String::new(),
             embeddings: 0,
+            answer: AnswerText {
+                keep: self.checks.as_ref().is_some_and(|c| c.needs_text()),
+                ..AnswerText::default()
+            },
+            model: None,
         };
         let result = match body {
             Ok(body) => {
@@ -318,6 +378,16 @@ impl Client {
                 });
             }
             Ok(()) => rec.outcome = Outcome::Ok,
+        }
+        if let Some(checks) = self.checks.as_ref().filter(|_| rec.is_success()) {
+            let answer = Answer {
+                text: &st.answer.text,
+                truncated: st.answer.truncated,
+                model: st.model.as_deref(),
+                finish_reason: rec.finish_reason.as_deref(),
+                output_tokens: rec.output_tokens(),
+            };
+            rec.checks = checks.judge(&answer, self.secrets());
         }
         rec
     }
@@ -619,6 +689,10 @@ impl Client {
         {
             rec.finish_reason = Some(reason.to_string());
         }
+        if let Some(model) = &chunk.model {
+            st.keep_model(model);
+        }
+        st.answer.push(chunk.content.as_deref().unwrap_or(""));
         if !chunk.has_choice {
             // Usage-only chunk (`choices: []`): no text, no per-chunk tokens.
             return Ok(());
@@ -745,6 +819,10 @@ impl Client {
     ) -> Result<(), Failure> {
         self.take_usage(answer.usage, rec)?;
         rec.finish_reason = answer.finish_reason;
+        if let Some(model) = &answer.model {
+            st.keep_model(model);
+        }
+        st.answer.push(&answer.answer);
         st.embeddings = answer.embeddings;
         let tokens = match &self.token_counter {
             Some(counter) if rec.usage_completion_tokens.is_none() => {
@@ -882,6 +960,22 @@ mod tests {
     fn truncation_respects_char_boundaries() {
         assert_eq!(truncate_text("abc", 5), "abc");
         assert_eq!(truncate_text("ééé", 3), "é…");
+    }
+
+    #[test]
+    fn kept_answer_text_is_bounded_and_cut_at_a_char() {
+        let mut kept = AnswerText {
+            keep: true,
+            ..AnswerText::default()
+        };
+        kept.push(&"a".repeat(MAX_ANSWER_BYTES - 1));
+        kept.push("é and more");
+        kept.push("ignored");
+        assert!(kept.truncated);
+        assert_eq!(kept.text.len(), MAX_ANSWER_BYTES - 1);
+        let mut off = AnswerText::default();
+        off.push("not kept: no check reads text");
+        assert!(off.text.is_empty() && !off.truncated);
     }
 
     #[test]

@@ -33,6 +33,17 @@ pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static st
     {
         out.push(("max_completion_tokens", "max_completion_tokens: false"));
     }
+    if cfg.response_schema.is_some() {
+        match cfg.endpoint {
+            Endpoint::Chat if ours("response_format") => {
+                out.push(("response_format", "checks.structured_output: false"));
+            }
+            Endpoint::Responses if ours("text") => {
+                out.push(("text.format", "checks.structured_output: false"));
+            }
+            _ => {}
+        }
+    }
     if !cfg.extra_body.is_empty() {
         out.push(("extra_body fields", "extra_body"));
     }
@@ -189,6 +200,30 @@ mod tests {
             assert!(v.get("stream_options").is_none(), "{endpoint:?}");
             assert!(non_standard_fields(&cfg).is_empty(), "{endpoint:?}");
         }
+    }
+
+    #[test]
+    fn a_response_schema_is_each_protocols_structured_output_field() {
+        let schema = serde_json::json!({"type": "object"});
+        let mut cfg = ClientConfig {
+            response_schema: Some(schema.clone()),
+            ..ClientConfig::default()
+        };
+        let chat = parsed(&cfg);
+        assert_eq!(chat["response_format"]["type"], "json_schema");
+        assert_eq!(chat["response_format"]["json_schema"]["schema"], schema);
+        assert!(
+            non_standard_hint(&cfg)
+                .unwrap()
+                .contains("checks.structured_output: false")
+        );
+        cfg.endpoint = Endpoint::Responses;
+        let resp = parsed(&cfg);
+        assert_eq!(resp["text"]["format"]["schema"], schema);
+        assert!(resp.get("response_format").is_none());
+        cfg.endpoint = Endpoint::Messages;
+        let msg = parsed(&cfg);
+        assert!(msg.get("response_format").is_none() && msg.get("text").is_none());
     }
 
     #[test]

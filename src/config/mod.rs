@@ -5,6 +5,7 @@
 //!
 //! Nothing here starts a task or opens a socket; the daemon owns reloads.
 
+mod checks;
 pub mod error;
 pub mod locate;
 pub mod plan;

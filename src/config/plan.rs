@@ -7,6 +7,7 @@
 use std::path::Path as FsPath;
 use std::time::Duration;
 
+use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
 use super::locate::Path;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, Target};
@@ -86,6 +87,14 @@ pub struct ScenarioPlan {
     /// Seed of this runner's arrivals and prompts: derived from the global seed and the
     /// names, so it does not change when other targets come and go.
     pub seed: u64,
+    /// The answer checks every successful probe is judged by.
+    pub checks: PlannedChecks,
+    /// A fixed question instead of synthetic prompts.
+    pub prompt: Option<String>,
+    /// Sampling temperature, when the scenario sets one.
+    pub temperature: Option<f64>,
+    /// The request's sampling `seed`, when the scenario sets one.
+    pub sampling_seed: Option<u64>,
 }
 
 /// Reads, parses, validates and resolves a config file.
@@ -213,6 +222,7 @@ fn target(
         timeouts: t.timeouts,
         tls: t.tls.clone(),
         limits: t.limits,
+        response_schema: None,
     };
     // The client's message quotes the URL; show it as `/config` would.
     client.validate().map_err(|e| {
@@ -269,7 +279,11 @@ fn scenarios(
                 )
             })?;
         check_timed(cfg, t, s).map_err(|msg| (path.key("scenarios").index(i), msg))?;
-        scenarios.push(scenario(cfg, t, s, rate.split(shared).hz(), buckets));
+        let sp = path.key("scenarios").index(i);
+        let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
+        plan.checks = plan_checks(t, s, &sp)?;
+        plan.prompt = plan_prompt(s, &sp)?;
+        scenarios.push(plan);
     }
     Ok(scenarios)
 }
@@ -350,6 +364,10 @@ fn scenario(
         buckets: buckets.clone().with_slos([&slo]),
         slo,
         seed: derive_seed(cfg.seed, &t.name, &s.name),
+        checks: PlannedChecks::default(),
+        prompt: None,
+        temperature: s.temperature,
+        sampling_seed: s.seed,
     }
 }
 

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rate::Rate;
+use crate::check::CheckSpec;
 use crate::client::config::duration_str;
 use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
 use crate::secret::Secret;
@@ -314,6 +315,23 @@ pub struct Scenario {
     /// A fixed rate for this scenario instead of its share of the target's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
+    /// Answer checks: what a correct answer looks like. A failed check makes the probe
+    /// not good (`llmprobe_check_failures_total`), never a request failure.
+    #[serde(default, skip_serializing_if = "CheckSpec::is_empty")]
+    pub checks: CheckSpec,
+    /// A fixed question for every probe (a deterministic prompt for answer checks)
+    /// instead of synthetic text of `input_tokens`; the unique nonce still starts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Like `prompt`, read from this file when the config loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_file: Option<PathBuf>,
+    /// Sampling temperature of this scenario's requests (default: the target's, 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Sampling `seed` sent in this scenario's requests, for servers that honour it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl Default for Scenario {
@@ -327,6 +345,11 @@ impl Default for Scenario {
             stream: true,
             slo: SloConfig::default(),
             rate: None,
+            checks: CheckSpec::default(),
+            prompt: None,
+            prompt_file: None,
+            temperature: None,
+            seed: None,
         }
     }
 }

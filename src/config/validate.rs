@@ -175,6 +175,14 @@ fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
                 ),
             ));
         }
+        if let Some(temp) = s.temperature
+            && !(0.0..=2.0).contains(&temp)
+        {
+            return Err((
+                sp.key("temperature"),
+                format!("must be in [0, 2], got {temp}"),
+            ));
+        }
         slo(&s.slo, &sp.key("slo"))?;
         let size = u64::from(s.input_tokens) + u64::from(s.output_tokens);
         if largest_probe.is_none_or(|(l, _)| size > l) {

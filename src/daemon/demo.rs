@@ -1,7 +1,7 @@
 //! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
-//! SLOs, a price, a capacity block, the mock's vLLM-format `/metrics` as the engine),
-//! plus a second target on the Responses API whose answers reason first (TTFA and
+//! SLOs, one with answer checks, a price, a capacity block, the mock's vLLM-format
+//! `/metrics` as the engine), plus a second target on the Responses API whose answers reason first (TTFA and
 //! reasoning tokens).
 
 use std::net::SocketAddr;
@@ -72,6 +72,8 @@ targets:
         input_tokens: 64
         output_tokens: 16
         slo: {{ttft: 100ms, tpot: 20ms, e2e: 500ms}}
+        # Answer checks: the right model, and no output looping on itself.
+        checks: {{expect_model: {model}, max_repetition: 0.5}}
       - name: chat-long
         input_tokens: 512
         output_tokens: 64

@@ -156,27 +156,29 @@ fn start_scenario(
     let plan = t.plan;
     let metrics = &t.shared.metrics;
     // One client (one connection pool) per scenario: `ignore_eos` is per scenario.
-    let client = Arc::new(Client::new(scenario_client(plan, scenario), None)?);
-    let series = Arc::new(metrics.scenario(
-        &plan.name,
-        &plan.model,
-        &scenario.name,
-        &scenario.slo,
-        plan.price,
-        &scenario.buckets,
-    )?);
+    let client = Arc::new(
+        Client::new(scenario_client(plan, scenario), None)?
+            .with_checks(scenario.checks.compiled.clone()),
+    );
+    let kinds: Vec<_> = scenario.checks.compiled.kinds().collect();
+    let series = Arc::new(
+        metrics
+            .scenario(
+                &plan.name,
+                &plan.model,
+                &scenario.name,
+                &scenario.slo,
+                plan.price,
+                &scenario.buckets,
+            )?
+            .with_checks(metrics.check_series(&plan.name, &plan.model, &scenario.name, &kinds)),
+    );
     metrics.set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
     let status = t
         .shared
         .status
         .scenario(&plan.name, &plan.model, &scenario.name);
-    let workload = Workload::synthetic(
-        Lengths::fixed(scenario.input_tokens)?,
-        Lengths::fixed(scenario.output_tokens)?,
-        PromptGenerator::approximate(scenario.shared_prefix_tokens),
-        scenario.seed,
-    )?
-    .with_run_nonce(t.shared.run_nonce);
+    let workload = scenario_workload(scenario)?.with_run_nonce(t.shared.run_nonce);
     let offset = stagger_offset(scenario.rate_hz, stagger.0, stagger.1);
     let arrivals = std::iter::once(offset).chain(
         Schedule::poisson(scenario.rate_hz)?
@@ -239,8 +241,41 @@ fn start_scenario(
 
 /// The client settings of one scenario: the target's, with the scenario's `ignore_eos`
 /// and output-token limit.
+/// What a scenario's probes ask: its fixed question, else synthetic prompts of
+/// `input_tokens`.
+fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
+    let output = Lengths::fixed(scenario.output_tokens)?;
+    let prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
+    Ok(match &scenario.prompt {
+        Some(text) => Workload::dataset(
+            vec![crate::workload::dataset::DatasetEntry {
+                prompt: text.clone(),
+                output_len: None,
+            }],
+            output,
+            true,
+            prompts,
+            scenario.seed,
+        )?,
+        None => Workload::synthetic(
+            Lengths::fixed(scenario.input_tokens)?,
+            output,
+            prompts,
+            scenario.seed,
+        )?,
+    })
+}
+
 fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
+    let mut extra_body = plan.client.extra_body.clone();
+    if let Some(seed) = scenario.sampling_seed {
+        // The target's own extra_body wins: it is the more specific override.
+        extra_body.entry("seed").or_insert(seed.into());
+    }
     ClientConfig {
+        temperature: scenario.temperature.unwrap_or(plan.client.temperature),
+        response_schema: scenario.checks.response_schema(),
+        extra_body,
         ignore_eos: scenario.ignore_eos,
         stream: scenario.stream,
         limits: crate::client::Limits {
@@ -407,10 +442,18 @@ impl Consumer {
                 "probe failed"
             );
         }
-        self.status
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record_probe(r, good, error, crate::export::unix_now());
+        for c in r.failed_checks() {
+            tracing::warn!(
+                target = %self.target,
+                scenario = %self.scenario.name,
+                check = c.check.as_str(),
+                reason = c.reason.as_deref().unwrap_or(""),
+                "answer check failed"
+            );
+        }
+        let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        status.record_probe(r, good, error, crate::export::unix_now());
+        status.record_checks(&r.checks);
     }
 }
 

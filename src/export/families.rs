@@ -5,7 +5,7 @@
 //! list (a test below keeps the two equal).
 
 use super::buckets::Layout;
-use crate::record::{Outcome, Sli};
+use crate::record::{CheckKind, Outcome, Sli};
 use crate::runner::SkipReason;
 
 /// The Prometheus type of a family.
@@ -119,6 +119,11 @@ pub fn skip_reasons() -> Vec<&'static str> {
         .into_iter()
         .map(SkipReason::as_str)
         .collect()
+}
+
+/// The `check` label values, in the order of [`CheckKind::ALL`].
+pub fn checks() -> Vec<&'static str> {
+    CheckKind::ALL.into_iter().map(CheckKind::as_str).collect()
 }
 
 /// The `version` label value of `llmprobe_build_info`.
@@ -292,6 +297,22 @@ pub const SLO_TTFA: Family = gauge(
     "The scenario's configured time-to-first-answer-token objective.",
 )
 .unit("seconds");
+pub const CHECK_RUNS: Family = counter(
+    "llmprobe_check_runs_total",
+    "Successful probes whose answer this check judged (only checks the scenario configures).",
+)
+.extra("check", checks);
+pub const CHECK_FAILURES: Family = counter(
+    "llmprobe_check_failures_total",
+    "Successful probes whose answer failed this check (not good, not a request failure).",
+)
+.extra("check", checks);
+pub const CHECK_LAST_PASSED: Family = gauge(
+    "llmprobe_check_last_passed",
+    "1 when this check passed on the last judged answer, 0 when it failed.",
+)
+.int()
+.extra("check", checks);
 pub const SKIPPED: Family = counter(
     "llmprobe_probes_skipped_total",
     "Arrivals dropped without sending, by reason.",
@@ -454,6 +475,9 @@ pub const FAMILIES: &[Family] = &[
     SLO_E2E,
     SLO_TTFA,
     SKIPPED,
+    CHECK_RUNS,
+    CHECK_FAILURES,
+    CHECK_LAST_PASSED,
     CAP_MAX_SEQS,
     CAP_KV_TOKENS,
     CAP_KV_BYTES,

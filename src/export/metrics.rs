@@ -20,8 +20,8 @@ use super::buckets::Buckets;
 use super::families::{self as f, Scope};
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::registry::Registered;
-use super::series::{ScenarioSeries, TokenPrice, unix_now};
-use crate::record::{Sli, Slo};
+use super::series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
+use crate::record::{CheckKind, Sli, Slo};
 pub use crate::runner::SkipReason;
 
 /// Capacity-model gauges of one target (from `capacity::evaluate`).
@@ -73,6 +73,9 @@ struct ProbeVecs {
     slo_ttfa: GaugeVec,
     reasoning_tokens: IntCounterVec,
     skipped: IntCounterVec,
+    check_runs: IntCounterVec,
+    check_failures: IntCounterVec,
+    check_last_passed: IntGaugeVec,
 }
 
 impl ProbeVecs {
@@ -94,6 +97,9 @@ impl ProbeVecs {
             slo_ttfa: r.gauge_vec(&f::SLO_TTFA)?,
             reasoning_tokens: r.int_counter_vec(&f::REASONING_TOKENS)?,
             skipped: r.int_counter_vec(&f::SKIPPED)?,
+            check_runs: r.int_counter_vec(&f::CHECK_RUNS)?,
+            check_failures: r.int_counter_vec(&f::CHECK_FAILURES)?,
+            check_last_passed: r.int_gauge_vec(&f::CHECK_LAST_PASSED)?,
         })
     }
 
@@ -279,6 +285,7 @@ impl Metrics {
             itl: h.get(&f::ITL)?,
             e2e: h.get(&f::E2E)?,
             dispatch_lag: h.get(&f::DISPATCH_LAG)?,
+            checks: Vec::new(),
         })
     }
 
@@ -303,6 +310,35 @@ impl Metrics {
             }
         }
         met
+    }
+
+    /// The answer-check series of the checks a scenario configures (`kinds`); the
+    /// others stop being exported.
+    pub fn check_series(
+        &self,
+        target: &str,
+        model: &str,
+        scenario: &str,
+        kinds: &[CheckKind],
+    ) -> Vec<CheckSeries> {
+        let p = &self.probe;
+        let mut out = Vec::new();
+        for kind in CheckKind::ALL {
+            let labels = [target, model, scenario, kind.as_str()];
+            if kinds.contains(&kind) {
+                out.push(CheckSeries {
+                    kind,
+                    runs: p.check_runs.with_label_values(&labels),
+                    failures: p.check_failures.with_label_values(&labels),
+                    last_passed: p.check_last_passed.with_label_values(&labels),
+                });
+            } else {
+                let _ = p.check_runs.remove_label_values(&labels);
+                let _ = p.check_failures.remove_label_values(&labels);
+                let _ = p.check_last_passed.remove_label_values(&labels);
+            }
+        }
+        out
     }
 
     /// Publishes a scenario's configured probe rate (per second).

@@ -22,6 +22,6 @@ pub mod status;
 
 pub use buckets::Buckets;
 pub use metrics::{CapacityGauges, EngineGauges, EngineState, Metrics, SkipReason};
-pub use series::{ScenarioSeries, TokenPrice, unix_now};
+pub use series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
 pub use server::{ReloadRequest, ServerState, serve};
 pub use status::{ScenarioStatus, StatusBoard};

@@ -84,6 +84,22 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
         title: "per minute: TTFT p99, goodput, probe rate",
         cell: sparklines_cell,
     },
+    Column {
+        head: "answer checks",
+        title: "the last failure of each answer check, with the reason and an excerpt",
+        cell: |r| {
+            let failures = &r.status.last_check_failures;
+            if failures.is_empty() {
+                "-".to_string()
+            } else {
+                failures
+                    .iter()
+                    .map(|(_, text)| escape(text))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            }
+        },
+    },
 ];
 
 pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use prometheus::{Gauge, Histogram, IntCounter, IntGauge};
 
-use crate::record::{RequestRecord, Sli, Slo};
+use crate::record::{CheckKind, RequestRecord, Sli, Slo};
 use crate::runner::SkipReason;
 
 /// Most per-token ITL observations one probe may add (far above any scenario's
@@ -34,6 +34,16 @@ pub struct ScenarioSeries {
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
     pub(super) dispatch_lag: Histogram,
+    /// The answer-check series of the checks the scenario configures.
+    pub(super) checks: Vec<CheckSeries>,
+}
+
+/// The series of one answer check of one scenario.
+pub struct CheckSeries {
+    pub(super) kind: CheckKind,
+    pub(super) runs: IntCounter,
+    pub(super) failures: IntCounter,
+    pub(super) last_passed: IntGauge,
 }
 
 impl ScenarioSeries {
@@ -70,11 +80,24 @@ impl ScenarioSeries {
                 c.inc();
             }
         }
+        for verdict in &r.checks {
+            if let Some(c) = self.checks.iter().find(|c| c.kind == verdict.check) {
+                c.runs.inc();
+                c.failures.inc_by(u64::from(!verdict.passed));
+                c.last_passed.set(i64::from(verdict.passed));
+            }
+        }
         let good = r.is_good(slo);
         if good {
             self.goodput.inc();
         }
         good
+    }
+
+    /// The same series, with those of the scenario's answer checks.
+    pub fn with_checks(mut self, checks: Vec<CheckSeries>) -> Self {
+        self.checks = checks;
+        self
     }
 
     /// The latency histograms of a successful probe.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::history::{History, ProbeRow};
-use crate::record::{Outcome, RequestRecord};
+use crate::record::{CheckKind, CheckResult, Outcome, RequestRecord};
 
 /// Live state of one target × scenario.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,6 +36,9 @@ pub struct ScenarioStatus {
     pub reasons: BTreeMap<&'static str, u64>,
     /// The last hour and the last probes.
     pub history: History,
+    /// The last failure of each answer check: (check, reason and excerpt), in check
+    /// order. The client bounded and scrubbed both.
+    pub last_check_failures: Vec<(CheckKind, String)>,
 }
 
 impl ScenarioStatus {
@@ -48,6 +51,29 @@ impl ScenarioStatus {
     /// probe finished: the scenario has been tried.
     pub fn tried(&self) -> bool {
         self.sent > 0 || self.skipped > 0 || self.requests > 0
+    }
+
+    /// Keeps the last failure of each check among `verdicts`.
+    pub fn record_checks(&mut self, verdicts: &[CheckResult]) {
+        for v in verdicts.iter().filter(|v| !v.passed) {
+            let text = format!(
+                "{}: {} «{}»",
+                v.check,
+                v.reason.as_deref().unwrap_or(""),
+                v.excerpt.as_deref().unwrap_or("")
+            );
+            match self
+                .last_check_failures
+                .iter_mut()
+                .find(|(k, _)| *k == v.check)
+            {
+                Some(slot) => slot.1 = text,
+                None => {
+                    self.last_check_failures.push((v.check, text));
+                    self.last_check_failures.sort_by_key(|(k, _)| *k);
+                }
+            }
+        }
     }
 
     /// Records one finished probe.

@@ -86,10 +86,10 @@ pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> 
         0
     };
     let mut out = block_stop(open);
-    let stop_reason = if emitted > 0 {
-        "max_tokens"
-    } else {
+    let stop_reason = if w.stopped(emitted) {
         "end_turn"
+    } else {
+        "max_tokens"
     };
     let mut ev = json!({"type": "message_delta",
                         "delta": {"stop_reason": stop_reason, "stop_sequence": null}});
@@ -119,7 +119,7 @@ pub fn full(w: &ChunkWriter, piece: &Piece, usage: Usage) -> Value {
     content.push(json!({"type": "text", "text": piece.answer}));
     json!({"id": w.id, "type": "message", "role": "assistant", "model": w.model,
            "content": content,
-           "stop_reason": if usage.completion > 0 { "max_tokens" } else { "end_turn" },
+           "stop_reason": if w.stopped(usage.completion) { "end_turn" } else { "max_tokens" },
            "stop_sequence": null,
            "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
 }

@@ -61,7 +61,8 @@ pub struct MockArgs {
     /// Kinds: http_500, http_503, http_429[=RETRY_AFTER_S], close_before_response,
     /// reset_mid_stream[=N], stall_before_headers, stall_after_tokens[=N], malformed_json,
     /// no_done, invalid_utf8, huge_line[=BYTES], trickle, wrong_content_type,
-    /// json_instead_of_sse, error_event, empty_completion. A request header
+    /// json_instead_of_sse, error_event, empty_completion; fast but wrong answers:
+    /// garbage, repeat, wrong_model, bad_json, template_leak. A request header
     /// `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: docs/mock.md.
     #[arg(long, value_name = "KIND[=PARAM][:P]")]
     pub fault: Vec<String>,
@@ -77,6 +78,10 @@ pub struct MockArgs {
     /// Duration of the stall faults in milliseconds.
     #[arg(long, default_value_t = 600_000.0)]
     pub stall_ms: f64,
+    /// The answer to stream, split into tokens at words; it stops (`stop`) when the
+    /// text ends. Default: numbered tokens ` tok0 tok1 …` up to the length limit.
+    #[arg(long, value_name = "TEXT")]
+    pub answer: Option<String>,
 }
 
 impl MockArgs {
@@ -106,6 +111,7 @@ impl MockArgs {
             stall: Some(millis("--stall-ms", self.stall_ms)?),
             // A process always runs in real time (see `MockConfig::precise_timer`).
             precise_timer: true,
+            answer: self.answer.clone(),
         })
     }
 }

@@ -67,6 +67,9 @@ pub struct MockConfig {
     /// finishes each wait. Real time only: it must stay off under a paused tokio clock
     /// (tests), so it is off by default and on in the `llmprobe mock` process.
     pub precise_timer: bool,
+    /// The answer text, split into tokens at words; the answer stops (`stop`) when it
+    /// ends. Unset: numbered tokens ` tok0 tok1 …` up to the length limit.
+    pub answer: Option<String>,
 }
 
 impl Default for MockConfig {
@@ -90,11 +93,14 @@ impl Default for MockConfig {
             stall: DEFAULT_STALL,
             shutdown_grace: Duration::from_secs(5),
             precise_timer: false,
+            answer: None,
         }
     }
 }
 
 pub const DEFAULT_MODEL: &str = "mock-llm";
+/// Longest `answer`: a fixed answer to a test question, not a corpus.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// vLLM's default KV block size on GPUs.
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 /// 2048 blocks × 16 = 32768 tokens of KV cache.
@@ -190,6 +196,14 @@ impl MockConfig {
         if self.model.trim().is_empty() {
             crate::usage_bail!("model name must not be empty");
         }
+        if let Some(a) = &self.answer {
+            if a.trim().is_empty() {
+                crate::usage_bail!("the answer must not be empty when set");
+            }
+            if a.len() > MAX_ANSWER_BYTES {
+                crate::usage_bail!("the answer is longer than {MAX_ANSWER_BYTES} bytes");
+            }
+        }
         if matches!(&self.api_key, Some(k) if k.is_empty()) {
             crate::usage_bail!("API key must not be empty when set");
         }
@@ -218,6 +232,7 @@ impl MockConfig {
             stall: flags.stall.unwrap_or(d.stall),
             shutdown_grace: d.shutdown_grace,
             precise_timer: flags.precise_timer,
+            answer: flags.answer,
         };
         config.validate()?;
         Ok(config)
@@ -250,6 +265,7 @@ pub struct MockFlags {
     pub stall: Option<Duration>,
     /// See [`MockConfig::precise_timer`]: only for a process that runs in real time.
     pub precise_timer: bool,
+    pub answer: Option<String>,
 }
 
 /// Parses the values of a repeatable fault flag (`KIND[=PARAM][:P]`); errors start with

@@ -24,20 +24,38 @@ const MAX_HUGE_LINE_BYTES: usize = 1 << 30;
 pub enum FaultKind {
     Http500,
     Http503,
-    Http429 { retry_after_secs: u32 },
+    Http429 {
+        retry_after_secs: u32,
+    },
     CloseBeforeResponse,
-    ResetMidStream { after_tokens: u32 },
+    ResetMidStream {
+        after_tokens: u32,
+    },
     StallBeforeHeaders,
-    StallAfterTokens { after_tokens: u32 },
+    StallAfterTokens {
+        after_tokens: u32,
+    },
     MalformedJson,
     NoDone,
     InvalidUtf8,
-    HugeLine { bytes: usize },
+    HugeLine {
+        bytes: usize,
+    },
     Trickle,
     WrongContentType,
     JsonInsteadOfSse,
     ErrorEvent,
     EmptyCompletion,
+    /// Fast and wrong: random words.
+    Garbage,
+    /// Fast and wrong: one token looped.
+    Repeat,
+    /// Fast and wrong: another model's name in the response.
+    WrongModel,
+    /// Fast and wrong: JSON that never closes.
+    BadJson,
+    /// Fast and wrong: chat-template control tokens in the answer.
+    TemplateLeak,
 }
 
 /// Every kind's name, in documentation order (error messages list them).
@@ -58,6 +76,11 @@ pub const FAULT_NAMES: &[&str] = &[
     "json_instead_of_sse",
     "error_event",
     "empty_completion",
+    "garbage",
+    "repeat",
+    "wrong_model",
+    "bad_json",
+    "template_leak",
 ];
 
 impl FaultKind {
@@ -79,6 +102,11 @@ impl FaultKind {
             FaultKind::JsonInsteadOfSse => "json_instead_of_sse",
             FaultKind::ErrorEvent => "error_event",
             FaultKind::EmptyCompletion => "empty_completion",
+            FaultKind::Garbage => "garbage",
+            FaultKind::Repeat => "repeat",
+            FaultKind::WrongModel => "wrong_model",
+            FaultKind::BadJson => "bad_json",
+            FaultKind::TemplateLeak => "template_leak",
         }
     }
 
@@ -140,6 +168,11 @@ impl FaultKind {
             "json_instead_of_sse" => no_param(FaultKind::JsonInsteadOfSse),
             "error_event" => no_param(FaultKind::ErrorEvent),
             "empty_completion" => no_param(FaultKind::EmptyCompletion),
+            "garbage" => no_param(FaultKind::Garbage),
+            "repeat" => no_param(FaultKind::Repeat),
+            "wrong_model" => no_param(FaultKind::WrongModel),
+            "bad_json" => no_param(FaultKind::BadJson),
+            "template_leak" => no_param(FaultKind::TemplateLeak),
             _ => Err(UsageError::new(format!(
                 "unknown fault {name:?}; expected one of: {}",
                 FAULT_NAMES.join(", ")

@@ -1,6 +1,7 @@
 //! The OpenAI Responses API as the mock streams it: `response.created`, one
 //! `response.output_text.delta` or `response.reasoning_text.delta` per piece of text,
-//! and `response.incomplete` (the mock always stops at the length limit) with usage.
+//! and `response.incomplete` at the length limit (`response.completed` when an `--answer`
+//! ended first) with usage.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -52,19 +53,20 @@ fn usage_json(usage: Usage) -> Value {
            "output_tokens_details": {"reasoning_tokens": usage.reasoning}})
 }
 
-/// `response.incomplete` (`max_output_tokens`) when tokens came out, else
-/// `response.completed`, each with usage unless the mock reports none.
+/// `response.incomplete` (`max_output_tokens`) when the length limit cut the answer,
+/// else `response.completed`, each with usage unless the mock reports none.
 pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
     if !end {
         return Bytes::new();
     }
-    let (kind, status) = if emitted > 0 {
+    let cut = !w.stopped(emitted);
+    let (kind, status) = if cut {
         ("response.incomplete", "incomplete")
     } else {
         ("response.completed", "completed")
     };
     let mut response = response_object(w, status);
-    if emitted > 0 {
+    if cut {
         response["incomplete_details"] = json!({"reason": "max_output_tokens"});
     }
     if let Some(u) = usage {
@@ -95,15 +97,9 @@ pub fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value
                        "content": [{"type": "output_text", "text": piece.answer,
                                     "annotations": []}]}),
     );
-    let mut v = response_object(
-        w,
-        if emitted > 0 {
-            "incomplete"
-        } else {
-            "completed"
-        },
-    );
-    if emitted > 0 {
+    let cut = !w.stopped(emitted);
+    let mut v = response_object(w, if cut { "incomplete" } else { "completed" });
+    if cut {
         v["incomplete_details"] = json!({"reason": "max_output_tokens"});
     }
     v["output"] = Value::Array(output);

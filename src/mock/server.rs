@@ -35,6 +35,7 @@ use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
 use super::openai::{GenRequest, error_body, parse_request};
+use super::voice::{Voice, WRONG_MODEL, split_answer};
 use super::wire::{ChunkWriter, Usage, sse};
 use crate::client::Endpoint;
 use crate::runner::{PreciseTimer, Spins, Timer};
@@ -492,11 +493,16 @@ async fn generate(
         }
     };
     let seq = engine.next_seq();
+    // Per-request jitter stream: reproducible from --seed and the arrival order.
+    let seed = crate::schedule::splitmix64(engine.cfg.seed ^ seq);
+    let writer = answer_writer(&engine, endpoint, seq, &req.model, reasoning, fault, seed);
     let job = Job {
-        output_tokens: engine.output_tokens(req.max_tokens),
-        writer: ChunkWriter::new(endpoint, seq, &req.model, reasoning),
-        // Per-request jitter stream: reproducible from --seed and the arrival order.
-        seed: crate::schedule::splitmix64(engine.cfg.seed ^ seq),
+        output_tokens: writer
+            .natural_len()
+            .map_or(u32::MAX, |n| n.max(1))
+            .min(engine.output_tokens(req.max_tokens)),
+        writer,
+        seed,
         engine,
         req,
         fault,
@@ -509,6 +515,26 @@ async fn generate(
     } else {
         full_response(job, ctl).await
     }
+}
+
+/// The writer of one response: the echoed model (another one under `wrong_model`) and
+/// the voice of `--answer` and the wrong-answer faults.
+fn answer_writer(
+    engine: &Engine,
+    endpoint: Endpoint,
+    seq: u64,
+    model: &str,
+    reasoning: u32,
+    fault: Option<FaultKind>,
+    seed: u64,
+) -> ChunkWriter {
+    let model = if fault == Some(FaultKind::WrongModel) {
+        WRONG_MODEL
+    } else {
+        model
+    };
+    let answer = engine.cfg.answer.as_deref().map(|a| split_answer(a).into());
+    ChunkWriter::new(endpoint, seq, model, reasoning).with_voice(Voice::new(answer, fault, seed))
 }
 
 /// Sleeps for the configured stall, cut short by shutdown.
@@ -579,7 +605,11 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
         completion: emitted,
         reasoning: job.writer.reasoning_of(emitted),
     };
-    let finish = if empty { "stop" } else { "length" };
+    let finish = if job.writer.stopped(emitted) {
+        "stop"
+    } else {
+        "length"
+    };
     let bytes = job
         .writer
         .full_response(emitted, finish, usage)
@@ -853,7 +883,7 @@ async fn emit_tokens(
         }
         let to = sched.emitted();
         let from = to - k;
-        let finish = (to == n).then_some("length");
+        let finish = (to == n).then_some(if w.stopped(to) { "stop" } else { "length" });
         let usage = continuous.then_some(Usage {
             prompt: job.req.prompt_tokens,
             completion: to,

@@ -1,12 +1,13 @@
 //! What every protocol's mock answer is made of: the response's identity
 //! ([`ChunkWriter`]), its tokens (numbered 0..n; the first `reasoning` of them are
-//! reasoning, the rest answer) and SSE framing. Each protocol writes these in its own
+//! reasoning, the rest answer, whose text `voice.rs` says) and SSE framing. Each protocol writes these in its own
 //! form (`openai.rs`, `responses.rs`, `anthropic.rs`); `events.rs` picks the one a
 //! request came in on. Pure: no timing, no IO.
 
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::voice::{Voice, tokens_text};
 use crate::client::Endpoint;
 
 /// Builds the events of one response.
@@ -17,6 +18,8 @@ pub struct ChunkWriter {
     pub model: String,
     /// Output tokens 0..reasoning are reasoning.
     pub reasoning: u32,
+    /// What the answer tokens say.
+    pub voice: Voice,
 }
 
 /// One SSE event: `data: <payload>\n\n`.
@@ -59,7 +62,14 @@ impl ChunkWriter {
             created,
             model: model.to_string(),
             reasoning,
+            voice: Voice::default(),
         }
+    }
+
+    /// The same writer with `voice` saying the answer.
+    pub fn with_voice(mut self, voice: Voice) -> Self {
+        self.voice = voice;
+        self
     }
 
     /// Tokens `from..to` as reasoning and answer text.
@@ -67,8 +77,22 @@ impl ChunkWriter {
         let split = self.reasoning.clamp(from, to.max(from));
         Piece {
             reasoning: tokens_text(from, split),
-            answer: tokens_text(split, to),
+            answer: (split..to.max(split))
+                .map(|i| self.voice.token(i, self.reasoning))
+                .collect(),
         }
+    }
+
+    /// Output tokens after which the answer ends by itself (reasoning included), or
+    /// `None` when only the length limit ends it.
+    pub fn natural_len(&self) -> Option<u32> {
+        self.voice.len().map(|n| n.saturating_add(self.reasoning))
+    }
+
+    /// Whether a response of `emitted` tokens stopped by itself (`stop`, `end_turn`,
+    /// `completed`) rather than at the length limit.
+    pub fn stopped(&self, emitted: u32) -> bool {
+        emitted == 0 || self.natural_len().is_some_and(|n| emitted >= n)
     }
 
     /// The usage a stream's end reports: reasoning tokens are those among `emitted`.
@@ -84,17 +108,6 @@ pub struct Usage {
     pub completion: u32,
     /// Of `completion`, how many were reasoning.
     pub reasoning: u32,
-}
-
-/// The text of output token `i` (0-based): one word per token, so a client counting
-/// whitespace-separated words gets the token count exactly.
-pub fn token_text(i: u32) -> String {
-    format!(" tok{i}")
-}
-
-/// The text of tokens `from..to`.
-pub fn tokens_text(from: u32, to: u32) -> String {
-    (from..to).map(token_text).collect()
 }
 
 #[cfg(test)]
@@ -113,11 +126,5 @@ mod tests {
         assert_eq!((p.reasoning.as_str(), p.answer.as_str()), ("", " tok3"));
         let p = w.piece(0, 1);
         assert_eq!((p.reasoning.as_str(), p.answer.as_str()), (" tok0", ""));
-    }
-
-    #[test]
-    fn token_text_is_one_word_per_token() {
-        assert_eq!(tokens_text(0, 3), " tok0 tok1 tok2");
-        assert_eq!(tokens_text(0, 40).split_whitespace().count(), 40);
     }
 }

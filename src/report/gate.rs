@@ -31,6 +31,8 @@ pub enum Stat {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum GateMetric {
     GoodputRatio,
+    /// Checked answers that failed a check, over checked answers.
+    CheckFailureRatio,
     SuccessRatio,
     ErrorRatio,
     /// Good requests per second.
@@ -46,7 +48,10 @@ pub enum GateMetric {
 impl GateMetric {
     fn unit(self) -> &'static str {
         match self {
-            GateMetric::GoodputRatio | GateMetric::SuccessRatio | GateMetric::ErrorRatio => "",
+            GateMetric::GoodputRatio
+            | GateMetric::CheckFailureRatio
+            | GateMetric::SuccessRatio
+            | GateMetric::ErrorRatio => "",
             GateMetric::Goodput | GateMetric::RequestThroughput => "req/s",
             GateMetric::OutputThroughput => "tok/s",
             GateMetric::Latency(..) => "ms",
@@ -127,6 +132,7 @@ impl Gate {
         let ratio = |n: u64| (r.requests > 0).then(|| n as f64 / r.requests as f64);
         match self.metric {
             GateMetric::GoodputRatio => r.goodput_ratio,
+            GateMetric::CheckFailureRatio => r.check_failure_ratio,
             GateMetric::SuccessRatio => ratio(r.completed),
             GateMetric::ErrorRatio => ratio(r.failed),
             GateMetric::Goodput => Some(r.goodput),
@@ -152,7 +158,9 @@ impl Gate {
             GateMetric::OutputThroughput => "output_throughput".into(),
             GateMetric::Latency(m, Stat::Mean) => figures::latency_key(m, None),
             GateMetric::Latency(m, Stat::Percentile(p)) => figures::latency_key(m, Some(p)),
-            GateMetric::SuccessRatio | GateMetric::ErrorRatio => return None,
+            GateMetric::SuccessRatio | GateMetric::ErrorRatio | GateMetric::CheckFailureRatio => {
+                return None;
+            }
         })
     }
 
@@ -221,13 +229,14 @@ impl FromStr for Gate {
     }
 }
 
-const METRIC_HELP: &str = "goodput-ratio, success-ratio, error-ratio, goodput, \
+const METRIC_HELP: &str = "goodput-ratio, check-failure-ratio, success-ratio, error-ratio, goodput, \
 request-throughput, output-throughput, or ttft|tpot|itl|e2el followed by -mean or -pNN";
 
 fn parse_metric(name: &str) -> Result<GateMetric, String> {
     let lower = name.to_ascii_lowercase();
     Ok(match lower.as_str() {
         "goodput-ratio" => GateMetric::GoodputRatio,
+        "check-failure-ratio" => GateMetric::CheckFailureRatio,
         "success-ratio" => GateMetric::SuccessRatio,
         "error-ratio" => GateMetric::ErrorRatio,
         "goodput" => GateMetric::Goodput,
@@ -270,7 +279,10 @@ fn parse_value(metric: GateMetric, v: &str) -> Result<f64, String> {
         Ok(x)
     };
     match metric {
-        GateMetric::GoodputRatio | GateMetric::SuccessRatio | GateMetric::ErrorRatio => {
+        GateMetric::GoodputRatio
+        | GateMetric::CheckFailureRatio
+        | GateMetric::SuccessRatio
+        | GateMetric::ErrorRatio => {
             let x = match v.strip_suffix('%') {
                 Some(p) => number(p)? / 100.0,
                 None => number(v)?,

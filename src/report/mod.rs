@@ -255,6 +255,16 @@ pub struct RateReport {
     pub goodput: f64,
     /// good / requests (null when no request ended).
     pub goodput_ratio: Option<f64>,
+    /// Completed requests whose answer was checked (present with answer checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_requests: Option<u64>,
+    /// Failed answer checks by check name (a request can fail several).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub check_failures: BTreeMap<String, u64>,
+    /// Checked requests that failed at least one check / checked requests. They are
+    /// completed (not failures) but not good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_failure_ratio: Option<f64>,
     /// Time to first token (t_first − t_send), ms, successful requests.
     pub ttft_ms: LatencyStats,
     /// Time to first answer token (t_first_answer − t_send), ms: present when some
@@ -400,6 +410,9 @@ pub mod test_support {
             completed: 98,
             failed: 2,
             failed_by_reason: BTreeMap::from([("timeout".to_string(), 2)]),
+            checked_requests: None,
+            check_failures: BTreeMap::new(),
+            check_failure_ratio: None,
             skipped_by_reason: BTreeMap::new(),
             warmup_excluded: 0,
             total_input_tokens: 98 * 1024,

@@ -220,7 +220,31 @@ fn format_row(groups: &[Group], widths: &[usize], cells: &[String]) -> String {
     s
 }
 
-/// The lines under the table: failures, token sources, lag warnings, gate verdicts.
+/// The answer-check line of one rate: how many checked answers failed, by check.
+fn check_note(out: &mut String, r: &RateReport) {
+    let (Some(checked), Some(ratio)) = (r.checked_requests, r.check_failure_ratio) else {
+        return;
+    };
+    let failed = (ratio * checked as f64).round();
+    let by_check: Vec<String> = r
+        .check_failures
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = write!(
+        out,
+        "rate {}: answer checks failed on {failed} of {checked} completed requests ({:.1}%)",
+        r.rate,
+        ratio * 100.0
+    );
+    if !by_check.is_empty() {
+        let _ = write!(out, ": {}", by_check.join(", "));
+    }
+    out.push_str(" (completed, not good)\n");
+}
+
+/// The lines under the table: failures, answer checks, token sources, lag warnings,
+/// gate verdicts.
 fn notes(reports: &[RateReport]) -> String {
     let mut out = String::new();
     for r in reports.iter().filter(|r| r.failed > 0) {
@@ -237,6 +261,9 @@ fn notes(reports: &[RateReport]) -> String {
             r.requests,
             reasons.join(", ")
         );
+    }
+    for r in reports {
+        check_note(&mut out, r);
     }
     let mut sources: Vec<&str> = reports
         .iter()

@@ -204,6 +204,35 @@ targets:
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 1}
 EOF
+  # Answer checks on grammar-constrained output: llama-server enforces the response_format
+  # JSON Schema that structured_output sends, so the schema and model checks pass on every
+  # probe, and a regex no answer can match fails on every one.
+  cat <<EOF
+  - name: llama-json
+    base_url: $base
+    model: gemma-3-270m
+    endpoint: chat
+    rate: 0.4/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - name: arithmetic
+        prompt: 'What is 2 + 2? Reply in JSON as {"answer": N}.'
+        output_tokens: 48
+        ignore_eos: false
+        temperature: 0
+        seed: 7
+        checks:
+          # Also sent as response_format json_schema, which llama-server turns into a grammar.
+          expect_json_schema: {type: object, properties: {answer: {type: integer}}, required: [answer], additionalProperties: false}
+          structured_output: true
+          expect_model: gemma-3-270m
+      - name: impossible
+        prompt: 'What is 2 + 2? Reply in JSON as {"answer": N}.'
+        output_tokens: 48
+        ignore_eos: false
+        checks:
+          expect_regex: '^never matches\$'
+EOF
   for endpoint in completions responses messages; do
     cat <<EOF
   - name: llama-$endpoint
@@ -266,6 +295,28 @@ for t in ("llama-chat", "llama-completions", "llama-responses", "llama-messages"
     if not errors:
         print(f"{t}: {n:.0f} probes, 0 failed, {out/n:.1f} tokens/probe, "
               f"TTFT mean {ttft_s/ttft_n*1e3:.0f} ms, ITL mean {itl_s/itl_n*1e3:.1f} ms")
+# Answer checks against grammar-constrained JSON: schema and model pass on every judged
+# answer, the impossible regex fails on every one; none of it is a request failure.
+t = "llama-json"
+def checks(scenario, check, name):
+    return val(name, t, scenario=scenario, check=check)
+for check in ("expect_json_schema", "expect_model"):
+    runs = checks("arithmetic", check, "llmprobe_check_runs_total")
+    failed = checks("arithmetic", check, "llmprobe_check_failures_total")
+    if runs < 1 or failed != 0:
+        errors.append(f"{t}/arithmetic {check}: {failed:.0f} of {runs:.0f} judged answers failed")
+runs = checks("impossible", "expect_regex", "llmprobe_check_runs_total")
+failed = checks("impossible", "expect_regex", "llmprobe_check_failures_total")
+if runs < 1 or failed != runs or checks("impossible", "expect_regex", "llmprobe_check_last_passed") != 0:
+    errors.append(f"{t}/impossible expect_regex: {failed:.0f} of {runs:.0f} failed, want all")
+json_fails = [(l["reason"], v) for l, v in series.get("llmprobe_request_failures_total", [])
+              if l.get("target") == t and v > 0]
+if json_fails:
+    errors.append(f"{t}: failures {json_fails}")
+if not errors:
+    print(f"{t}: JSON schema and model checks passed on "
+          f"{checks('arithmetic', 'expect_json_schema', 'llmprobe_check_runs_total'):.0f} answers, "
+          f"the impossible regex failed on {runs:.0f} of {runs:.0f}")
 # The non-streamed scenario: E2E only.
 whole_n = val("llmprobe_request_duration_seconds_count", "llama-chat", scenario="whole")
 if whole_n < 1 or val("llmprobe_ttft_seconds_count", "llama-chat", scenario="whole") != 0:

@@ -60,6 +60,11 @@ impl Protocol for Chat {
                 f.put("max_completion_tokens", &spec.max_tokens)?;
             }
             f.put("temperature", &cfg.temperature)?;
+            if let Some(schema) = &cfg.response_schema {
+                let format = serde_json::json!({"type": "json_schema", "json_schema":
+                    {"name": "answer", "schema": schema, "strict": true}});
+                f.put("response_format", &format)?;
+            }
             body::length_extensions(f, cfg, spec)
         })
     }
@@ -92,6 +97,8 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
         usage: Option<Usage>,
         #[serde(default)]
         error: Option<ErrorField>,
+        #[serde(default)]
+        model: Option<String>,
     }
     #[derive(Deserialize)]
     struct FullChoice<'a> {
@@ -117,6 +124,7 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
     }
     let mut out = FullAnswer {
         usage: full.usage.unwrap_or_default(),
+        model: full.model,
         ..FullAnswer::default()
     };
     if let Some(choice) = full.choices.into_iter().next() {
@@ -153,6 +161,11 @@ mod tests {
                 reasoning_tokens: Some(4)
             }
         );
+        assert_eq!(a.model, None);
+        let a = Chat
+            .decode_full(br#"{"model":"gemma","choices":[{"message":{"content":"x"}}]}"#)
+            .unwrap();
+        assert_eq!(a.model.as_deref(), Some("gemma"));
     }
 
     #[test]

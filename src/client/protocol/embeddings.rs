@@ -21,6 +21,8 @@ struct Full {
     usage: Option<Usage>,
     #[serde(default)]
     error: Option<ErrorField>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 /// One vector: only whether it is there (a non-empty float array or base64 string).
@@ -78,6 +80,7 @@ impl Protocol for Embeddings {
         Ok(FullAnswer {
             usage: full.usage.unwrap_or_default(),
             embeddings,
+            model: full.model,
             ..FullAnswer::default()
         })
     }

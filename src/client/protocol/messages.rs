@@ -71,6 +71,8 @@ struct MessageObject {
     usage: Option<AnthropicUsage>,
     #[serde(default)]
     error: Option<ErrorObject>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +152,7 @@ impl Protocol for Messages {
         match event_type(ev, e.kind.as_deref()) {
             "message_start" => {
                 let m = e.message.unwrap_or_default();
+                out.model = m.model.map(Cow::Owned);
                 out.usage = m.usage.map(|u| Usage {
                     prompt_tokens: u.prompt_tokens(),
                     // message_start's output_tokens is a placeholder, not a count.
@@ -199,6 +202,7 @@ impl Protocol for Messages {
         }
         let mut out = FullAnswer {
             finish_reason: m.stop_reason,
+            model: m.model,
             usage: m
                 .usage
                 .map(|u| Usage {

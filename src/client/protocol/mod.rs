@@ -29,6 +29,8 @@ pub struct FullAnswer {
     pub reasoning: String,
     pub usage: Usage,
     pub finish_reason: Option<String>,
+    /// The response's `model` field.
+    pub model: Option<String>,
     /// Embeddings only: how many vectors came back.
     pub embeddings: usize,
 }

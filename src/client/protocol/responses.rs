@@ -50,6 +50,8 @@ struct ResponseObject {
     error: Option<ResponseError>,
     #[serde(default)]
     output: Vec<OutputItem>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +146,11 @@ impl Protocol for Responses {
             f.put("temperature", &cfg.temperature)?;
             // A probe's answer is not worth keeping on the server.
             f.put("store", &false)?;
+            if let Some(schema) = &cfg.response_schema {
+                let format = serde_json::json!({"format": {"type": "json_schema",
+                    "name": "answer", "schema": schema, "strict": true}});
+                f.put("text", &format)?;
+            }
             body::length_extensions(f, cfg, spec)
         })
     }
@@ -165,6 +172,7 @@ impl Protocol for Responses {
             "response.completed" | "response.incomplete" => {
                 let r = e.response.unwrap_or_default();
                 out.finish_reason = r.finish_reason().map(Cow::Owned);
+                out.model = r.model.map(Cow::Owned);
                 out.usage = r.usage.map(Usage::from);
                 out.done = true;
             }
@@ -175,7 +183,10 @@ impl Protocol for Responses {
                     .unwrap_or_else(|| ChunkError::Server("response failed".into())));
             }
             "error" => return Err(ChunkError::Server(describe(e.message, e.code))),
-            k if k.starts_with("response.") => {}
+            k if k.starts_with("response.") => {
+                // `response.created` and `response.in_progress` name the model.
+                out.model = e.response.and_then(|r| r.model).map(Cow::Owned);
+            }
             _ => out.unknown = true,
         }
         Ok(out)
@@ -193,6 +204,7 @@ impl Protocol for Responses {
         let mut out = FullAnswer {
             finish_reason: r.finish_reason(),
             usage: r.usage.take().map(Usage::from).unwrap_or_default(),
+            model: r.model.take(),
             ..FullAnswer::default()
         };
         for item in r.output {

@@ -1,0 +1,120 @@
+//! A scenario's answer checks and fixed question, resolved: the checks compiled (a bad
+//! regex or schema is an error at its `checks.FIELD`), refused where the protocol
+//! cannot carry them, and a `prompt_file` read.
+
+use std::sync::Arc;
+
+use super::locate::Path;
+use super::schema::{Scenario, Target};
+use crate::check::{CheckSpec, Checks, SchemaSource};
+use crate::client::Endpoint;
+use crate::record::CheckKind;
+
+/// Largest `prompt_file` read: a question, not a corpus.
+const MAX_PROMPT_BYTES: u64 = 1 << 20;
+
+/// Compiled checks with what they were compiled from, so a reload restarts a scenario
+/// exactly when its checks (or a schema file's content) changed.
+#[derive(Debug, Clone, Default)]
+pub struct PlannedChecks {
+    pub spec: CheckSpec,
+    /// The JSON Schema as loaded (a file's content at load time).
+    schema: Option<serde_json::Value>,
+    pub compiled: Arc<Checks>,
+}
+
+impl PlannedChecks {
+    /// The schema to ask for with the request's structured-output field, when the
+    /// checks say so.
+    pub fn response_schema(&self) -> Option<serde_json::Value> {
+        self.schema.clone().filter(|_| self.spec.structured_output)
+    }
+}
+
+impl PartialEq for PlannedChecks {
+    fn eq(&self, other: &Self) -> bool {
+        self.spec == other.spec && self.schema == other.schema
+    }
+}
+
+/// The checks of scenario `s` (at `path`) of target `t`.
+pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedChecks, (Path, String)> {
+    let at = |field: &str| path.key("checks").key(field);
+    let schema = match &s.checks.expect_json_schema {
+        Some(src) => Some(src.load().map_err(|e| (at(e.field), e.message))?),
+        None => None,
+    };
+    // Compile from the loaded schema, so the plan judges what it compared.
+    let spec = CheckSpec {
+        expect_json_schema: schema.clone().map(SchemaSource::Inline),
+        ..s.checks.clone()
+    };
+    let compiled = spec.compile().map_err(|e| (at(e.field), e.message))?;
+    if !t.endpoint.generates()
+        && let Some(kind) = compiled.kinds().find(|k| *k != CheckKind::ExpectModel)
+    {
+        return Err((
+            at(kind.as_str()),
+            format!(
+                "endpoint {} generates no text: only expect_model can check it",
+                t.endpoint.as_str()
+            ),
+        ));
+    }
+    if s.checks.structured_output && !matches!(t.endpoint, Endpoint::Chat | Endpoint::Responses) {
+        return Err((
+            at("structured_output"),
+            format!(
+                "endpoint {} has no structured-output field (chat and responses do)",
+                t.endpoint.as_str()
+            ),
+        ));
+    }
+    Ok(PlannedChecks {
+        spec: s.checks.clone(),
+        schema,
+        compiled: Arc::new(compiled),
+    })
+}
+
+/// The scenario's fixed question: `prompt`, or `prompt_file` read (bounded).
+pub fn plan_prompt(s: &Scenario, path: &Path) -> Result<Option<String>, (Path, String)> {
+    let text = match (&s.prompt, &s.prompt_file) {
+        (Some(_), Some(_)) => {
+            return Err((
+                path.key("prompt_file"),
+                "set prompt or prompt_file, not both".into(),
+            ));
+        }
+        (Some(p), None) => p.clone(),
+        (None, Some(file)) => {
+            use std::io::Read;
+            let mut text = String::new();
+            std::fs::File::open(file)
+                .and_then(|f| f.take(MAX_PROMPT_BYTES + 1).read_to_string(&mut text))
+                .map_err(|e| {
+                    (
+                        path.key("prompt_file"),
+                        format!("cannot read {}: {e}", file.display()),
+                    )
+                })?;
+            if text.len() as u64 > MAX_PROMPT_BYTES {
+                return Err((
+                    path.key("prompt_file"),
+                    format!("{} is larger than {MAX_PROMPT_BYTES} bytes", file.display()),
+                ));
+            }
+            text
+        }
+        (None, None) => return Ok(None),
+    };
+    if text.trim().is_empty() {
+        let field = if s.prompt.is_some() {
+            "prompt"
+        } else {
+            "prompt_file"
+        };
+        return Err((path.key(field), "the prompt must not be empty".into()));
+    }
+    Ok(Some(text))
+}
