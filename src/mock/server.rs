@@ -264,12 +264,14 @@ async fn serve_connection(stream: TcpStream, app: Router, cancel: CancellationTo
 type Shared = Arc<Engine>;
 
 fn routes(engine: Shared) -> Router {
-    Router::new()
-        .route(Endpoint::Chat.path(), post(chat))
-        .route(Endpoint::Completions.path(), post(completions))
-        .route(Endpoint::Responses.path(), post(responses))
-        .route(Endpoint::Messages.path(), post(messages))
-        .route(Endpoint::Embeddings.path(), post(embeddings_route))
+    let mut router = Router::new();
+    for endpoint in Endpoint::ALL {
+        router = router.route(
+            endpoint.path(),
+            post(move |state, ctl, headers, body| route_for(endpoint, state, ctl, headers, body)),
+        );
+    }
+    router
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -352,49 +354,15 @@ async fn models(State(engine): State<Shared>, headers: HeaderMap) -> Response {
         .into_response()
 }
 
-async fn chat(
+/// The handler of one generating route: every protocol shares `generate`.
+async fn route_for(
+    endpoint: Endpoint,
     State(engine): State<Shared>,
     Extension(ctl): Extension<ConnCtl>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(engine, ctl, headers, body, Endpoint::Chat).await
-}
-
-async fn completions(
-    State(engine): State<Shared>,
-    Extension(ctl): Extension<ConnCtl>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    generate(engine, ctl, headers, body, Endpoint::Completions).await
-}
-
-async fn responses(
-    State(engine): State<Shared>,
-    Extension(ctl): Extension<ConnCtl>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    generate(engine, ctl, headers, body, Endpoint::Responses).await
-}
-
-async fn messages(
-    State(engine): State<Shared>,
-    Extension(ctl): Extension<ConnCtl>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    generate(engine, ctl, headers, body, Endpoint::Messages).await
-}
-
-async fn embeddings_route(
-    State(engine): State<Shared>,
-    Extension(ctl): Extension<ConnCtl>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    generate(engine, ctl, headers, body, Endpoint::Embeddings).await
+    generate(engine, ctl, headers, body, endpoint).await
 }
 
 /// One request's plan, shared by the streaming and the one-shot paths.
