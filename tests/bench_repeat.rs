@@ -1,7 +1,7 @@
 //! Repeat runs, confidence intervals, `report compare`, `--warmup auto` and the constant
 //! arrival process, end to end against the in-process mock. The mock's timing is the
 //! truth: TPOT is its ITL (5 ms here), so the interval of the mean TPOT over repeat
-//! runs must hug 5 ms; TTFT can only come out above its 40 ms (the mock
+//! runs must contain 5 ms (to the mock's timer resolution); TTFT can only come out above its 40 ms (the mock
 //! starts its clock when it has read the request), so its interval must sit just above.
 
 use std::path::Path;
@@ -60,12 +60,13 @@ fn repeat_intervals_contain_the_mock_truth() {
     assert_eq!(s["requests"], 200);
     assert!(stdout.contains("rate 20: mean of 5 runs"), "{stdout}");
     assert!(stdout.contains('±'), "{stdout}");
-    // The mock's timer can only fire late, by microseconds on a busy machine, so the
-    // interval may sit just above 5 ms without covering it; it must hug it.
+    // The interval can be a few microseconds wide, narrower than the mock's own
+    // timer jitter (its tokens fire late, never early), so it must contain 5 ms once
+    // widened by that 0.1 ms resolution.
     let (lo, hi) = ci(s, "tpot_ms.mean");
     assert!(
-        lo <= hi && lo >= 4.9 && hi <= 5.25,
-        "TPOT mean interval [{lo}, {hi}] is not at the mock's 5 ms"
+        lo <= hi && lo - 0.1 <= 5.0 && 5.0 <= hi + 0.1,
+        "TPOT mean interval [{lo}, {hi}] misses the mock's 5 ms"
     );
     let (lo, hi) = ci(s, "ttft_ms.p50");
     assert!(lo >= 40.0 && hi < 50.0, "TTFT median interval [{lo}, {hi}]");
