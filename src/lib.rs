@@ -32,6 +32,7 @@ pub mod report;
 pub mod runner;
 pub mod schedule;
 pub mod secret;
+pub mod selfcheck;
 pub mod web;
 pub mod workload;
 

@@ -65,6 +65,15 @@ impl Dispatch {
     pub fn elapsed(&self) -> Duration {
         Instant::now().saturating_duration_since(self.run_start)
     }
+
+    /// The record of a request whose prompt could not be built: the plan checked the
+    /// lengths, so this is a bug worth seeing, not a failure of the target.
+    pub fn unbuilt(&self, e: &anyhow::Error) -> RequestRecord {
+        let mut r = RequestRecord::new(self.id, self.t_sched, self.elapsed());
+        r.outcome = Outcome::StreamError;
+        r.error = Some(format!("building the prompt: {e:#}"));
+        r
+    }
 }
 
 /// What to do with an arrival when `max_inflight` requests are already in flight.

@@ -188,10 +188,14 @@ fn http_get(addr: &str, path: &str) -> String {
 
 /// `# HELP`/`# TYPE` lines as they are; each sample as `name{labels}` without its value
 /// (bucket boundaries are the `le` label, so they stay), sorted and de-duplicated;
-/// process_* series, which depend on the OS, only by name.
+/// process_* series, which depend on the OS, only by name; the cgroup series, present
+/// only where the cgroup's `cpu.stat` is readable, not at all.
 fn metric_shape(text: &str) -> String {
     let mut lines = BTreeSet::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.contains("llmprobe_cgroup_"))
+    {
         if line.starts_with('#') {
             lines.insert(line.to_string());
         } else if line.starts_with("process_") {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
 use super::locate::Path;
-use super::schema::{Config, HeaderSource, HeaderValue, Scenario, Target};
+use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
 use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
@@ -24,6 +24,8 @@ pub struct Plan {
     pub listen: String,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
+    /// The self-check, when enabled.
+    pub self_check: Option<SelfCheckConfig>,
     /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
     /// thresholds ([`ScenarioPlan::buckets`]).
     pub buckets: Buckets,
@@ -151,6 +153,7 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         listen: cfg.listen.clone(),
         grace_period: cfg.grace_period,
         engine_scrape_interval: cfg.engine_scrape_interval,
+        self_check: cfg.self_check.enabled.then(|| cfg.self_check.clone()),
         buckets,
         targets,
         redacted_yaml,

@@ -51,6 +51,12 @@ impl Rate {
         unit: RateUnit::Minute,
     };
 
+    /// The default rate of the daemon's self-check.
+    pub const SIX_PER_MINUTE: Rate = Rate {
+        per_second: 0.1,
+        unit: RateUnit::Minute,
+    };
+
     pub fn per_second(v: f64) -> Result<Rate, String> {
         Rate::new(v, RateUnit::Second)
     }

@@ -44,6 +44,11 @@ pub struct Config {
     /// Values every target inherits unless it sets its own.
     #[serde(default)]
     pub defaults: Defaults,
+    /// The daemon measuring itself: probes of an in-process reference engine whose
+    /// timing is known, through the same client as every target, exported as the
+    /// prober's own error bar (`llmprobe_self_check_*`).
+    #[serde(default)]
+    pub self_check: SelfCheckConfig,
     /// The endpoints to probe.
     pub targets: Vec<Target>,
 }
@@ -100,6 +105,57 @@ impl Default for Defaults {
             slo: SloConfig::default(),
         }
     }
+}
+
+/// The self-check's reference engine and how often it is probed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelfCheckConfig {
+    /// On by default: an instrument should say when it is wrong.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Self-probes per second, minute or hour (Poisson arrivals, like a target's).
+    #[serde(default = "default_self_check_rate")]
+    pub rate: Rate,
+    /// The reference engine's time to first token (its truth for the TTFT error).
+    #[serde(default = "default_self_check_ttft", with = "duration_str")]
+    #[schemars(with = "String")]
+    pub ttft: Duration,
+    /// The reference engine's gap between tokens (its truth for the ITL error).
+    #[serde(default = "default_self_check_itl", with = "duration_str")]
+    #[schemars(with = "String")]
+    pub itl: Duration,
+    /// Tokens of each self-probe's answer.
+    #[serde(default = "default_self_check_output_tokens")]
+    pub output_tokens: u32,
+}
+
+impl Default for SelfCheckConfig {
+    fn default() -> Self {
+        SelfCheckConfig {
+            enabled: true,
+            rate: default_self_check_rate(),
+            ttft: default_self_check_ttft(),
+            itl: default_self_check_itl(),
+            output_tokens: default_self_check_output_tokens(),
+        }
+    }
+}
+
+fn default_self_check_rate() -> Rate {
+    Rate::SIX_PER_MINUTE
+}
+
+fn default_self_check_ttft() -> Duration {
+    Duration::from_millis(50)
+}
+
+fn default_self_check_itl() -> Duration {
+    Duration::from_millis(5)
+}
+
+fn default_self_check_output_tokens() -> u32 {
+    16
 }
 
 fn default_rate() -> Rate {

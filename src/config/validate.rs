@@ -3,9 +3,10 @@
 //! rule returns the path of the offending node so the error carries its position.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use super::locate::Path;
-use super::schema::{BucketsConfig, Config, HeaderValue, SloConfig, Target};
+use super::schema::{BucketsConfig, Config, HeaderValue, SelfCheckConfig, SloConfig, Target};
 
 /// A rule violation: where and what.
 pub type Violation = (Path, String);
@@ -32,6 +33,7 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
         ));
     }
     buckets(&cfg.buckets, &root.key("buckets"))?;
+    self_check(&cfg.self_check, &root.key("self_check"))?;
     let defaults = root.key("defaults");
     if cfg.defaults.max_inflight == 0 {
         return Err((defaults.key("max_inflight"), "must be at least 1".into()));
@@ -51,6 +53,27 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
             ));
         }
         target(t, &path)?;
+    }
+    Ok(())
+}
+
+/// The reference engine must be one the mock can be and a self-probe must have a
+/// token gap to judge.
+fn self_check(c: &SelfCheckConfig, path: &Path) -> Result<(), Violation> {
+    if !(2..=1024).contains(&c.output_tokens) {
+        return Err((
+            path.key("output_tokens"),
+            "must be between 2 and 1024 (the ITL error needs a gap between tokens)".into(),
+        ));
+    }
+    if c.itl.is_zero() || c.itl > Duration::from_secs(1) {
+        return Err((
+            path.key("itl"),
+            "must be greater than zero and at most 1s".into(),
+        ));
+    }
+    if c.ttft > Duration::from_secs(10) {
+        return Err((path.key("ttft"), "must be at most 10s".into()));
     }
     Ok(())
 }

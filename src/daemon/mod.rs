@@ -11,6 +11,7 @@
 pub mod budget;
 pub mod demo;
 pub mod engine;
+pub mod self_check;
 pub mod source;
 pub mod target;
 
@@ -26,6 +27,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::schema::SelfCheckConfig;
 use crate::config::{Plan, plan};
 use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
 use crate::web::{Web, WebOptions};
@@ -94,6 +96,7 @@ impl Daemon {
             scrape_interval,
             plan: None,
             targets: BTreeMap::new(),
+            self_check: None,
             stopping: Vec::new(),
         };
         control.apply(plan);
@@ -187,6 +190,7 @@ struct Control {
     scrape_interval: watch::Sender<Duration>,
     plan: Option<Plan>,
     targets: BTreeMap<String, RunningTarget>,
+    self_check: Option<self_check::RunningSelfCheck>,
     /// Targets stopped by a reload, still finishing their in-flight probes.
     stopping: Vec<JoinHandle<()>>,
 }
@@ -221,6 +225,9 @@ impl Control {
             grace_period = ?self.grace_period,
             "shutting down: no new probes, waiting for in-flight ones"
         );
+        if let Some(s) = self.self_check.take() {
+            s.stop();
+        }
         let mut waits: Vec<JoinHandle<()>> = std::mem::take(&mut self.stopping);
         for (_, t) in std::mem::take(&mut self.targets) {
             waits.push(t.stop(self.grace_period));
@@ -269,6 +276,23 @@ impl Control {
         }
     }
 
+    /// Starts, restarts or stops the self-check to match `config`.
+    fn apply_self_check(&mut self, config: Option<&SelfCheckConfig>) {
+        if self.self_check.as_ref().map(|s| &s.config) == config {
+            return;
+        }
+        if let Some(running) = self.self_check.take() {
+            running.stop();
+        }
+        self.self_check = config.map(|c| {
+            self_check::start(
+                c.clone(),
+                self.shared.metrics.clone(),
+                u64::from(self.shared.run_nonce),
+            )
+        });
+    }
+
     /// Makes the running targets match `plan`.
     fn apply(&mut self, plan: Plan) {
         let metrics = self.shared.metrics.clone();
@@ -288,6 +312,7 @@ impl Control {
             *v = plan.engine_scrape_interval;
             changed
         });
+        self.apply_self_check(plan.self_check.as_ref());
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
         let mut old = std::mem::take(&mut self.targets);

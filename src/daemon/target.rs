@@ -207,14 +207,7 @@ fn start_scenario(
                 let _inflight = inflight;
                 match workload.spec(d.id) {
                     Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
-                    Err(e) => {
-                        // Only a prompt that cannot be built ends here; the plan
-                        // checked the lengths, so this is a bug worth seeing.
-                        let mut r = RequestRecord::new(d.id, d.t_sched, d.elapsed());
-                        r.outcome = Outcome::StreamError;
-                        r.error = Some(format!("building the prompt: {e:#}"));
-                        r
-                    }
+                    Err(e) => d.unbuilt(&e),
                 }
             }
         }

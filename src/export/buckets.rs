@@ -31,6 +31,12 @@ pub const DISPATCH_LAG: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
 ];
 
+/// The self-check's error buckets: 50 µs (a good client on an idle machine) to 1 s (a
+/// throttled one).
+pub const SELF_CHECK_ERROR: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
 /// Histogram bucket upper bounds (seconds) per latency metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Buckets {
@@ -49,6 +55,8 @@ pub enum Layout {
     Itl,
     E2e,
     DispatchLag,
+    /// Fixed: [`SELF_CHECK_ERROR`], whatever the configured buckets.
+    SelfCheckError,
 }
 
 impl Layout {
@@ -60,6 +68,7 @@ impl Layout {
             Layout::Itl => &buckets.itl,
             Layout::E2e => &buckets.e2e,
             Layout::DispatchLag => &buckets.dispatch_lag,
+            Layout::SelfCheckError => SELF_CHECK_ERROR,
         }
     }
 }

@@ -46,6 +46,9 @@ pub enum Scope {
     Engine,
     /// The daemon's own series, never removed.
     Daemon,
+    /// The daemon's own series read from the OS at each scrape (cgroup CPU throttling),
+    /// absent where unreadable; no registered handle.
+    Process,
 }
 
 /// The label after a family's scope labels (`target, model, scenario` for a scenario
@@ -84,7 +87,7 @@ impl Family {
         let mut labels = match self.scope {
             Scope::Scenario => PROBE_LABELS.to_vec(),
             Scope::Capacity | Scope::Engine => TARGET_LABELS.to_vec(),
-            Scope::Daemon => Vec::new(),
+            Scope::Daemon | Scope::Process => Vec::new(),
         };
         labels.extend(self.extra.map(|e| e.label));
         labels
@@ -451,6 +454,54 @@ pub const TARGETS: Family = gauge("llmprobe_targets", "Targets configured.")
     .int()
     .scope(Scope::Daemon);
 
+// The prober's own error bar.
+
+pub const SELF_CHECK_TTFT_ERROR: Family = histogram(
+    "llmprobe_self_check_ttft_error_seconds",
+    "Self-probes: measured TTFT minus the reference engine's (what this process adds).",
+    Layout::SelfCheckError,
+)
+.scope(Scope::Daemon);
+pub const SELF_CHECK_ITL_ERROR: Family = histogram(
+    "llmprobe_self_check_itl_error_seconds",
+    "Self-probes: distance of each per-token ITL from the reference engine's.",
+    Layout::SelfCheckError,
+)
+.scope(Scope::Daemon);
+pub const SELF_CHECK_DISPATCH_LAG: Family = histogram(
+    "llmprobe_self_check_dispatch_lag_seconds",
+    "Self-probes: actual send time minus scheduled send time.",
+    Layout::DispatchLag,
+)
+.scope(Scope::Daemon);
+pub const SELF_CHECK_PROBES: Family = counter(
+    "llmprobe_self_check_probes_total",
+    "Self-probes completed (any outcome).",
+)
+.scope(Scope::Daemon);
+pub const SELF_CHECK_FAILURES: Family = counter(
+    "llmprobe_self_check_failures_total",
+    "Self-probes that failed: the prober cannot even measure a loopback engine.",
+)
+.scope(Scope::Daemon);
+pub const CGROUP_THROTTLED_SECONDS: Family = counter(
+    "llmprobe_cgroup_cpu_throttled_seconds_total",
+    "Time the process' cgroup was CPU-throttled (cpu.stat throttled_usec); absent where unreadable.",
+)
+.float()
+.scope(Scope::Process)
+.unit("seconds");
+pub const CGROUP_THROTTLED_PERIODS: Family = counter(
+    "llmprobe_cgroup_cpu_throttled_periods_total",
+    "CFS periods in which the process' cgroup was throttled (cpu.stat nr_throttled).",
+)
+.scope(Scope::Process);
+pub const CGROUP_PERIODS: Family = counter(
+    "llmprobe_cgroup_cpu_periods_total",
+    "CFS periods of the process' cgroup with a CPU limit in force (cpu.stat nr_periods).",
+)
+.scope(Scope::Process);
+
 /// Every family, in the order of docs/metrics.md.
 pub const FAMILIES: &[Family] = &[
     REQUESTS,
@@ -502,11 +553,22 @@ pub const FAMILIES: &[Family] = &[
     RELOAD_OK,
     RELOAD_TS,
     TARGETS,
+    SELF_CHECK_TTFT_ERROR,
+    SELF_CHECK_ITL_ERROR,
+    SELF_CHECK_DISPATCH_LAG,
+    SELF_CHECK_PROBES,
+    SELF_CHECK_FAILURES,
+    CGROUP_THROTTLED_SECONDS,
+    CGROUP_THROTTLED_PERIODS,
+    CGROUP_PERIODS,
 ];
 
-/// The histogram families, in list order.
+/// The per-scenario histogram families (each series with its own layout), in list
+/// order.
 pub fn histograms() -> impl Iterator<Item = &'static Family> {
-    FAMILIES.iter().filter(|f| f.kind == Kind::Histogram)
+    FAMILIES
+        .iter()
+        .filter(|f| f.kind == Kind::Histogram && f.scope == Scope::Scenario)
 }
 
 #[cfg(test)]
@@ -580,6 +642,7 @@ mod tests {
             ),
             ("- E2E: ", show(buckets::VLLM_E2E)),
             ("- Dispatch lag: ", show(buckets::DISPATCH_LAG)),
+            ("- Self-check errors: ", show(buckets::SELF_CHECK_ERROR)),
         ] {
             let line = DOC.lines().find(|l| l.starts_with(prefix));
             assert_eq!(line, Some(format!("{prefix}{bounds}").as_str()));

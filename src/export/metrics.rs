@@ -17,9 +17,11 @@ use prometheus::{
 };
 
 use super::buckets::Buckets;
+use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::registry::Registered;
+use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
 use crate::record::{CheckKind, Sli, Slo};
 pub use crate::runner::SkipReason;
@@ -217,6 +219,7 @@ pub struct Metrics {
     engine: EngineVecs,
     daemon: DaemonGauges,
     histograms: Arc<LatencyHistograms>,
+    self_check: SelfCheckSeries,
     /// Per target: what `set_engine` and `set_headroom` last published, for the page.
     engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
 }
@@ -231,7 +234,9 @@ impl Metrics {
         let histograms = Arc::new(LatencyHistograms::new()?);
         registry.register(Box::new(SharedCollector(histograms.clone())))?;
         register_process_collector(&registry);
+        registry.register(Box::new(CgroupCollector::for_self()?))?;
         Ok(Arc::new(Metrics {
+            self_check: SelfCheckSeries::new(&registered)?,
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
@@ -471,6 +476,11 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(target);
+    }
+
+    /// The series self-probes move.
+    pub fn self_check(&self) -> &SelfCheckSeries {
+        &self.self_check
     }
 
     /// Records the outcome of a configuration (re)load.

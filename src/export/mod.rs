@@ -6,15 +6,18 @@
 //! path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
 //! `/config`, `/`, `/target/NAME`); `status` is the per-target board behind `/` and
 //! `/-/ready`, `history` its bounded memory of the last hour, `page` and `sparkline`
-//! the HTML. Nothing here probes or schedules.
+//! the HTML; `self_check` the prober's own error series and `cgroup` its CPU throttling.
+//! Nothing here probes or schedules.
 
 pub mod buckets;
+pub mod cgroup;
 pub mod families;
 pub mod histograms;
 pub mod history;
 pub mod metrics;
 pub mod page;
 pub mod registry;
+pub mod self_check;
 pub mod series;
 pub mod server;
 pub mod sparkline;
@@ -22,6 +25,7 @@ pub mod status;
 
 pub use buckets::Buckets;
 pub use metrics::{CapacityGauges, EngineGauges, EngineState, Metrics, SkipReason};
+pub use self_check::{SelfCheckSeries, SelfProbe};
 pub use series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
 pub use server::{ReloadRequest, ServerState, serve};
 pub use status::{ScenarioStatus, StatusBoard};

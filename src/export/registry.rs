@@ -1,12 +1,14 @@
-//! The registered collectors of every non-histogram family in [`super::families`], made
+//! The registered collectors of every family but the per-scenario histograms in [`super::families`], made
 //! from the list and looked up by family: registration and the removal of a target's
 //! or scenario's series are loops over the list, never a hand-kept enumeration.
 
 use prometheus::core::Collector;
 use prometheus::{
-    CounterVec, Gauge, GaugeVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    CounterVec, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry,
 };
 
+use super::buckets::Buckets;
 use super::families::{FAMILIES, Family, Kind, Scope, Value};
 
 /// The collector of one family, of the type its kind, value type and labels ask for.
@@ -18,6 +20,8 @@ pub enum Handle {
     GaugeVec(GaugeVec),
     IntGauge(IntGauge),
     Gauge(Gauge),
+    IntCounter(IntCounter),
+    Histogram(Histogram),
 }
 
 impl Handle {
@@ -37,6 +41,13 @@ impl Handle {
             (Kind::Gauge, Value::Float, false) => Handle::GaugeVec(GaugeVec::new(opts, &labels)?),
             (Kind::Gauge, Value::Int, true) => Handle::IntGauge(IntGauge::with_opts(opts)?),
             (Kind::Gauge, Value::Float, true) => Handle::Gauge(Gauge::with_opts(opts)?),
+            (Kind::Counter, Value::Int, true) => Handle::IntCounter(IntCounter::with_opts(opts)?),
+            (Kind::Histogram, _, true) => {
+                let defaults = Buckets::vllm();
+                let bounds = f.buckets.map_or(Vec::new(), |l| l.of(&defaults).to_vec());
+                let opts = HistogramOpts::new(f.name, f.help).buckets(bounds);
+                Handle::Histogram(Histogram::with_opts(opts)?)
+            }
             _ => {
                 return Err(prometheus::Error::Msg(format!(
                     "{}: no collector for this kind of family",
@@ -54,6 +65,8 @@ impl Handle {
             Handle::GaugeVec(v) => Box::new(v.clone()),
             Handle::IntGauge(v) => Box::new(v.clone()),
             Handle::Gauge(v) => Box::new(v.clone()),
+            Handle::IntCounter(v) => Box::new(v.clone()),
+            Handle::Histogram(v) => Box::new(v.clone()),
         }
     }
 
@@ -65,7 +78,10 @@ impl Handle {
             Handle::CounterVec(v) => v.remove_label_values(labels),
             Handle::IntGaugeVec(v) => v.remove_label_values(labels),
             Handle::GaugeVec(v) => v.remove_label_values(labels),
-            Handle::IntGauge(_) | Handle::Gauge(_) => Ok(()),
+            Handle::IntGauge(_)
+            | Handle::Gauge(_)
+            | Handle::IntCounter(_)
+            | Handle::Histogram(_) => Ok(()),
         };
     }
 }
@@ -78,7 +94,12 @@ pub struct Registered {
 impl Registered {
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let mut handles = Vec::with_capacity(FAMILIES.len());
-        for f in FAMILIES.iter().filter(|f| f.kind != Kind::Histogram) {
+        // Per-scenario histograms live in `LatencyHistograms` (a layout per series);
+        // process families are read at scrape time by their own collector.
+        let own = |f: &&Family| {
+            !(f.kind == Kind::Histogram && f.scope == Scope::Scenario) && f.scope != Scope::Process
+        };
+        for f in FAMILIES.iter().filter(own) {
             let h = Handle::new(f)?;
             registry.register(h.boxed())?;
             handles.push((f, h));
@@ -136,6 +157,20 @@ impl Registered {
     pub fn gauge(&self, f: &Family) -> prometheus::Result<Gauge> {
         match self.get(f)? {
             Handle::Gauge(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn int_counter(&self, f: &Family) -> prometheus::Result<IntCounter> {
+        match self.get(f)? {
+            Handle::IntCounter(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn histogram(&self, f: &Family) -> prometheus::Result<Histogram> {
+        match self.get(f)? {
+            Handle::Histogram(v) => Ok(v.clone()),
             _ => Err(Self::mismatch(f)),
         }
     }

@@ -126,11 +126,12 @@ for r in recs:
             errors.append(f"request {rid}: a non-streamed answer with a first token")
         continue
     ttft = r["t_first"] - r["t_send"]
-    if not 0 < ttft < 10:
+    # Sanity bounds, not performance ones: a CPU-starved server is slow, not wrong.
+    if not 0 < ttft < 30:
         errors.append(f"request {rid}: TTFT {ttft:.3f} s")
     ats = [c["at"] for c in chunks]
     gaps = [b - a for a, b in zip(ats, ats[1:])]
-    if gaps and (min(gaps) < 0 or max(gaps) > 3):
+    if gaps and (min(gaps) < 0 or max(gaps) > 20):
         errors.append(f"request {rid}: chunk gaps {min(gaps):.4f}..{max(gaps):.4f} s")
 if errors:
     print("\n".join(errors), file=sys.stderr)

@@ -1,0 +1,136 @@
+//! The daemon's self-check: self-probes of the reference engine (src/selfcheck/) at the
+//! configured Poisson rate, forever, through the same client, runner and timer as every
+//! target's probes, on the same runtime. Each record's errors against the engine's
+//! truth go to the `llmprobe_self_check_*` series.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::schema::SelfCheckConfig;
+use crate::export::{Metrics, SelfProbe};
+use crate::runner::{self, Dispatch, RunConfig, RunEvent, Stop};
+use crate::schedule::Schedule;
+use crate::selfcheck::{self, ProbeError, ReferenceEngine, Truth};
+
+/// When the first self-probe goes out after a start.
+const FIRST_PROBE: Duration = Duration::from_secs(1);
+
+/// A running self-check: its config (to notice a change on reload) and its task.
+pub struct RunningSelfCheck {
+    pub config: SelfCheckConfig,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl RunningSelfCheck {
+    /// Stops the self-check; a self-probe in flight is dropped (it measures nothing a
+    /// user needs), and so is the reference engine.
+    pub fn stop(self) {
+        self.stop.cancel();
+        self.task.abort();
+    }
+}
+
+/// Starts the self-check in the background. The engine starts inside the task, so a
+/// failure to start is logged, never fatal: the daemon then just lacks its error bar.
+pub fn start(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64) -> RunningSelfCheck {
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(run(config.clone(), metrics, seed, stop.clone()));
+    RunningSelfCheck { config, stop, task }
+}
+
+fn truth(c: &SelfCheckConfig) -> Truth {
+    Truth {
+        ttft: c.ttft,
+        itl: c.itl,
+        output_tokens: c.output_tokens,
+    }
+}
+
+async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: CancellationToken) {
+    let engine = match ReferenceEngine::start(truth(&config)).await {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "self-check disabled: its reference engine did not start");
+            return;
+        }
+    };
+    let (client, workload, schedule) = match (
+        selfcheck::client(&engine),
+        selfcheck::workload(engine.truth(), seed),
+        Schedule::poisson(config.rate.hz()),
+    ) {
+        (Ok(c), Ok(w), Ok(s)) => (Arc::new(c), Arc::new(w), s),
+        (Err(e), _, _) | (_, Err(e), _) => {
+            tracing::error!(error = %format!("{e:#}"), "self-check disabled");
+            return;
+        }
+        (_, _, Err(e)) => {
+            tracing::error!(error = %e, "self-check disabled");
+            return;
+        }
+    };
+    tracing::info!(
+        rate_per_second = config.rate.hz(),
+        ttft = ?config.ttft,
+        itl = ?config.itl,
+        engine = engine.base_url(),
+        "self-check started"
+    );
+    let config = RunConfig {
+        // Like a target's runner: a self-probe stuck in a throttled process must not
+        // pile up more of them.
+        cap: Some(runner::ConcurrencyCap {
+            max_inflight: 2,
+            policy: runner::CapPolicy::Skip,
+        }),
+        stop: Stop {
+            cancel: stop,
+            ..Stop::default()
+        },
+        drain: None,
+        cancel_grace: Duration::ZERO,
+        timer: runner::Timer::Tokio,
+    };
+    let probe = move |d: Dispatch| {
+        let client = client.clone();
+        let workload = workload.clone();
+        async move {
+            match workload.spec(d.id) {
+                Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
+                Err(e) => d.unbuilt(&e),
+            }
+        }
+    };
+    // The first self-probe soon (the series fill within seconds of a start), but not
+    // together with the targets' first probes.
+    let arrivals =
+        std::iter::once(FIRST_PROBE).chain(schedule.arrivals(seed).map(|t| t + FIRST_PROBE));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let truth = engine.truth();
+    let observe = async {
+        while let Some(event) = rx.recv().await {
+            if let RunEvent::Record(r) = event {
+                let error = ProbeError::of(&r, truth);
+                if error.is_none() {
+                    tracing::warn!(
+                        reason = r.outcome.as_str(),
+                        error = r.error.as_deref().unwrap_or(""),
+                        "self-probe failed"
+                    );
+                }
+                metrics.self_check().observe(&SelfProbe {
+                    dispatch_lag: r.dispatch_lag(),
+                    ttft_error: error.as_ref().map(|e| e.ttft),
+                    itl_errors: error.as_ref().map_or(&[][..], |e| &e.itl),
+                });
+            }
+        }
+    };
+    tokio::join!(runner::run(arrivals, config, None, probe, tx), observe);
+    drop(engine);
+}

@@ -1,0 +1,112 @@
+//! The reference engine: the mock with known timing (no jitter, no batch slowdown, a
+//! fixed answer length), served from a thread and a runtime of its own. Its own thread
+//! keeps it out of the way of the runtime under test: a busy or blocked probing runtime
+//! makes the client read late, not the reference send late. Both share the process, so
+//! CPU throttling of the whole process delays both ends (the error is then an upper
+//! bound of the client's).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::oneshot;
+
+use crate::mock::{MockConfig, MockFlags};
+
+/// What the reference engine does, which is the truth self-probes are judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truth {
+    /// From reading the request to writing the first token.
+    pub ttft: Duration,
+    /// Between consecutive tokens (one token per chunk).
+    pub itl: Duration,
+    /// Tokens of every answer.
+    pub output_tokens: u32,
+}
+
+/// A running reference engine; stops when dropped.
+pub struct ReferenceEngine {
+    base_url: String,
+    truth: Truth,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ReferenceEngine {
+    /// Starts the engine on 127.0.0.1:0 and returns once it listens.
+    pub async fn start(truth: Truth) -> anyhow::Result<ReferenceEngine> {
+        let config = MockConfig::from_flags(MockFlags {
+            ttft: Some(truth.ttft),
+            itl: Some(truth.itl),
+            output_tokens: Some(truth.output_tokens),
+            batch_slowdown: Some(0.0),
+            // On time to tens of microseconds: its own lateness must not count as ours.
+            precise_timer: true,
+            ..MockFlags::default()
+        })?;
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("llmprobe-self-check".to_string())
+            .spawn(move || serve(config, ready_tx, stop_rx))
+            .context("starting the self-check's reference engine thread")?;
+        let base_url = ready_rx
+            .await
+            .context("the self-check's reference engine thread ended")??;
+        Ok(ReferenceEngine {
+            base_url,
+            truth,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub fn truth(&self) -> Truth {
+        self.truth
+    }
+}
+
+impl Drop for ReferenceEngine {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Not joined: a drop inside async code must not block; the thread ends on its
+        // own once the server has shut down.
+        drop(self.thread.take());
+    }
+}
+
+/// The engine thread: a current-thread runtime serving the mock until `stop`.
+fn serve(
+    config: MockConfig,
+    ready: oneshot::Sender<anyhow::Result<String>>,
+    stop: oneshot::Receiver<()>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send(Err(anyhow::Error::from(e).context("building its runtime")));
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        match crate::mock::start(config, SocketAddr::from(([127, 0, 0, 1], 0))).await {
+            Ok(server) => {
+                let _ = ready.send(Ok(server.base_url()));
+                let _ = stop.await;
+                server.shutdown().await;
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e));
+            }
+        }
+    });
+}

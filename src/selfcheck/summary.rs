@@ -1,0 +1,112 @@
+//! A burst of self-probes in a few numbers, for `bench --self-check`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::engine::Truth;
+use super::error::ProbeError;
+use crate::record::RequestRecord;
+
+/// Self-probes sent, failed, and their errors (milliseconds).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub probes: u64,
+    pub failed: u64,
+    ttft: Vec<Duration>,
+    itl: Vec<Duration>,
+}
+
+/// The errors' percentiles, as `--json-out` carries them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ErrorFigures {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Summary {
+    pub fn add(&mut self, record: &RequestRecord, truth: Truth) {
+        self.probes += 1;
+        match ProbeError::of(record, truth) {
+            Some(e) => {
+                self.ttft.push(e.ttft);
+                self.itl.extend(e.itl);
+            }
+            None => self.failed += 1,
+        }
+    }
+
+    /// TTFT error figures; `None` when no self-probe succeeded.
+    pub fn ttft_error(&self) -> Option<ErrorFigures> {
+        figures(&self.ttft)
+    }
+
+    /// ITL error figures; `None` without a single token gap.
+    pub fn itl_error(&self) -> Option<ErrorFigures> {
+        figures(&self.itl)
+    }
+
+    /// Counts and figures as `--json-out` carries them (not the samples).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "probes": self.probes,
+            "failed": self.failed,
+            "ttft_error_ms": self.ttft_error(),
+            "itl_error_ms": self.itl_error(),
+        })
+    }
+
+    /// One line for the bench output, e.g. `TTFT error p50 +0.31 ms, p99 +0.84 ms`.
+    pub fn line(&self) -> String {
+        let show = |name: &str, f: Option<ErrorFigures>| match f {
+            Some(f) => format!(
+                "{name} error p50 +{:.2} ms, p99 +{:.2} ms",
+                f.p50_ms, f.p99_ms
+            ),
+            None => format!("{name} error unknown"),
+        };
+        let mut line = format!(
+            "{}; {} ({} self-probes",
+            show("TTFT", self.ttft_error()),
+            show("ITL", self.itl_error()),
+            self.probes
+        );
+        if self.failed > 0 {
+            line.push_str(&format!(", {} failed", self.failed));
+        }
+        line.push(')');
+        line
+    }
+}
+
+/// Nearest-rank percentiles of `samples` in milliseconds.
+fn figures(samples: &[Duration]) -> Option<ErrorFigures> {
+    let mut sorted: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    sorted.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+        sorted[rank.clamp(1, sorted.len()) - 1]
+    };
+    let max = *sorted.last()?;
+    Some(ErrorFigures {
+        p50_ms: at(50.0),
+        p99_ms: at(99.0),
+        max_ms: max,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let f = figures(&samples).unwrap();
+        assert_eq!((f.p50_ms, f.p99_ms, f.max_ms), (50.0, 99.0, 100.0));
+        assert_eq!(figures(&[]), None);
+        let one = figures(&[Duration::from_micros(250)]).unwrap();
+        assert_eq!((one.p50_ms, one.p99_ms), (0.25, 0.25));
+    }
+}

@@ -1,0 +1,91 @@
+//! The daemon's self-check: its series fill from a start, a reload changes or stops it,
+//! and a config with a broken reference engine is refused with its position. Timing
+//! figures are checked on the release binary (tests/tools/self_check.sh, with a
+//! throttled cgroup); here the build is a debug one, so only the bounds a debug build
+//! always meets are asserted.
+
+mod daemon_support;
+
+use std::time::Duration;
+
+use daemon_support::*;
+use llmprobe::daemon::{ConfigSource, Daemon};
+
+/// A config whose only target points at a closed port (its probes fail fast: the
+/// self-check must not depend on a target being up).
+fn config(self_check: &str) -> String {
+    format!(
+        "self_check: {self_check}\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:9\n    model: m\n    rate: 1/h\n"
+    )
+}
+
+fn bucket(s: &[Sample], name: &str, le: &str) -> f64 {
+    value(s, &format!("{name}_bucket"), &[("le", le)]).unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn self_check_series_fill_and_follow_reloads() {
+    let (dir, path) = config_file(&config(
+        "{rate: 20/s, ttft: 20ms, itl: 2ms, output_tokens: 8}",
+    ));
+    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let s = wait_for(Duration::from_secs(30), || async {
+        let s = scrape(addr).await;
+        let n = value(&s, "llmprobe_self_check_probes_total", &[]).unwrap_or(0.0);
+        (n >= 20.0).then_some(s)
+    })
+    .await;
+    let probes = value(&s, "llmprobe_self_check_probes_total", &[]).unwrap();
+    assert_eq!(
+        value(&s, "llmprobe_self_check_failures_total", &[]),
+        Some(0.0)
+    );
+    let ttft = "llmprobe_self_check_ttft_error_seconds";
+    let count = value(&s, &format!("{ttft}_count"), &[]).unwrap();
+    assert!(count >= 20.0 && count <= probes, "{count} of {probes}");
+    // Seven ITL errors per 8-token answer.
+    let itl = value(&s, "llmprobe_self_check_itl_error_seconds_count", &[]).unwrap();
+    assert_eq!(itl, 7.0 * count);
+    // Even a debug build on a busy machine is within 250 ms of a loopback engine.
+    assert_eq!(bucket(&s, ttft, "0.25"), count);
+    assert!(value(&s, "llmprobe_self_check_dispatch_lag_seconds_count", &[]).unwrap() >= count);
+
+    // Off on reload: the count stops.
+    std::fs::write(&path, config("{enabled: false}")).unwrap();
+    d.reload().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let after = value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap();
+    assert_eq!(before, after);
+
+    // A broken reference engine is a config error with its position; the old config stays.
+    std::fs::write(&path, config("{output_tokens: 1}")).unwrap();
+    let e = d.reload().await.unwrap_err();
+    assert!(
+        e.contains(":1:") && e.contains("self_check.output_tokens"),
+        "{e}"
+    );
+    assert!(e.contains("between 2 and 1024"), "{e}");
+    drop(dir);
+    d.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_check_is_on_by_default() {
+    let (_dir, path) = config_file(&config("{}").replace("self_check: {}\n", ""));
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    // The first self-probe goes out a second after the start.
+    let addr = d.addr();
+    wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        (value(&s, "llmprobe_self_check_probes_total", &[]).unwrap_or(0.0) >= 1.0).then_some(())
+    })
+    .await;
+    d.shutdown().await.unwrap();
+}
