@@ -377,15 +377,39 @@ def slo_dashboard() -> dict:
                    "end-to-end threshold, over the successful probes, over the error budget.",
                    "suffix:x", burn("e2e"), w=24,
                    thresholds=[("green", None), ("orange", 6), ("red", 14.4)]),
-        row("Client health"),
-        timeseries("Dispatch lag p99", "Actual send minus scheduled send. When this grows the "
-                   "client, not the server, is the bottleneck (coordinated omission).", "s",
+        row("Prober health"),
+        timeseries("Self-check TTFT error", "The prober's own error bar: TTFT measured on a "
+                   "loopback reference engine minus its known truth (docs/daemon.md, "
+                   "Self-check). When it grows, every TTFT this instance reports carries it. "
+                   "LlmprobeSelfCheckDegraded warns at a p99 of 25 ms over 10m.", "s",
+                   [(f"histogram_quantile({q}, sum by (instance, le) "
+                     f"(rate(llmprobe_self_check_ttft_error_seconds_bucket[{RATE}])))",
+                     f"p{int(q * 100)} {{{{instance}}}}") for q in (0.5, 0.99)],
+                   thresholds=[("green", None), ("orange", 0.01), ("red", 0.025)]),
+        timeseries("Self-check ITL error p99", "Distance of each per-token ITL from the "
+                   "reference engine's gap: how much of an ITL tail the prober adds.", "s",
+                   [(f"histogram_quantile(0.99, sum by (instance, le) "
+                     f"(rate(llmprobe_self_check_itl_error_seconds_bucket[{RATE}])))",
+                     "p99 {{instance}}")]),
+        timeseries("CPU throttling", "Share of CFS periods in which the prober's cgroup was "
+                   "throttled (absent without a CPU limit). A throttled prober timestamps "
+                   "late; LlmprobeSelfCheckDegraded warns above 25% over 10m.", "percentunit",
+                   [(f"sum by (instance) (rate(llmprobe_cgroup_cpu_throttled_periods_total[{RATE}]))\n/\n"
+                     f"sum by (instance) (rate(llmprobe_cgroup_cpu_periods_total[{RATE}]))",
+                     "{{instance}}")],
+                   thresholds=[("green", None), ("red", 0.25)]),
+        timeseries("Dispatch lag p99", "Actual send minus scheduled send, of the probes and "
+                   "of the self-probes. When this grows the client, not the server, is the "
+                   "bottleneck (coordinated omission).", "s",
                    [(f"histogram_quantile(0.99, sum by ({BY}, le) "
                      f"(rate(llmprobe_dispatch_lag_seconds_bucket{{{SEL}}}[{RATE}])))",
-                     "p99 {{target}}/{{scenario}}")]),
+                     "p99 {{target}}/{{scenario}}"),
+                    (f"histogram_quantile(0.99, sum by (instance, le) "
+                     f"(rate(llmprobe_self_check_dispatch_lag_seconds_bucket[{RATE}])))",
+                     "p99 self-check {{instance}}")]),
         timeseries("Probes in flight", "Probes sent and not yet finished.", "short",
                    [(f"sum by ({BY}) (llmprobe_inflight_requests{{{SEL}}})",
-                     "{{target}}/{{scenario}}")]),
+                     "{{target}}/{{scenario}}")], w=24),
     ]
     variables = probe_vars() + [
         custom_var("ttft_slo", "TTFT SLO (s)", ["0.1", "0.25", "0.5", "0.75", "1", "2.5", "5"],

@@ -1,5 +1,6 @@
 //! The daemon's self-check: its series fill from a start, a reload changes or stops it,
-//! and a config with a broken reference engine is refused with its position. Timing
+//! a config with a broken reference engine is refused with its position, and `bench
+//! --self-check` reports the same error for one run. Timing
 //! figures are checked on the release binary (tests/tools/self_check.sh, with a
 //! throttled cgroup); here the build is a debug one, so only the bounds a debug build
 //! always meets are asserted.
@@ -88,4 +89,71 @@ async fn the_self_check_is_on_by_default() {
     })
     .await;
     d.shutdown().await.unwrap();
+}
+
+#[test]
+fn bench_self_check_reports_the_clients_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.jsonl");
+    let assert = assert_cmd::Command::cargo_bin("llmprobe")
+        .unwrap()
+        .args([
+            "bench",
+            "--mock",
+            "--rate",
+            "20",
+            "--num-requests",
+            "10",
+            "--output-len",
+            "8",
+            "--self-check",
+        ])
+        .arg("--json-out")
+        .arg(&out)
+        .env_remove("OPENAI_API_KEY")
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    assert!(
+        stdout.contains("self-check, rate 20: this client's own error"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  before: TTFT error p50 +"), "{stdout}");
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    for when in ["before", "after"] {
+        let s = &line["self_check"][when];
+        assert_eq!(s["probes"], 20, "{s}");
+        assert_eq!(s["failed"], 0, "{s}");
+        let ttft = &s["ttft_error_ms"];
+        let (p50, p99) = (
+            ttft["p50_ms"].as_f64().unwrap(),
+            ttft["p99_ms"].as_f64().unwrap(),
+        );
+        // Never negative (the engine never answers early); a debug build on a busy
+        // machine stays far under a quarter second.
+        assert!(0.0 <= p50 && p50 <= p99 && p99 < 250.0, "{ttft}");
+        assert!(s["itl_error_ms"]["p99_ms"].as_f64().unwrap() < 250.0, "{s}");
+    }
+    // Without the flag the row has no self_check.
+    let plain = dir.path().join("p.jsonl");
+    assert_cmd::Command::cargo_bin("llmprobe")
+        .unwrap()
+        .args(["bench", "--mock", "--rate", "20", "--num-requests", "5"])
+        .arg("--json-out")
+        .arg(&plain)
+        .env_remove("OPENAI_API_KEY")
+        .assert()
+        .success();
+    assert!(
+        !std::fs::read_to_string(&plain)
+            .unwrap()
+            .contains("self_check")
+    );
 }

@@ -307,6 +307,12 @@ pub struct BenchArgs {
     /// SVG file.
     #[arg(long, value_name = "FILE.svg", help_heading = "Report")]
     pub plot: Option<PathBuf>,
+    /// Measure this client's own timing error on this machine before and after each
+    /// rate's run: 20 requests to an in-process reference engine of known timing, through
+    /// the same client. Printed after the table and written as `self_check` in
+    /// --json-out.
+    #[arg(long, help_heading = "Report")]
+    pub self_check: bool,
     /// Warn loudly when the dispatch lag p99 exceeds this many ms: the client, not the
     /// server, was then the bottleneck.
     #[arg(long, default_value_t = 1.0, help_heading = "Report")]

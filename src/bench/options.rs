@@ -149,6 +149,8 @@ pub struct BenchOptions {
     pub stream: bool,
     /// Pause new requests for a server's Retry-After (429/503).
     pub respect_retry_after: bool,
+    /// `--self-check`: measure the client's own error before and after each rate.
+    pub self_check: bool,
     pub tokenizer: Option<PathBuf>,
 
     pub rates: RatePlan,
@@ -268,6 +270,7 @@ impl BenchOptions {
             timeout,
             ignore_eos: a.ignore_eos,
             stream,
+            self_check: a.self_check,
             respect_retry_after: a.respect_retry_after,
             tokenizer: a.tokenizer.clone(),
             rates,

@@ -30,6 +30,7 @@ use crate::report::{self, RateReport, build::ReportContext};
 use crate::runner::{self, CapPolicy, ConcurrencyCap, RunConfig, RunEvent, Timer};
 use crate::schedule::{ArrivalProcess, Schedule, Shard};
 use crate::secret::Secret;
+use crate::selfcheck::{self, ReferenceEngine, Truth};
 use crate::workload::lengths::{LengthDist, Lengths};
 use crate::workload::prompt::PromptGenerator;
 use crate::workload::replay::{Handoff, ReplayArrivals, ReplayFailure};
@@ -118,6 +119,8 @@ struct Bench {
     nonce_base: u64,
     /// Runs done so far (one per rate, or per probe of the search).
     runs: u32,
+    /// `--self-check`'s reference engine, started on first use.
+    reference: Option<ReferenceEngine>,
 }
 
 impl Bench {
@@ -212,6 +215,7 @@ impl Bench {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
             runs: 0,
+            reference: None,
         })
     }
 
@@ -226,6 +230,11 @@ impl Bench {
         if let Some(t) = &self.opts.trace {
             for r in &rows {
                 println!("{}", trace_line(t, r));
+            }
+        }
+        for r in &rows {
+            if let Some(line) = self_check_line(r) {
+                println!("{line}");
             }
         }
 
@@ -569,6 +578,7 @@ impl Executor for Bench {
     /// `--repeat` runs of `rate` (each with its own seed) folded into one row, written
     /// to `--json-out`.
     async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+        let before = self.self_check(rate).await?;
         let mut runs = Vec::new();
         for k in 0..self.opts.repeat {
             if k > 0 && self.cancel.is_cancelled() {
@@ -577,7 +587,14 @@ impl Executor for Bench {
             runs.push(self.run_one(rate, repeat_seed(self.opts.seed, k)).await?);
         }
         let reports: Vec<RateReport> = runs.iter().map(|r| r.report.clone()).collect();
-        let report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);
+        let mut report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);
+        if let Some(before) = before {
+            let after = self.self_check(rate).await?.unwrap_or_default();
+            report.self_check = Some(serde_json::json!({
+                "before": before.json(),
+                "after": after.json(),
+            }));
+        }
         if let Some(w) = self.json_out.as_mut() {
             w.write(&report)?;
         }
@@ -589,6 +606,45 @@ impl Executor for Bench {
         self.cancel.is_cancelled()
     }
 }
+
+/// Self-probes per `--self-check` burst.
+const SELF_CHECK_PROBES: u64 = 20;
+
+impl Bench {
+    /// `--self-check`: a burst of self-probes at the run's rate (kept between 2 and 20
+    /// per second, so a burst takes 1 to 10 s), when asked; the reference engine starts
+    /// on first use.
+    async fn self_check(&mut self, rate: Rate) -> anyhow::Result<Option<selfcheck::Summary>> {
+        if !self.opts.self_check || self.cancel.is_cancelled() {
+            return Ok(None);
+        }
+        if self.reference.is_none() {
+            self.reference = Some(
+                ReferenceEngine::start(SELF_CHECK_TRUTH)
+                    .await
+                    .context("--self-check: cannot start the reference engine")?,
+            );
+        }
+        let Some(engine) = &self.reference else {
+            return Ok(None);
+        };
+        let per_second = if rate.0.is_finite() {
+            rate.0.clamp(2.0, 20.0)
+        } else {
+            20.0
+        };
+        Ok(Some(
+            selfcheck::measure(engine, SELF_CHECK_PROBES, per_second).await?,
+        ))
+    }
+}
+
+/// The reference engine of `--self-check`: the daemon's default self-check engine.
+const SELF_CHECK_TRUTH: Truth = Truth {
+    ttft: Duration::from_millis(50),
+    itl: Duration::from_millis(5),
+    output_tokens: 16,
+};
 
 /// Sends one dispatched request: waits out any Retry-After pause, looks up (or builds)
 /// its spec and sends it. The dispatcher only clones a few Arcs; the spec is looked up
@@ -793,6 +849,39 @@ fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
 }
 
 /// How closely a replay kept the trace's times: its dispatch lag p99 and max.
+/// The `--self-check` line of a row: this client's own error, before and after.
+fn self_check_line(r: &RateReport) -> Option<String> {
+    let sc = r.self_check.as_ref()?;
+    let part = |when: &str| {
+        let v = &sc[when];
+        let figure =
+            |key: &str, name: &str| match (v[key]["p50_ms"].as_f64(), v[key]["p99_ms"].as_f64()) {
+                (Some(p50), Some(p99)) => {
+                    format!("{name} error p50 +{p50:.2} ms, p99 +{p99:.2} ms")
+                }
+                _ => format!("{name} error unknown"),
+            };
+        let failed = v["failed"].as_u64().unwrap_or(0);
+        let failed = if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        };
+        format!(
+            "{when}: {}; {} ({} self-probes{failed})",
+            figure("ttft_error_ms", "TTFT"),
+            figure("itl_error_ms", "ITL"),
+            v["probes"].as_u64().unwrap_or(0)
+        )
+    };
+    Some(format!(
+        "self-check, rate {}: this client's own error against a reference engine on this machine\n  {}\n  {}",
+        r.rate,
+        part("before"),
+        part("after")
+    ))
+}
+
 fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
     let runs = u64::from(r.repeats.max(1));

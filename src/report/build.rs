@@ -97,6 +97,7 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         gates: Vec::new(),
         repeats: 1,
         ci95: BTreeMap::new(),
+        self_check: None,
     };
     report.gates = ctx.gates.iter().map(|g| g.check(&report)).collect();
     report

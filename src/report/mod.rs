@@ -309,6 +309,11 @@ pub struct RateReport {
     /// figure's name (`ttft_ms.p99`, `output_throughput`, …; `report::figures`); empty
     /// for a single run. Student's t over run-level values (`report::ci`).
     pub ci95: BTreeMap<String, [f64; 2]>,
+    /// `--self-check`: the client's own error against a reference engine, measured
+    /// before and after this rate's run (`{"before": …, "after": …}`, each with
+    /// `probes`, `failed`, `ttft_error_ms` and `itl_error_ms` as p50/p99/max).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_check: Option<serde_json::Value>,
 }
 
 impl RateReport {
@@ -442,6 +447,7 @@ pub mod test_support {
             gates: vec![],
             repeats: 1,
             ci95: BTreeMap::new(),
+            self_check: None,
         }
     }
 }

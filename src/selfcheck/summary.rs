@@ -56,28 +56,6 @@ impl Summary {
             "itl_error_ms": self.itl_error(),
         })
     }
-
-    /// One line for the bench output, e.g. `TTFT error p50 +0.31 ms, p99 +0.84 ms`.
-    pub fn line(&self) -> String {
-        let show = |name: &str, f: Option<ErrorFigures>| match f {
-            Some(f) => format!(
-                "{name} error p50 +{:.2} ms, p99 +{:.2} ms",
-                f.p50_ms, f.p99_ms
-            ),
-            None => format!("{name} error unknown"),
-        };
-        let mut line = format!(
-            "{}; {} ({} self-probes",
-            show("TTFT", self.ttft_error()),
-            show("ITL", self.itl_error()),
-            self.probes
-        );
-        if self.failed > 0 {
-            line.push_str(&format!(", {} failed", self.failed));
-        }
-        line.push(')');
-        line
-    }
 }
 
 /// Nearest-rank percentiles of `samples` in milliseconds.

@@ -24,10 +24,11 @@ say "promtool test rules ${tests[*]}"
 # Every alert has a firing and a silent case in the tests.
 for alert in $(sed -n 's/^ *- alert: *//p' alerts/*.yaml | sort -u); do
   grep -q "alertname: $alert\$" "${tests[@]}" || fail "alert $alert has no promtool test"
-  grep -A2 "alertname: $alert\$" "${tests[@]}" | grep -q 'exp_alerts: \[\]' \
-    || fail "alert $alert has no not-firing test"
-  grep -A3 "alertname: $alert\$" "${tests[@]}" | grep -q 'exp_alerts:$' \
-    || fail "alert $alert has no firing test"
+  # Read whole, then matched: `grep -q` in a pipe would close it early, and pipefail
+  # would then count the writer's SIGPIPE as a failure.
+  cases=$(grep -h -A3 "alertname: $alert\$" "${tests[@]}")
+  grep -q 'exp_alerts: \[\]' <<<"$cases" || fail "alert $alert has no not-firing test"
+  grep -q 'exp_alerts:$' <<<"$cases" || fail "alert $alert has no firing test"
 done
 
 # Every alert carries a severity and a layer from the hierarchy (docs/deploy.md, "Alert
@@ -79,4 +80,7 @@ mutate composite-pages-at-2m '/alert: LlmprobeGoodputBudgetBurn/,/for:/s/for: 5m
 mutate no-keep-firing '/keep_firing_for:/d' alerts/tests/hierarchy.test.yaml
 mutate check-guard-off 's/llmprobe:check_runs:increase15m >= 3/llmprobe:check_runs:increase15m >= 0/' alerts/tests/answer-checks.test.yaml
 mutate check-threshold-low 's/ratio_rate15m >= 0.5/ratio_rate15m >= 0.1/' alerts/tests/answer-checks.test.yaml
+mutate self-check-guard-off 's/llmprobe:self_check_probes:increase10m >= 5/llmprobe:self_check_probes:increase10m >= 0/' alerts/tests/self-check.test.yaml
+mutate self-check-ignores-throttling 's/llmprobe:cgroup_throttled_periods:ratio_rate10m > 0.25/llmprobe:cgroup_throttled_periods:ratio_rate10m > 1/' alerts/tests/self-check.test.yaml
+mutate self-check-median 's/histogram_quantile(0.99,/histogram_quantile(0.5,/' alerts/tests/self-check.test.yaml
 say "ok"

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The daemon's self-check on the release binary: undisturbed, its TTFT error stays
+# within 1 ms at p99 (on a quiet machine); then the daemon is CPU-throttled (a cgroup with a 2 % CPU quota,
+# where this machine lets a test create one; else pinned to one CPU next to busy
+# loops) and the error must rise well above that, with the cgroup's throttling counters
+# moving. The daemon's only target is down (a closed port): the self-check must not
+# depend on one.
+source "$(dirname "$0")/lib/common.bash"
+bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
+[ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
+make_scratch
+pid=
+cg=
+hogs=()
+cleanup() {
+  for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE
+
+cat >"$scratch/daemon.yaml" <<'YAML'
+self_check: {rate: 20/s, ttft: 20ms, itl: 2ms, output_tokens: 16}
+targets:
+  - name: down
+    base_url: http://127.0.0.1:9
+    model: m
+    rate: 1/h
+YAML
+: >"$scratch/daemon.out"
+"$bin" daemon --config "$scratch/daemon.yaml" --listen 127.0.0.1:0 \
+  >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
+pid=$!
+url=
+for _ in $(seq 100); do
+  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
+  [ -n "$url" ] && break
+  sleep 0.1
+done
+[ -n "$url" ] || { cat "$scratch/daemon.err" >&2; fail "the daemon did not start"; }
+
+# window FROM TO: the TTFT-error p99 upper bound (a bucket bound) between two scrapes,
+# their probe count, failures and throttled periods.
+window() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def read(path):
+    s = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        name, value = line.rsplit(" ", 1)
+        s[name] = float(value)
+    return s
+a, b = read(sys.argv[1]), read(sys.argv[2])
+d = lambda k: b.get(k, 0.0) - a.get(k, 0.0)
+pre = "llmprobe_self_check_ttft_error_seconds"
+count = d(pre + "_count")
+bounds = sorted(float(k.split('le="')[1].split('"')[0]) for k in b if k.startswith(pre + "_bucket") and "+Inf" not in k)
+p99 = float("inf")
+for le in bounds:
+    if count and d(f'{pre}_bucket{{le="{le:g}"}}') >= 0.99 * count:
+        p99 = le
+        break
+print(f"{p99} {count:.0f} {d('llmprobe_self_check_failures_total'):.0f} {d('llmprobe_cgroup_cpu_throttled_periods_total'):.0f}")
+PY
+}
+
+sleep 2
+curl -sf "$url/metrics" >"$scratch/m0" || fail "GET /metrics"
+sleep 12
+curl -sf "$url/metrics" >"$scratch/m1" || fail "GET /metrics"
+read -r p99 n failed _ < <(window "$scratch/m0" "$scratch/m1")
+say "undisturbed: $n self-probes, $failed failed, TTFT error p99 <= ${p99}s"
+[ "$n" -ge 150 ] || fail "only $n self-probes in 12 s at 20/s"
+[ "$failed" -eq 0 ] || fail "$failed self-probes failed"
+# The 1 ms bound holds on a quiet machine; other work on the cores (a parallel build)
+# delays wake-ups by milliseconds whatever the client does, so a busy machine gets 10 ms
+# and says so.
+bound=0.001
+if python3 -c "import os, sys; sys.exit(0 if os.getloadavg()[0] > 0.5 * os.cpu_count() else 1)"; then
+  bound=0.01
+  say "the machine is busy (load average $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores): undisturbed bound relaxed to 10 ms"
+fi
+python3 -c "import sys; sys.exit(0 if $p99 <= $bound else 1)" ||
+  { grep self_check "$scratch/m1" >&2; fail "undisturbed TTFT error p99 ${p99}s is above ${bound}s"; }
+
+# Throttle the daemon: cgroup v1 cpu controller, else v2, else busy loops on its CPU.
+how=
+for root in /sys/fs/cgroup/cpu /sys/fs/cgroup; do
+  if [ -w "$root" ] && [ -e "$root/cgroup.procs" ]; then
+    d="$root/llmprobe-self-check-$$"
+    if mkdir "$d" 2>/dev/null; then
+      if [ -e "$d/cpu.cfs_quota_us" ] && echo 100000 >"$d/cpu.cfs_period_us" &&
+        echo 2000 >"$d/cpu.cfs_quota_us" && echo "$pid" >"$d/cgroup.procs"; then
+        cg=$d how="cgroup v1 cpu.cfs_quota_us 2 %"
+      elif [ -e "$d/cpu.max" ] && echo "2000 100000" >"$d/cpu.max" && echo "$pid" >"$d/cgroup.procs"; then
+        cg=$d how="cgroup v2 cpu.max 2 %"
+      else
+        rmdir "$d"
+      fi
+    fi
+  fi
+  [ -n "$how" ] && break
+done
+if [ -z "$how" ]; then
+  command -v taskset >/dev/null || skip_or_fail "cannot throttle the daemon: no writable cgroup and no taskset"
+  taskset -a -p -c 0 "$pid" >/dev/null
+  for _ in 1 2 3 4; do
+    taskset -c 0 sh -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+  how="pinned to CPU 0 with 4 busy loops"
+fi
+say "throttling the daemon: $how"
+sleep 2
+curl -sf "$url/metrics" >"$scratch/m2" || fail "GET /metrics while throttled"
+sleep 15
+curl -sf --max-time 20 "$url/metrics" >"$scratch/m3" || fail "GET /metrics while throttled"
+read -r p99 n failed throttled < <(window "$scratch/m2" "$scratch/m3")
+say "throttled: $n self-probes, $failed failed, TTFT error p99 <= ${p99}s, $throttled throttled periods"
+[ "$n" -ge 5 ] || fail "only $n self-probes completed while throttled"
+python3 -c "import sys; sys.exit(0 if $p99 >= max(0.005, 2 * $bound) else 1)" ||
+  fail "throttled TTFT error p99 ${p99}s did not rise well above the undisturbed bound"
+if [ -n "$cg" ]; then
+  [ "$throttled" -gt 0 ] || fail "llmprobe_cgroup_cpu_throttled_periods_total did not move in a throttled cgroup"
+fi
+say "ok"
