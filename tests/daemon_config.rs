@@ -31,8 +31,20 @@ const BAD: &[(&str, &str)] = &[
         "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses do)",
     ),
     (
+        "check_tool_call_on_completions",
+        "check_tool_call_on_completions.yaml:9:29: targets[0].scenarios[0].checks.expect_tool_call: scenario \"weather\": endpoint completions cannot offer tools (chat and responses can)",
+    ),
+    (
+        "check_tool_call_bad_parameters",
+        "check_tool_call_bad_parameters.yaml:9:25: targets[0].scenarios[0].checks.expect_tool_call.parameters: invalid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword",
+    ),
+    (
+        "check_tool_call_parameters_file_missing",
+        "check_tool_call_parameters_file_missing.yaml:9:25: targets[0].scenarios[0].checks.expect_tool_call.parameters: cannot read /nonexistent/weather.json: No such file or directory (os error 2)",
+    ),
+    (
         "check_unknown",
-        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`",
+        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`, `expect_tool_call`",
     ),
     (
         "prompt_too_short",

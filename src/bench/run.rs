@@ -138,6 +138,7 @@ impl Bench {
 
         let cfg = ClientConfig {
             response_schema: opts.response_schema.clone(),
+            tool: opts.tool.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
             model: opts.model.clone(),

@@ -223,6 +223,7 @@ fn target(
         tls: t.tls.clone(),
         limits: t.limits,
         response_schema: None,
+        tool: None,
     };
     // The client's message quotes the URL; show it as `/config` would.
     client.validate().map_err(|e| {

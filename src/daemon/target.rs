@@ -275,6 +275,7 @@ fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
     ClientConfig {
         temperature: scenario.temperature.unwrap_or(plan.client.temperature),
         response_schema: scenario.checks.response_schema(),
+        tool: scenario.checks.tool_offer(),
         extra_body,
         ignore_eos: scenario.ignore_eos,
         stream: scenario.stream,
