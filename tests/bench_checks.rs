@@ -285,7 +285,8 @@ fn a_tool_call_check_passes_on_calls_and_gates_on_plain_text() {
 #[test]
 fn tool_call_flags_the_protocol_cannot_carry_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
+        (&["--no-nonce"], "--no-nonce needs fixed or dataset prompts"),
         (
             &["--endpoint", "completions", "--expect-tool-call", "f"],
             "--expect-tool-call: --endpoint completions cannot offer tools",

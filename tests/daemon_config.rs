@@ -16,7 +16,15 @@ fn root() -> PathBuf {
 const BAD: &[(&str, &str)] = &[
     (
         "check_bad_regex",
-        "check_bad_regex.yaml:9:25: targets[0].scenarios[0].checks.expect_regex: invalid regex: regex parse error:…",
+        "check_bad_regex.yaml:9:27: targets[0].scenarios[0].checks.expect_regex: invalid regex: unclosed group (at column 2 of the pattern)",
+    ),
+    (
+        "check_bad_regex_block",
+        "check_bad_regex_block.yaml:12:15: targets[0].scenarios[0].checks.expect_regex: invalid regex: unclosed group (at line 3, column 3 of the pattern)",
+    ),
+    (
+        "nonce_off_without_prompt",
+        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt or prompt_file); synthetic prompts always carry the nonce",
     ),
     (
         "check_bad_schema",

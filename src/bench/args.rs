@@ -181,6 +181,11 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub prompt_file: Option<PathBuf>,
+    /// Send --prompt/--prompt-file (or dataset prompts) without the unique nonce in
+    /// front: byte for byte the same question every time (exact-match prompts; the
+    /// server's prefix cache then serves them).
+    #[arg(long, help_heading = "Workload")]
+    pub no_nonce: bool,
 
     // ---- Answer checks ----
     /// The answer must match this regex (Rust regex syntax, unanchored).

@@ -180,6 +180,8 @@ pub struct BenchOptions {
     pub len_dist: LenDist,
     pub shared_prefix_len: u32,
     pub dataset: Dataset,
+    /// `--no-nonce`: fixed and dataset prompts go out without the unique nonce.
+    pub no_nonce: bool,
 
     pub slo: Slo,
     /// The answer checks, compiled (empty: none).
@@ -292,6 +294,7 @@ impl BenchOptions {
             len_dist,
             shared_prefix_len: a.shared_prefix_len,
             dataset,
+            no_nonce: a.no_nonce,
             slo,
             checks: parsed.checks,
             response_schema: parsed.response_schema,
@@ -738,6 +741,12 @@ fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
         return Ok(Dataset::Fixed(text));
     }
     Ok(match (a.dataset.as_str(), &a.dataset_path) {
+        ("random", None) if a.no_nonce => {
+            return Err(UsageError::new(
+                "--no-nonce needs fixed or dataset prompts (--prompt, --prompt-file, --dataset); \
+                 synthetic prompts always carry the nonce",
+            ));
+        }
         ("random", None) => Dataset::Random,
         ("random", Some(_)) => {
             return Err(UsageError::new(

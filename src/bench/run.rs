@@ -858,6 +858,11 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
             .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?,
         None => PromptGenerator::approximate(opts.shared_prefix_len),
     };
+    let prompts = if opts.no_nonce {
+        prompts.without_nonce()
+    } else {
+        prompts
+    };
     let (path, format) = match &opts.dataset {
         Dataset::Random => {
             return Ok(Workload::synthetic(input, output, prompts, opts.seed)?);

@@ -82,6 +82,7 @@ impl ToolCallSpec {
             Some(src) => src.load().map_err(|e| CheckError {
                 field: "expect_tool_call",
                 message: format!("parameters: {}", e.message),
+                position: None,
             }),
             None => Ok(serde_json::json!({"type": "object"})),
         }
@@ -118,26 +119,54 @@ pub enum ModelMatch {
 }
 
 /// A check that cannot be compiled. `field` names the check (`expect_regex`), so the
-/// config can point at its line.
+/// config can point at its line, and `position` the line and column (1-based) inside
+/// the value where the problem is, when known (a regex's syntax error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct CheckError {
     pub field: &'static str,
     pub message: String,
+    pub position: Option<(usize, usize)>,
 }
 
 fn err(field: &'static str, message: impl Into<String>) -> CheckError {
     CheckError {
         field,
         message: message.into(),
+        position: None,
     }
 }
 
+/// Compiles `pattern`. A syntax error is one line (the regex crate's own message is a
+/// multi-line drawing) with where it is in the pattern, so a config error can point at
+/// the line of a pattern that spans several.
 fn regex(field: &'static str, pattern: &str) -> Result<Regex, CheckError> {
     RegexBuilder::new(pattern)
         .size_limit(MAX_REGEX_BYTES)
         .build()
-        .map_err(|e| err(field, format!("invalid regex: {e}")))
+        .map_err(|e| {
+            let located = match regex_syntax::Parser::new().parse(pattern) {
+                Err(regex_syntax::Error::Parse(p)) => Some((p.kind().to_string(), *p.span())),
+                Err(regex_syntax::Error::Translate(t)) => Some((t.kind().to_string(), *t.span())),
+                _ => None,
+            };
+            match located {
+                Some((what, span)) => {
+                    let (line, column) = (span.start.line, span.start.column);
+                    let place = if pattern.contains('\n') {
+                        format!("line {line}, column {column} of the pattern")
+                    } else {
+                        format!("column {column} of the pattern")
+                    };
+                    CheckError {
+                        field,
+                        message: format!("invalid regex: {what} (at {place})"),
+                        position: Some((line, column)),
+                    }
+                }
+                None => err(field, format!("invalid regex: {e}")),
+            }
+        })
 }
 
 impl SchemaSource {

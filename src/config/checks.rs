@@ -57,7 +57,11 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
     // A tool's parameter error points at its `parameters`.
     let located = |e: crate::check::CheckError| match e.message.strip_prefix("parameters: ") {
         Some(m) if e.field == "expect_tool_call" => (at(e.field).key("parameters"), m.to_string()),
-        _ => (at(e.field), e.message),
+        _ => match e.position {
+            // Inside a regex: the line of a pattern that spans several.
+            Some((line, column)) => (at(e.field).within(line, column), e.message),
+            None => (at(e.field), e.message),
+        },
     };
     let tool_parameters = match &s.checks.expect_tool_call {
         Some(t) => Some(t.parameters().map_err(located)?),

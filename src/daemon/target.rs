@@ -245,7 +245,10 @@ fn start_scenario(
 /// `input_tokens`.
 fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
     let output = Lengths::fixed(scenario.output_tokens)?;
-    let prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
+    let mut prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
+    if !scenario.nonce {
+        prompts = prompts.without_nonce();
+    }
     Ok(match &scenario.prompt {
         Some(text) => Workload::dataset(
             vec![crate::workload::dataset::DatasetEntry {
