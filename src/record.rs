@@ -240,11 +240,12 @@ pub enum CheckKind {
     ExpectFinishReason,
     MinOutputTokens,
     MaxRepetition,
+    ExpectToolCall,
 }
 
 impl CheckKind {
     /// Every kind, in a stable order (the order checks run and are reported in).
-    pub const ALL: [CheckKind; 7] = [
+    pub const ALL: [CheckKind; 8] = [
         CheckKind::ExpectRegex,
         CheckKind::ExpectNotRegex,
         CheckKind::ExpectJsonSchema,
@@ -252,6 +253,7 @@ impl CheckKind {
         CheckKind::ExpectFinishReason,
         CheckKind::MinOutputTokens,
         CheckKind::MaxRepetition,
+        CheckKind::ExpectToolCall,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -263,10 +265,12 @@ impl CheckKind {
             CheckKind::ExpectFinishReason => "expect_finish_reason",
             CheckKind::MinOutputTokens => "min_output_tokens",
             CheckKind::MaxRepetition => "max_repetition",
+            CheckKind::ExpectToolCall => "expect_tool_call",
         }
     }
 
-    /// Whether the check reads the answer text (so the client must keep it).
+    /// Whether the check reads the answer text (so the client must keep it). The
+    /// tool-call check quotes it when no call came.
     pub fn reads_text(self) -> bool {
         matches!(
             self,
@@ -274,7 +278,13 @@ impl CheckKind {
                 | CheckKind::ExpectNotRegex
                 | CheckKind::ExpectJsonSchema
                 | CheckKind::MaxRepetition
+                | CheckKind::ExpectToolCall
         )
+    }
+
+    /// Whether the check reads the answer's tool calls (so the client must keep them).
+    pub fn reads_tool_calls(self) -> bool {
+        self == CheckKind::ExpectToolCall
     }
 }
 

@@ -220,3 +220,44 @@ async fn an_answer_that_echoes_the_key_is_scrubbed_from_the_record() {
     );
     mock.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn expect_model_checks_an_embeddings_answer() {
+    let mock = mock_support::start(mock()).await;
+    let spec = CheckSpec {
+        expect_model: Some(ModelMatch::Exact("m".into())),
+        ..CheckSpec::default()
+    };
+    for (fault, passed) in [(None, true), (Some("wrong_model"), false)] {
+        let cfg = ClientConfig {
+            base_url: mock.base_url(),
+            endpoint: Endpoint::Embeddings,
+            model: "m".into(),
+            headers: fault
+                .map(|f| vec![("x-mock-fault".to_string(), Secret::new(f))])
+                .unwrap_or_default(),
+            ..ClientConfig::default()
+        };
+        let client = Client::new(cfg, None)
+            .unwrap()
+            .with_checks(Arc::new(spec.compile().unwrap()));
+        let req = RequestSpec {
+            prompt: "nonce-1 embed me".into(),
+            prompt_tokens: 3,
+            max_tokens: 1,
+        };
+        let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
+        assert_eq!(r.outcome, Outcome::Ok, "{fault:?}: {:?}", r.error);
+        assert_eq!(r.checks.len(), 1, "{fault:?}");
+        assert_eq!(r.checks[0].check, CheckKind::ExpectModel);
+        assert_eq!(r.checks[0].passed, passed, "{fault:?}: {:?}", r.checks);
+        assert_eq!(r.is_good(&Slo::default()), passed, "{fault:?}");
+        if !passed {
+            assert_eq!(
+                r.checks[0].reason.as_deref(),
+                Some(r#"model "mock-wrong-model" is not "m""#)
+            );
+        }
+    }
+    mock.shutdown().await;
+}

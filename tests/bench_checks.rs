@@ -216,3 +216,103 @@ fn bad_check_flags_are_usage_errors() {
         assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_tool_call_check_passes_on_calls_and_gates_on_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("weather.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}"#,
+    )
+    .unwrap();
+    for endpoint in ["chat", "responses"] {
+        for stream in [&[][..], &["--no-stream"][..]] {
+            let args = [
+                &[
+                    "--endpoint",
+                    endpoint,
+                    "--expect-tool-call",
+                    "get_weather",
+                    "--tool-schema",
+                    schema.to_str().unwrap(),
+                    "--tool-choice",
+                    "required",
+                    "--mock-fault",
+                    "no_tool_call:0.5",
+                    "--num-requests",
+                    "40",
+                    "--rate",
+                    "inf",
+                    "--gate",
+                    "check-failure-ratio<=0.1",
+                ][..],
+                stream,
+            ]
+            .concat();
+            let what = format!("{endpoint} {stream:?}");
+            let (out, s, recs) = bench(&args, dir.path());
+            // About half the answers are plain text: the gate fails (exit 3), the
+            // transport never does.
+            assert_eq!(out.status.code(), Some(3), "{what}: {}", stderr(&out));
+            assert_eq!(s["failed"], 0, "{what}");
+            let failed = s["check_failures"]["expect_tool_call"].as_u64().unwrap();
+            assert!((10..=30).contains(&failed), "{what}: {failed}");
+            let passed = recs
+                .iter()
+                .filter(|r| r["checks"][0]["passed"] == true)
+                .count();
+            assert_eq!(passed as u64, 40 - failed, "{what}");
+            let bad = recs
+                .iter()
+                .find(|r| r["checks"][0]["passed"] == false)
+                .unwrap();
+            assert_eq!(
+                bad["checks"][0]["reason"], "the answer called no tool (expected get_weather)",
+                "{what}"
+            );
+            assert!(
+                bad["checks"][0]["excerpt"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(" tok0 tok1"),
+                "{what}: {bad}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tool_call_flags_the_protocol_cannot_carry_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--no-nonce"], "--no-nonce needs fixed or dataset prompts"),
+        (
+            &["--endpoint", "completions", "--expect-tool-call", "f"],
+            "--expect-tool-call: --endpoint completions cannot offer tools",
+        ),
+        (
+            &["--endpoint", "embeddings", "--expect-tool-call", "f"],
+            "--expect-tool-call cannot check --endpoint embeddings",
+        ),
+        (
+            &["--expect-tool-call", "f", "--tool-choice", "always"],
+            "--tool-choice: unknown tool choice \"always\"",
+        ),
+        (
+            &[
+                "--expect-tool-call",
+                "f",
+                "--tool-schema",
+                "/nonexistent.json",
+            ],
+            "--tool-schema: cannot read /nonexistent.json",
+        ),
+    ];
+    for (args, want) in cases {
+        let all = [args, &["--num-requests", "1", "--rate", "inf"]].concat();
+        let (out, _, _) = bench(&all, dir.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -193,3 +193,88 @@ async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
     d.shutdown().await.unwrap();
     mock.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
+    let mock = llmprobe::mock::start(
+        MockConfig {
+            ttft: Duration::from_millis(2),
+            itl: Duration::from_millis(1),
+            ..MockConfig::default()
+        },
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
+    let base = mock.base_url();
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("weather.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","required":["city","days"],"properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1}}}"#,
+    )
+    .unwrap();
+    let scenario = format!(
+        r#"
+      - name: weather
+        prompt: "What is the weather in Paris for the next 3 days?"
+        output_tokens: 32
+        ignore_eos: false
+        checks:
+          expect_tool_call:
+            name: get_weather
+            description: The weather forecast for a city.
+            parameters: {{file: {}}}
+            tool_choice: required"#,
+        schema.display()
+    );
+    let target = |name: &str, endpoint: &str, fault: &str| {
+        format!(
+            "  - name: {name}\n    base_url: {base}\n    model: m\n    endpoint: {endpoint}\n    rate: 20/s\n    headers: {{x-mock-fault: {fault}}}\n    scenarios:{scenario}\n"
+        )
+    };
+    // `wrong_model` is no answer fault for the tool: the call still comes.
+    let (_dir, path) = config_file(&format!(
+        "targets:\n{}{}{}",
+        target("chat", "chat", "wrong_model"),
+        target("responses", "responses", "wrong_model"),
+        target("silent", "chat", "no_tool_call"),
+    ));
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let runs = |s: &[Sample], t: &str| {
+        value(
+            s,
+            "llmprobe_check_runs_total",
+            &[("target", t), ("check", "expect_tool_call")],
+        )
+        .unwrap_or(0.0)
+    };
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        ["chat", "responses", "silent"]
+            .iter()
+            .all(|t| runs(&s, t) >= 3.0)
+            .then_some(s)
+    })
+    .await;
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+    let series = |name: &str, target: &str| {
+        value(
+            &s,
+            name,
+            &[("target", target), ("check", "expect_tool_call")],
+        )
+    };
+    for t in ["chat", "responses"] {
+        assert_eq!(series("llmprobe_check_failures_total", t), Some(0.0), "{t}");
+        assert_eq!(series("llmprobe_check_last_passed", t), Some(1.0), "{t}");
+    }
+    let failures = series("llmprobe_check_failures_total", "silent").unwrap();
+    assert!(failures >= runs(&s, "silent") - 1.0 && failures >= 2.0);
+    assert_eq!(series("llmprobe_check_last_passed", "silent"), Some(0.0));
+    assert_eq!(sum(&s, "llmprobe_request_failures_total", &[]), 0.0);
+}

@@ -16,7 +16,15 @@ fn root() -> PathBuf {
 const BAD: &[(&str, &str)] = &[
     (
         "check_bad_regex",
-        "check_bad_regex.yaml:9:25: targets[0].scenarios[0].checks.expect_regex: invalid regex: regex parse error:…",
+        "check_bad_regex.yaml:9:27: targets[0].scenarios[0].checks.expect_regex: invalid regex: unclosed group (at column 2 of the pattern)",
+    ),
+    (
+        "check_bad_regex_block",
+        "check_bad_regex_block.yaml:12:15: targets[0].scenarios[0].checks.expect_regex: invalid regex: unclosed group (at line 3, column 3 of the pattern)",
+    ),
+    (
+        "nonce_off_without_prompt",
+        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt or prompt_file); synthetic prompts always carry the nonce",
     ),
     (
         "check_bad_schema",
@@ -31,8 +39,20 @@ const BAD: &[(&str, &str)] = &[
         "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses do)",
     ),
     (
+        "check_tool_call_on_completions",
+        "check_tool_call_on_completions.yaml:9:29: targets[0].scenarios[0].checks.expect_tool_call: scenario \"weather\": endpoint completions cannot offer tools (chat and responses can)",
+    ),
+    (
+        "check_tool_call_bad_parameters",
+        "check_tool_call_bad_parameters.yaml:9:25: targets[0].scenarios[0].checks.expect_tool_call.parameters: invalid JSON Schema: 5 is not valid under any of the schemas listed in the 'anyOf' keyword",
+    ),
+    (
+        "check_tool_call_parameters_file_missing",
+        "check_tool_call_parameters_file_missing.yaml:9:25: targets[0].scenarios[0].checks.expect_tool_call.parameters: cannot read /nonexistent/weather.json: No such file or directory (os error 2)",
+    ),
+    (
         "check_unknown",
-        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`",
+        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`, `expect_tool_call`",
     ),
     (
         "prompt_too_short",

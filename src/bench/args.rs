@@ -181,6 +181,11 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub prompt_file: Option<PathBuf>,
+    /// Send --prompt/--prompt-file (or dataset prompts) without the unique nonce in
+    /// front: byte for byte the same question every time (exact-match prompts; the
+    /// server's prefix cache then serves them).
+    #[arg(long, help_heading = "Workload")]
+    pub no_nonce: bool,
 
     // ---- Answer checks ----
     /// The answer must match this regex (Rust regex syntax, unanchored).
@@ -217,6 +222,35 @@ pub struct BenchArgs {
     /// repeat an earlier one.
     #[arg(long, value_name = "R", help_heading = "Answer checks")]
     pub max_repetition: Option<f64>,
+    /// Offer the function NAME in every request (chat and responses `tools`) and check
+    /// that the answer calls it with arguments valid against --tool-schema.
+    #[arg(long, value_name = "NAME", help_heading = "Answer checks")]
+    pub expect_tool_call: Option<String>,
+    /// JSON Schema file of the --expect-tool-call function's parameters (default
+    /// `{"type": "object"}`).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "expect_tool_call",
+        help_heading = "Answer checks"
+    )]
+    pub tool_schema: Option<PathBuf>,
+    /// Description sent with the --expect-tool-call function.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "expect_tool_call",
+        help_heading = "Answer checks"
+    )]
+    pub tool_description: Option<String>,
+    /// Send `tool_choice`: auto, required, or function (force the named function).
+    #[arg(
+        long,
+        value_name = "CHOICE",
+        requires = "expect_tool_call",
+        help_heading = "Answer checks"
+    )]
+    pub tool_choice: Option<String>,
 
     // ---- trace replay ----
     /// Replay arrivals and lengths from a production trace instead of a schedule:

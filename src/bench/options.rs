@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use crate::bench::args::BenchArgs;
 use crate::bench::trace::{TraceOptions, parse_trace, trace_rate};
-use crate::check::{CheckSpec, Checks, ModelMatch, SchemaSource};
+use crate::check::{
+    CheckSpec, Checks, ModelMatch, SchemaSource, ToolCallSpec, ToolChoice, ToolOffer,
+};
 use crate::client::{Endpoint, valid_header_name};
 use crate::duration::DurationError;
 use crate::exit::UsageError;
@@ -180,12 +182,16 @@ pub struct BenchOptions {
     pub len_dist: LenDist,
     pub shared_prefix_len: u32,
     pub dataset: Dataset,
+    /// `--no-nonce`: fixed and dataset prompts go out without the unique nonce.
+    pub no_nonce: bool,
 
     pub slo: Slo,
     /// The answer checks, compiled (empty: none).
     pub checks: Arc<Checks>,
     /// `--structured-output`: the schema the requests ask for.
     pub response_schema: Option<serde_json::Value>,
+    /// `--expect-tool-call`: the function the requests offer.
+    pub tool: Option<ToolOffer>,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<LatencyMetric>,
@@ -245,7 +251,7 @@ impl BenchOptions {
         )?;
         let stream = !a.no_stream && api.can_stream();
         check_timed_slo(&slo, stream, api)?;
-        let (checks, response_schema) = parse_checks(a, api, &gates)?;
+        let parsed = parse_checks(a, api, &gates)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -291,9 +297,11 @@ impl BenchOptions {
             len_dist,
             shared_prefix_len: a.shared_prefix_len,
             dataset,
+            no_nonce: a.no_nonce,
             slo,
-            checks,
-            response_schema,
+            checks: parsed.checks,
+            response_schema: parsed.response_schema,
+            tool: parsed.tool,
             gates,
             percentile_metrics,
             percentiles,
@@ -602,14 +610,45 @@ fn check_lengths(a: &BenchArgs) -> Result<()> {
 }
 
 /// `--dataset` and `--dataset-path`.
+/// The answer checks and what the requests carry for them.
+struct ParsedChecks {
+    checks: Arc<Checks>,
+    response_schema: Option<serde_json::Value>,
+    tool: Option<ToolOffer>,
+}
+
+/// `--expect-tool-call` and its `--tool-*` flags, with the parameter schema inline.
+fn parse_tool_call(a: &BenchArgs) -> Result<Option<ToolCallSpec>> {
+    let Some(name) = &a.expect_tool_call else {
+        return Ok(None);
+    };
+    let tool_choice = a
+        .tool_choice
+        .as_deref()
+        .map(str::parse::<ToolChoice>)
+        .transpose()
+        .map_err(|e| flag("--tool-choice", e))?;
+    let parameters = match &a.tool_schema {
+        Some(file) => Some(SchemaSource::Inline(
+            SchemaSource::File { file: file.clone() }
+                .load()
+                .map_err(|e| flag("--tool-schema", e.message))?,
+        )),
+        None => None,
+    };
+    Ok(Some(ToolCallSpec {
+        name: name.clone(),
+        description: a.tool_description.clone(),
+        parameters,
+        tool_choice,
+    }))
+}
+
 /// The answer-check flags, compiled. A check the protocol cannot carry, and a
 /// `check-failure-ratio` gate without any check, are refused.
-fn parse_checks(
-    a: &BenchArgs,
-    api: Endpoint,
-    gates: &[Gate],
-) -> Result<(Arc<Checks>, Option<serde_json::Value>)> {
+fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<ParsedChecks> {
     let spec = CheckSpec {
+        expect_tool_call: parse_tool_call(a)?,
         expect_regex: a.expect_regex.clone(),
         expect_not_regex: a.expect_not_regex.clone(),
         expect_json_schema: a
@@ -642,6 +681,12 @@ fn parse_checks(
             api.as_str()
         )));
     }
+    if a.expect_tool_call.is_some() && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
+        return Err(UsageError::new(format!(
+            "--expect-tool-call: --endpoint {} cannot offer tools (chat and responses can)",
+            api.as_str()
+        )));
+    }
     if a.structured_output && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
         return Err(UsageError::new(format!(
             "--structured-output: --endpoint {} has no structured-output field (chat and responses do)",
@@ -664,7 +709,20 @@ fn parse_checks(
         ),
         _ => None,
     };
-    Ok((Arc::new(checks), response_schema))
+    let tool = match &spec.expect_tool_call {
+        Some(t) => Some(
+            t.offer(
+                t.parameters()
+                    .map_err(|e| flag("--tool-schema", e.message))?,
+            ),
+        ),
+        None => None,
+    };
+    Ok(ParsedChecks {
+        checks: Arc::new(checks),
+        response_schema,
+        tool,
+    })
 }
 
 fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
@@ -686,6 +744,12 @@ fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
         return Ok(Dataset::Fixed(text));
     }
     Ok(match (a.dataset.as_str(), &a.dataset_path) {
+        ("random", None) if a.no_nonce => {
+            return Err(UsageError::new(
+                "--no-nonce needs fixed or dataset prompts (--prompt, --prompt-file, --dataset); \
+                 synthetic prompts always carry the nonce",
+            ));
+        }
         ("random", None) => Dataset::Random,
         ("random", Some(_)) => {
             return Err(UsageError::new(

@@ -141,6 +141,7 @@ impl Bench {
 
         let cfg = ClientConfig {
             response_schema: opts.response_schema.clone(),
+            tool: opts.tool.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
             model: opts.model.clone(),
@@ -945,6 +946,11 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
         Some(t) => PromptGenerator::exact(t, opts.shared_prefix_len)
             .map_err(|e| exit::UsageError::new(format!("--tokenizer: {e:#}")))?,
         None => PromptGenerator::approximate(opts.shared_prefix_len),
+    };
+    let prompts = if opts.no_nonce {
+        prompts.without_nonce()
+    } else {
+        prompts
     };
     let (path, format) = match &opts.dataset {
         Dataset::Random => {

@@ -9,13 +9,15 @@ mod excerpt;
 mod json;
 mod repetition;
 mod spec;
+mod tool;
 
 use regex::Regex;
 
 pub use excerpt::{EXCERPT_CHARS, excerpt};
 pub use json::{MAX_JSON_DEPTH, json_depth_ok};
 pub use repetition::repetition;
-pub use spec::{CheckError, CheckSpec, ModelMatch, SchemaSource};
+pub use spec::{CheckError, CheckSpec, ModelMatch, SchemaSource, ToolCallSpec};
+pub use tool::{MAX_TOOL_CALLS, MAX_TOOL_NAME_BYTES, ToolCall, ToolChoice, ToolOffer};
 
 use crate::record::{CheckKind, CheckResult};
 
@@ -34,6 +36,8 @@ pub struct Answer<'a> {
     pub model: Option<&'a str>,
     pub finish_reason: Option<&'a str>,
     pub output_tokens: u32,
+    /// The function calls the answer made (kept only when a check reads them).
+    pub tool_calls: &'a [ToolCall],
 }
 
 /// One compiled check.
@@ -47,6 +51,10 @@ enum Check {
     FinishReason(String),
     MinOutputTokens(u32),
     MaxRepetition(f64),
+    ToolCall {
+        name: String,
+        parameters: Box<jsonschema::Validator>,
+    },
 }
 
 impl Check {
@@ -59,6 +67,21 @@ impl Check {
             Check::FinishReason(_) => CheckKind::ExpectFinishReason,
             Check::MinOutputTokens(_) => CheckKind::MinOutputTokens,
             Check::MaxRepetition(_) => CheckKind::MaxRepetition,
+            Check::ToolCall { .. } => CheckKind::ExpectToolCall,
+        }
+    }
+
+    /// What a failing answer's excerpt quotes: the arguments of the expected call (or
+    /// of the first call) for `expect_tool_call` when there is one, else the text.
+    fn excerpt_source<'a>(&self, a: &Answer<'a>) -> &'a str {
+        match self {
+            Check::ToolCall { name, .. } => a
+                .tool_calls
+                .iter()
+                .find(|c| c.name == *name)
+                .or(a.tool_calls.first())
+                .map_or(a.text, |c| c.arguments.as_str()),
+            _ => a.text,
         }
     }
 
@@ -122,6 +145,7 @@ impl Check {
                     Ok(())
                 }
             }
+            Check::ToolCall { name, parameters } => tool::judge(name, parameters, a.tool_calls),
             _ => Ok(()),
         }
     }
@@ -148,6 +172,11 @@ impl Checks {
         self.kinds().any(CheckKind::reads_text)
     }
 
+    /// Whether any check reads the answer's tool calls.
+    pub fn needs_tool_calls(&self) -> bool {
+        self.kinds().any(CheckKind::reads_tool_calls)
+    }
+
     /// Judges one answer. Excerpts of failures have `secrets` scrubbed out.
     pub fn judge<'s>(
         &self,
@@ -166,8 +195,9 @@ impl Checks {
                         .err()
                         .map(|r| excerpt(&crate::secret::scrub(&r, secrets.clone()))),
                     excerpt: failed.then(|| {
-                        let from = c.excerpt_from(answer.text);
-                        excerpt(&crate::secret::scrub(&answer.text[from..], secrets.clone()))
+                        let text = c.excerpt_source(answer);
+                        let from = c.excerpt_from(text);
+                        excerpt(&crate::secret::scrub(&text[from..], secrets.clone()))
                     }),
                 }
             })

@@ -7,6 +7,7 @@ use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::tool::{ToolChoice, ToolOffer};
 use super::{Check, Checks};
 
 /// Largest compiled regex: a pattern is configuration, so one that needs more is a
@@ -48,6 +49,54 @@ pub struct CheckSpec {
     /// enforce it (vLLM, llama.cpp, OpenAI).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured_output: bool,
+    /// The request offers this function (chat `tools`, responses `tools`; nothing is
+    /// offered without this check), and the answer must call it with arguments that
+    /// validate against its `parameters` schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_tool_call: Option<ToolCallSpec>,
+}
+
+/// `expect_tool_call`: the function offered and expected to be called.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallSpec {
+    /// The function's name, offered in the request and expected in the answer.
+    pub name: String,
+    /// The function's description, sent with it (none: no description).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema of the function's parameters, inline or `{file: PATH}`; the
+    /// call's arguments must validate against it (default `{"type": "object"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<SchemaSource>,
+    /// Send `tool_choice`: `auto`, `required`, or `function` (this function). Unset:
+    /// no `tool_choice` (the server's default, `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl ToolCallSpec {
+    /// The parameter schema as JSON (a file is read, bounded).
+    pub fn parameters(&self) -> Result<serde_json::Value, super::CheckError> {
+        match &self.parameters {
+            Some(src) => src.load().map_err(|e| CheckError {
+                field: "expect_tool_call",
+                message: format!("parameters: {}", e.message),
+                position: None,
+            }),
+            None => Ok(serde_json::json!({"type": "object"})),
+        }
+    }
+
+    /// The offer the request carries, with `parameters` already loaded.
+    pub fn offer(&self, parameters: serde_json::Value) -> ToolOffer {
+        ToolOffer {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters,
+            choice: self.tool_choice,
+        }
+    }
 }
 
 /// A JSON Schema, inline or in a file.
@@ -70,26 +119,54 @@ pub enum ModelMatch {
 }
 
 /// A check that cannot be compiled. `field` names the check (`expect_regex`), so the
-/// config can point at its line.
+/// config can point at its line, and `position` the line and column (1-based) inside
+/// the value where the problem is, when known (a regex's syntax error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct CheckError {
     pub field: &'static str,
     pub message: String,
+    pub position: Option<(usize, usize)>,
 }
 
 fn err(field: &'static str, message: impl Into<String>) -> CheckError {
     CheckError {
         field,
         message: message.into(),
+        position: None,
     }
 }
 
+/// Compiles `pattern`. A syntax error is one line (the regex crate's own message is a
+/// multi-line drawing) with where it is in the pattern, so a config error can point at
+/// the line of a pattern that spans several.
 fn regex(field: &'static str, pattern: &str) -> Result<Regex, CheckError> {
     RegexBuilder::new(pattern)
         .size_limit(MAX_REGEX_BYTES)
         .build()
-        .map_err(|e| err(field, format!("invalid regex: {e}")))
+        .map_err(|e| {
+            let located = match regex_syntax::Parser::new().parse(pattern) {
+                Err(regex_syntax::Error::Parse(p)) => Some((p.kind().to_string(), *p.span())),
+                Err(regex_syntax::Error::Translate(t)) => Some((t.kind().to_string(), *t.span())),
+                _ => None,
+            };
+            match located {
+                Some((what, span)) => {
+                    let (line, column) = (span.start.line, span.start.column);
+                    let place = if pattern.contains('\n') {
+                        format!("line {line}, column {column} of the pattern")
+                    } else {
+                        format!("column {column} of the pattern")
+                    };
+                    CheckError {
+                        field,
+                        message: format!("invalid regex: {what} (at {place})"),
+                        position: Some((line, column)),
+                    }
+                }
+                None => err(field, format!("invalid regex: {e}")),
+            }
+        })
 }
 
 impl SchemaSource {
@@ -166,6 +243,26 @@ impl CheckSpec {
                 return Err(err("max_repetition", format!("must be in [0, 1], got {r}")));
             }
             items.push(Check::MaxRepetition(r));
+        }
+        if let Some(t) = &self.expect_tool_call {
+            const FIELD: &str = "expect_tool_call";
+            if t.name.trim().is_empty() || t.name.len() > super::MAX_TOOL_NAME_BYTES {
+                return Err(err(
+                    FIELD,
+                    format!(
+                        "name must be 1 to {} bytes, got {:?}",
+                        super::MAX_TOOL_NAME_BYTES,
+                        t.name
+                    ),
+                ));
+            }
+            let schema = t.parameters()?;
+            let v = jsonschema::validator_for(&schema)
+                .map_err(|e| err(FIELD, format!("parameters: invalid JSON Schema: {e}")))?;
+            items.push(Check::ToolCall {
+                name: t.name.clone(),
+                parameters: Box::new(v),
+            });
         }
         Ok(Checks { items })
     }

@@ -12,6 +12,7 @@ fn answer(text: &str) -> Answer<'_> {
         model: Some("m"),
         finish_reason: Some("stop"),
         output_tokens: 5,
+        tool_calls: &[],
     }
 }
 
@@ -267,4 +268,66 @@ fn an_excerpt_of_control_characters_stays_short() {
         "{e}"
     );
     assert!(e.starts_with(r"\u{1b}") && e.ends_with('…'));
+}
+
+#[test]
+fn tool_call_arguments_are_validated_and_bounded() {
+    let c = compile(CheckSpec {
+        expect_tool_call: Some(ToolCallSpec {
+            name: "f".into(),
+            description: None,
+            parameters: Some(SchemaSource::Inline(serde_json::json!({
+                "type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}}
+            }))),
+            tool_choice: None,
+        }),
+        ..CheckSpec::default()
+    });
+    assert!(c.needs_tool_calls() && c.needs_text());
+    let call = |arguments: &str, truncated| ToolCall {
+        name: "f".into(),
+        arguments: arguments.into(),
+        truncated,
+    };
+    let judge = |calls: &[ToolCall]| {
+        let a = Answer {
+            tool_calls: calls,
+            ..answer("plain text")
+        };
+        c.judge(&a, []).remove(0)
+    };
+    // One valid call among invalid ones passes.
+    assert!(judge(&[call("{}", false), call(r#"{"a": 1}"#, false)]).passed);
+    let r = judge(&[call(r#"{"a": "x"}"#, false)]);
+    assert!(
+        r.reason
+            .unwrap()
+            .contains("do not match its parameters at /a")
+    );
+    assert_eq!(r.excerpt.as_deref(), Some(r#"{"a": "x"}"#));
+    let deep = "[".repeat(100_000);
+    assert!(
+        judge(&[call(&deep, false)])
+            .reason
+            .unwrap()
+            .contains("deeper than 64")
+    );
+    let cut = judge(&[call(r#"{"a": 1}"#, true)]);
+    assert!(cut.reason.unwrap().contains("not validated"));
+    let none = judge(&[]);
+    assert_eq!(
+        none.reason.as_deref(),
+        Some("the answer called no tool (expected f)")
+    );
+    assert_eq!(none.excerpt.as_deref(), Some("plain text"));
+    let bad = CheckSpec {
+        expect_tool_call: Some(ToolCallSpec {
+            name: " ".into(),
+            description: None,
+            parameters: None,
+            tool_choice: None,
+        }),
+        ..CheckSpec::default()
+    };
+    assert_eq!(bad.compile().unwrap_err().field, "expect_tool_call");
 }

@@ -33,12 +33,39 @@ pub struct ChunkData<'a> {
     pub done: bool,
     /// An event type the protocol's decoder does not know: ignored, and counted.
     pub unknown: bool,
+    /// Pieces of function calls (chat `delta.tool_calls`, Responses function-call
+    /// events). Empty, so unallocated, on every other chunk.
+    pub tool_calls: Vec<ToolCallDelta<'a>>,
+}
+
+/// A piece of one function call in a stream: its name when it opens, and a fragment of
+/// its arguments (concatenated per `index`), or the whole arguments (`whole`, the
+/// Responses `.done` events) that replace the fragments.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ToolCallDelta<'a> {
+    /// Which call: chat's `tool_calls[].index`, the Responses `output_index`.
+    pub index: u32,
+    pub name: Option<Cow<'a, str>>,
+    pub arguments: Option<Cow<'a, str>>,
+    pub whole: bool,
 }
 
 impl ChunkData<'_> {
-    /// Bytes of generated text (content plus reasoning) in this chunk.
+    /// Bytes of generated text (content, reasoning and new tool-call arguments) in
+    /// this chunk: a call's arguments are the answer of a tool-calling model.
     pub fn text_len(&self) -> usize {
-        self.content.as_deref().map_or(0, str::len) + self.reasoning.as_deref().map_or(0, str::len)
+        self.content.as_deref().map_or(0, str::len)
+            + self.reasoning.as_deref().map_or(0, str::len)
+            + self.tool_text().map(str::len).sum::<usize>()
+    }
+
+    /// The new argument fragments of this chunk's tool calls (not the whole-argument
+    /// repeats, which carry no new text).
+    pub fn tool_text(&self) -> impl Iterator<Item = &str> {
+        self.tool_calls
+            .iter()
+            .filter(|t| !t.whole)
+            .filter_map(|t| t.arguments.as_deref())
     }
 }
 
@@ -114,6 +141,21 @@ pub fn decode(data: &[u8]) -> Result<ChunkData<'_>, ChunkError> {
         out.has_choice = true;
         out.finish_reason = choice.finish_reason;
         if let Some(delta) = choice.delta {
+            out.tool_calls = delta
+                .tool_calls
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, t)| {
+                    let f = t.function.unwrap_or_default();
+                    ToolCallDelta {
+                        index: t.index.unwrap_or(u32::try_from(i).unwrap_or(u32::MAX)),
+                        name: f.name,
+                        arguments: f.arguments,
+                        whole: false,
+                    }
+                })
+                .collect();
             out.content = delta.content;
             out.reasoning = match (delta.reasoning_content, delta.reasoning) {
                 (Some(a), Some(b)) => Some(if b.len() > a.len() { b } else { a }),
@@ -161,6 +203,26 @@ struct RawDelta<'a> {
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow, deserialize_with = "opt_cow_str")]
     reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<RawToolCall<'a>>>,
+}
+
+/// One entry of chat's `tool_calls`, streamed (`index`, fragments of `arguments`) or
+/// whole (`message.tool_calls`).
+#[derive(Deserialize)]
+pub(crate) struct RawToolCall<'a> {
+    #[serde(default)]
+    pub(crate) index: Option<u32>,
+    #[serde(default, borrow)]
+    pub(crate) function: Option<RawFunction<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct RawFunction<'a> {
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "opt_cow_str")]
+    pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
 /// An optional string that borrows from the input when it has no escapes. (serde's
@@ -333,6 +395,25 @@ mod tests {
             decode(br#"{"choices":[{"delta":{"reasoning":"same","reasoning_content":"same"}}]}"#)
                 .unwrap();
         assert_eq!(c.text_len(), 4);
+    }
+
+    #[test]
+    fn tool_call_fragments_are_decoded_and_count_as_text() {
+        // OpenAI's shape: the first delta names the call, later ones carry fragments.
+        let c = decode(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#).unwrap();
+        assert_eq!(c.tool_calls.len(), 1);
+        assert_eq!(c.tool_calls[0].name.as_deref(), Some("get_weather"));
+        assert_eq!(c.text_len(), 0);
+        let c = decode(br#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"ci"}}]}}]}"#).unwrap();
+        let t = &c.tool_calls[0];
+        assert_eq!(
+            (t.index, t.name.as_deref(), t.arguments.as_deref()),
+            (1, None, Some("{\"ci"))
+        );
+        assert!(!t.whole && c.has_choice);
+        assert_eq!(c.text_len(), 4);
+        let c = decode(br#"{"choices":[{"delta":{"tool_calls":null,"content":"x"}}]}"#).unwrap();
+        assert!(c.tool_calls.is_empty());
     }
 
     #[test]

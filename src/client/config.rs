@@ -163,6 +163,11 @@ pub struct ClientConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub response_schema: Option<serde_json::Value>,
+    /// The function offered in the request's `tools` (chat and responses); set from a
+    /// scenario's `checks.expect_tool_call`, never configured here.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub tool: Option<crate::check::ToolOffer>,
 }
 
 impl Default for ClientConfig {
@@ -187,6 +192,7 @@ impl Default for ClientConfig {
             tls: TlsConfig::default(),
             limits: Limits::default(),
             response_schema: None,
+            tool: None,
         }
     }
 }

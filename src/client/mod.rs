@@ -27,6 +27,7 @@ pub mod request;
 pub mod sse;
 mod stale;
 pub mod tls;
+mod tool_calls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,6 +131,8 @@ struct StreamState {
     answer: AnswerText,
     /// The response's `model` field (first seen), for the checks.
     model: Option<String>,
+    /// The answer's function calls, kept only when a check reads them.
+    tools: tool_calls::KeptToolCalls,
 }
 
 /// Answer text kept for the checks, bounded.
@@ -325,6 +328,9 @@ impl Client {
                 ..AnswerText::default()
             },
             model: None,
+            tools: tool_calls::KeptToolCalls::new(
+                self.checks.as_ref().is_some_and(|c| c.needs_tool_calls()),
+            ),
         };
         let result = match body {
             Ok(body) => {
@@ -380,7 +386,9 @@ impl Client {
             Ok(()) => rec.outcome = Outcome::Ok,
         }
         if let Some(checks) = self.checks.as_ref().filter(|_| rec.is_success()) {
+            let calls = st.tools.calls();
             let answer = Answer {
+                tool_calls: &calls,
                 text: &st.answer.text,
                 truncated: st.answer.truncated,
                 model: st.model.as_deref(),
@@ -693,6 +701,9 @@ impl Client {
             st.keep_model(model);
         }
         st.answer.push(chunk.content.as_deref().unwrap_or(""));
+        for t in &chunk.tool_calls {
+            st.tools.apply(t);
+        }
         if !chunk.has_choice {
             // Usage-only chunk (`choices: []`): no text, no per-chunk tokens.
             return Ok(());
@@ -710,9 +721,11 @@ impl Client {
                 Some(n)
             } else if let Some(counter) = &self.token_counter {
                 let n = chunk.content.as_deref().map_or(0, |s| counter(s))
-                    + chunk.reasoning.as_deref().map_or(0, |s| counter(s));
+                    + chunk.reasoning.as_deref().map_or(0, |s| counter(s))
+                    + chunk.tool_text().map(|s| counter(s)).sum::<u32>();
                 st.text.push_str(chunk.reasoning.as_deref().unwrap_or(""));
                 st.text.push_str(chunk.content.as_deref().unwrap_or(""));
+                chunk.tool_text().for_each(|s| st.text.push_str(s));
                 st.tokens_seen += u64::from(n);
                 Some(n)
             } else {
@@ -824,13 +837,20 @@ impl Client {
         }
         st.answer.push(&answer.answer);
         st.embeddings = answer.embeddings;
+        // A call's arguments are generated text like the answer's.
+        let tool_bytes: usize = answer.tool_calls.iter().map(|c| c.arguments.len()).sum();
         let tokens = match &self.token_counter {
             Some(counter) if rec.usage_completion_tokens.is_none() => {
                 st.text = answer.reasoning.clone() + &answer.answer;
+                answer
+                    .tool_calls
+                    .iter()
+                    .for_each(|c| st.text.push_str(&c.arguments));
                 Some(counter(&st.text))
             }
             _ => None,
         };
+        st.tools.take_whole(answer.tool_calls);
         if !self.cfg.endpoint.generates() {
             // An embedding generates nothing: zero output tokens is the count, not an
             // unknown.
@@ -838,7 +858,12 @@ impl Client {
             rec.usage_completion_tokens = Some(0);
             return Ok(());
         }
-        rec.push_body(at, answer.answer.len(), answer.reasoning.len(), tokens);
+        rec.push_body(
+            at,
+            answer.answer.len() + tool_bytes,
+            answer.reasoning.len(),
+            tokens,
+        );
         if u64::from(rec.output_tokens()) > u64::from(self.cfg.limits.max_output_tokens) {
             return Err(Failure::stream(format!(
                 "more than limits.max_output_tokens ({}) output tokens",

@@ -44,6 +44,15 @@ pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static st
             _ => {}
         }
     }
+    if cfg.tool.is_some() && matches!(cfg.endpoint, Endpoint::Chat | Endpoint::Responses) {
+        // Offered only for a tool-call check: that check is the switch.
+        if ours("tools") {
+            out.push(("tools", "checks.expect_tool_call"));
+        }
+        if cfg.tool.as_ref().is_some_and(|t| t.choice.is_some()) && ours("tool_choice") {
+            out.push(("tool_choice", "checks.expect_tool_call.tool_choice"));
+        }
+    }
     if !cfg.extra_body.is_empty() {
         out.push(("extra_body fields", "extra_body"));
     }
@@ -224,6 +233,57 @@ mod tests {
         cfg.endpoint = Endpoint::Messages;
         let msg = parsed(&cfg);
         assert!(msg.get("response_format").is_none() && msg.get("text").is_none());
+    }
+
+    #[test]
+    fn a_tool_is_offered_in_each_protocols_shape_only_when_set() {
+        use crate::check::{ToolChoice, ToolOffer};
+        let params = json!({"type": "object", "required": ["city"]});
+        let mut cfg = ClientConfig {
+            tool: Some(ToolOffer {
+                name: "get_weather".into(),
+                description: Some("Weather.".into()),
+                parameters: params.clone(),
+                choice: Some(ToolChoice::Function),
+            }),
+            ..ClientConfig::default()
+        };
+        let chat = parsed(&cfg);
+        assert_eq!(
+            chat["tools"],
+            json!([{"type": "function", "function": {"name": "get_weather",
+                "description": "Weather.", "parameters": params}}])
+        );
+        assert_eq!(
+            chat["tool_choice"],
+            json!({"type": "function", "function": {"name": "get_weather"}})
+        );
+        let names: Vec<&str> = non_standard_fields(&cfg).iter().map(|f| f.0).collect();
+        assert!(
+            names.contains(&"tools") && names.contains(&"tool_choice"),
+            "{names:?}"
+        );
+        cfg.endpoint = Endpoint::Responses;
+        let resp = parsed(&cfg);
+        assert_eq!(
+            resp["tools"],
+            json!([{"type": "function", "name": "get_weather", "description": "Weather.",
+                "parameters": params}])
+        );
+        assert_eq!(
+            resp["tool_choice"],
+            json!({"type": "function", "name": "get_weather"})
+        );
+        if let Some(t) = cfg.tool.as_mut() {
+            t.choice = Some(ToolChoice::Required);
+            t.description = None;
+        }
+        let resp = parsed(&cfg);
+        assert_eq!(resp["tool_choice"], json!("required"));
+        assert!(resp["tools"][0].get("description").is_none());
+        cfg.tool = None;
+        let plain = parsed(&cfg);
+        assert!(plain.get("tools").is_none() && plain.get("tool_choice").is_none());
     }
 
     #[test]

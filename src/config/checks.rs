@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::locate::Path;
 use super::schema::{Scenario, Target};
-use crate::check::{CheckSpec, Checks, SchemaSource};
+use crate::check::{CheckSpec, Checks, SchemaSource, ToolCallSpec, ToolOffer};
 use crate::client::Endpoint;
 use crate::record::CheckKind;
 
@@ -20,6 +20,8 @@ pub struct PlannedChecks {
     pub spec: CheckSpec,
     /// The JSON Schema as loaded (a file's content at load time).
     schema: Option<serde_json::Value>,
+    /// The tool-call check's parameter schema as loaded.
+    tool_parameters: Option<serde_json::Value>,
     pub compiled: Arc<Checks>,
 }
 
@@ -29,11 +31,19 @@ impl PlannedChecks {
     pub fn response_schema(&self) -> Option<serde_json::Value> {
         self.schema.clone().filter(|_| self.spec.structured_output)
     }
+
+    /// The function the requests offer, when a tool-call check is configured.
+    pub fn tool_offer(&self) -> Option<ToolOffer> {
+        let t = self.spec.expect_tool_call.as_ref()?;
+        Some(t.offer(self.tool_parameters.clone()?))
+    }
 }
 
 impl PartialEq for PlannedChecks {
     fn eq(&self, other: &Self) -> bool {
-        self.spec == other.spec && self.schema == other.schema
+        self.spec == other.spec
+            && self.schema == other.schema
+            && self.tool_parameters == other.tool_parameters
     }
 }
 
@@ -44,12 +54,29 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
         Some(src) => Some(src.load().map_err(|e| (at(e.field), e.message))?),
         None => None,
     };
-    // Compile from the loaded schema, so the plan judges what it compared.
+    // A tool's parameter error points at its `parameters`.
+    let located = |e: crate::check::CheckError| match e.message.strip_prefix("parameters: ") {
+        Some(m) if e.field == "expect_tool_call" => (at(e.field).key("parameters"), m.to_string()),
+        _ => match e.position {
+            // Inside a regex: the line of a pattern that spans several.
+            Some((line, column)) => (at(e.field).within(line, column), e.message),
+            None => (at(e.field), e.message),
+        },
+    };
+    let tool_parameters = match &s.checks.expect_tool_call {
+        Some(t) => Some(t.parameters().map_err(located)?),
+        None => None,
+    };
+    // Compile from the loaded schemas, so the plan judges what it compared.
     let spec = CheckSpec {
         expect_json_schema: schema.clone().map(SchemaSource::Inline),
+        expect_tool_call: s.checks.expect_tool_call.clone().map(|t| ToolCallSpec {
+            parameters: tool_parameters.clone().map(SchemaSource::Inline),
+            ..t
+        }),
         ..s.checks.clone()
     };
-    let compiled = spec.compile().map_err(|e| (at(e.field), e.message))?;
+    let compiled = spec.compile().map_err(located)?;
     if !t.endpoint.generates()
         && let Some(kind) = compiled.kinds().find(|k| *k != CheckKind::ExpectModel)
     {
@@ -57,6 +84,18 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
             at(kind.as_str()),
             format!(
                 "endpoint {} generates no text: only expect_model can check it",
+                t.endpoint.as_str()
+            ),
+        ));
+    }
+    if s.checks.expect_tool_call.is_some()
+        && !matches!(t.endpoint, Endpoint::Chat | Endpoint::Responses)
+    {
+        return Err((
+            at("expect_tool_call"),
+            format!(
+                "scenario {:?}: endpoint {} cannot offer tools (chat and responses can)",
+                s.name,
                 t.endpoint.as_str()
             ),
         ));
@@ -73,6 +112,7 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
     Ok(PlannedChecks {
         spec: s.checks.clone(),
         schema,
+        tool_parameters,
         compiled: Arc::new(compiled),
     })
 }

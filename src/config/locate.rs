@@ -14,6 +14,9 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 pub enum Seg {
     Key(String),
     Index(usize),
+    /// A line and column (1-based) inside the scalar at the path: where in a value
+    /// (a regex) the problem is. Printed as nothing.
+    Within(usize, usize),
 }
 
 /// A path into the config document, printed like serde_yaml_ng prints paths
@@ -37,6 +40,13 @@ impl Path {
         p.0.push(Seg::Index(i));
         p
     }
+
+    /// The place at `line`, `column` (1-based) inside this path's scalar value.
+    pub fn within(&self, line: usize, column: usize) -> Path {
+        let mut p = self.clone();
+        p.0.push(Seg::Within(line, column));
+        p
+    }
 }
 
 impl fmt::Display for Path {
@@ -49,6 +59,7 @@ impl fmt::Display for Path {
                 Seg::Key(k) if i == 0 => f.write_str(k)?,
                 Seg::Key(k) => write!(f, ".{k}")?,
                 Seg::Index(n) => write!(f, "[{n}]")?,
+                Seg::Within(..) => {}
             }
         }
         Ok(())
@@ -59,6 +70,10 @@ const FOUND: &str = "\u{0}llmprobe-locate";
 
 /// Line and column (1-based) of the node at `path`, or of its deepest existing parent.
 pub fn locate(text: &str, path: &Path) -> Option<(usize, usize)> {
+    if let Some((Seg::Within(line, column), node)) = path.0.split_last() {
+        let at = locate(text, &Path(node.to_vec()))?;
+        return Some(inside(text, at, (*line, *column)));
+    }
     let de = serde_yaml_ng::Deserializer::from_str(text);
     let err = match (Walk { rest: &path.0 }).deserialize(de) {
         Ok(()) => return None,
@@ -66,6 +81,38 @@ pub fn locate(text: &str, path: &Path) -> Option<(usize, usize)> {
     };
     let loc = err.location()?;
     Some((loc.line(), loc.column()))
+}
+
+/// The file position of `(line, column)` of the value of the scalar node that starts at
+/// `node`: exact for a literal block (`|`, one value line per file line) and for a
+/// one-line plain or quoted value without escapes; else the node itself.
+fn inside(text: &str, node: (usize, usize), (line, column): (usize, usize)) -> (usize, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(first) = lines.get(node.0 - 1) else {
+        return node;
+    };
+    let start: String = first.chars().skip(node.1 - 1).collect();
+    if start.starts_with('|') {
+        // Every line of the block is indented like its first one, which is stripped.
+        let Some(content) = lines.get(node.0) else {
+            return node;
+        };
+        let indent = content.chars().take_while(|c| *c == ' ').count();
+        return (node.0 + line, indent + column);
+    }
+    if line != 1 || start.starts_with(['>', '\\']) {
+        return node;
+    }
+    let quoted = start.starts_with(['"', '\'']);
+    let before: String = start
+        .chars()
+        .skip(usize::from(quoted))
+        .take(column - 1)
+        .collect();
+    if before.contains(['\\', '"', '\'']) {
+        return node;
+    }
+    (node.0, node.1 + usize::from(quoted) + column - 1)
 }
 
 struct Walk<'a> {

@@ -93,6 +93,8 @@ pub struct ScenarioPlan {
     pub checks: PlannedChecks,
     /// A fixed question instead of synthetic prompts.
     pub prompt: Option<String>,
+    /// Whether the unique nonce goes in front of the fixed question.
+    pub nonce: bool,
     /// Sampling temperature, when the scenario sets one.
     pub temperature: Option<f64>,
     /// The request's sampling `seed`, when the scenario sets one.
@@ -226,6 +228,7 @@ fn target(
         tls: t.tls.clone(),
         limits: t.limits,
         response_schema: None,
+        tool: None,
     };
     // The client's message quotes the URL; show it as `/config` would.
     client.validate().map_err(|e| {
@@ -286,6 +289,14 @@ fn scenarios(
         let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(t, s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
+        if !s.nonce && plan.prompt.is_none() {
+            return Err((
+                sp.key("nonce"),
+                "nonce: false needs a fixed question (prompt or prompt_file); synthetic \
+                 prompts always carry the nonce"
+                    .into(),
+            ));
+        }
         scenarios.push(plan);
     }
     Ok(scenarios)
@@ -369,6 +380,7 @@ fn scenario(
         seed: derive_seed(cfg.seed, &t.name, &s.name),
         checks: PlannedChecks::default(),
         prompt: None,
+        nonce: s.nonce,
         temperature: s.temperature,
         sampling_seed: s.seed,
     }

@@ -388,6 +388,11 @@ pub struct Scenario {
     /// Sampling `seed` sent in this scenario's requests, for servers that honour it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Put the unique nonce in front of the fixed question (default; prefix-cache
+    /// hygiene). `false` sends `prompt` byte for byte the same on every probe, for
+    /// exact-match questions; it needs `prompt` or `prompt_file`.
+    #[serde(default = "yes")]
+    pub nonce: bool,
 }
 
 impl Default for Scenario {
@@ -406,6 +411,7 @@ impl Default for Scenario {
             prompt_file: None,
             temperature: None,
             seed: None,
+            nonce: true,
         }
     }
 }

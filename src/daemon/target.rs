@@ -238,7 +238,10 @@ fn start_scenario(
 /// `input_tokens`.
 fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
     let output = Lengths::fixed(scenario.output_tokens)?;
-    let prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
+    let mut prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
+    if !scenario.nonce {
+        prompts = prompts.without_nonce();
+    }
     Ok(match &scenario.prompt {
         Some(text) => Workload::dataset(
             vec![crate::workload::dataset::DatasetEntry {
@@ -268,6 +271,7 @@ fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
     ClientConfig {
         temperature: scenario.temperature.unwrap_or(plan.client.temperature),
         response_schema: scenario.checks.response_schema(),
+        tool: scenario.checks.tool_offer(),
         extra_body,
         ignore_eos: scenario.ignore_eos,
         stream: scenario.stream,

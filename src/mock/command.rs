@@ -62,7 +62,8 @@ pub struct MockArgs {
     /// reset_mid_stream[=N], stall_before_headers, stall_after_tokens[=N], malformed_json,
     /// no_done, invalid_utf8, huge_line[=BYTES], trickle, wrong_content_type,
     /// json_instead_of_sse, error_event, empty_completion; fast but wrong answers:
-    /// garbage, repeat, wrong_model, bad_json, template_leak. A request header
+    /// garbage, repeat, wrong_model, bad_json, template_leak, no_tool_call (plain text where
+    /// an offered tool should be called). A request header
     /// `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: docs/mock.md.
     #[arg(long, value_name = "KIND[=PARAM][:P]")]
     pub fault: Vec<String>,

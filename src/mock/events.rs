@@ -39,6 +39,7 @@ impl ChunkWriter {
         let piece = Piece {
             reasoning: String::new(),
             answer: text.to_string(),
+            opens_answer: false,
         };
         match self.endpoint {
             Endpoint::Chat | Endpoint::Completions | Endpoint::Embeddings => {

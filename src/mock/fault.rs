@@ -56,6 +56,8 @@ pub enum FaultKind {
     BadJson,
     /// Fast and wrong: chat-template control tokens in the answer.
     TemplateLeak,
+    /// Fast and wrong: plain text where an offered tool should have been called.
+    NoToolCall,
 }
 
 /// Every kind's name, in documentation order (error messages list them).
@@ -81,6 +83,7 @@ pub const FAULT_NAMES: &[&str] = &[
     "wrong_model",
     "bad_json",
     "template_leak",
+    "no_tool_call",
 ];
 
 impl FaultKind {
@@ -107,6 +110,7 @@ impl FaultKind {
             FaultKind::WrongModel => "wrong_model",
             FaultKind::BadJson => "bad_json",
             FaultKind::TemplateLeak => "template_leak",
+            FaultKind::NoToolCall => "no_tool_call",
         }
     }
 
@@ -173,6 +177,7 @@ impl FaultKind {
             "wrong_model" => no_param(FaultKind::WrongModel),
             "bad_json" => no_param(FaultKind::BadJson),
             "template_leak" => no_param(FaultKind::TemplateLeak),
+            "no_tool_call" => no_param(FaultKind::NoToolCall),
             _ => Err(UsageError::new(format!(
                 "unknown fault {name:?}; expected one of: {}",
                 FAULT_NAMES.join(", ")

@@ -21,6 +21,7 @@ mod metrics;
 mod openai;
 mod responses;
 mod server;
+mod tool;
 mod voice;
 mod wire;
 

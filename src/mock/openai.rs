@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::tool::{self, OfferedTool};
 use super::wire::{ChunkWriter, Piece, Usage, sse};
 use crate::client::Endpoint;
 
@@ -30,6 +31,8 @@ pub struct GenRequest {
     pub continuous_usage: bool,
     /// Embeddings: how many inputs (one vector each).
     pub inputs: u32,
+    /// The first function offered in `tools` (chat and responses).
+    pub tool: Option<OfferedTool>,
 }
 
 /// Parses a request body; the error is a message for a 400 response.
@@ -101,6 +104,7 @@ pub fn parse_request(
         include_usage,
         continuous_usage,
         inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
+        tool: tool::offered(endpoint, obj),
     })
 }
 
@@ -221,9 +225,23 @@ impl ChunkWriter {
                 if !piece.reasoning.is_empty() {
                     delta.insert("reasoning_content".into(), json!(piece.reasoning));
                 }
-                if !piece.answer.is_empty() || piece.reasoning.is_empty() {
-                    delta.insert("content".into(), json!(piece.answer));
+                match self.tool() {
+                    Some(name) if !piece.answer.is_empty() || piece.opens_answer => {
+                        // The name opens the call; the arguments follow in fragments.
+                        let mut call = json!({"index": 0, "function": {"arguments": piece.answer}});
+                        if piece.opens_answer {
+                            call["id"] = json!(self.call_id());
+                            call["type"] = json!("function");
+                            call["function"]["name"] = json!(name);
+                        }
+                        delta.insert("tool_calls".into(), json!([call]));
+                    }
+                    _ if !piece.answer.is_empty() || piece.reasoning.is_empty() => {
+                        delta.insert("content".into(), json!(piece.answer));
+                    }
+                    _ => {}
                 }
+                let finish = finish.map(|f| self.finish_name(f));
                 json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}])
             }
             _ => json!([{"index": 0, "text": format!("{}{}", piece.reasoning, piece.answer),
@@ -244,6 +262,12 @@ impl ChunkWriter {
         match self.endpoint {
             Endpoint::Chat => {
                 let mut message = json!({"role": "assistant", "content": piece.answer});
+                if let Some(name) = self.tool() {
+                    message["content"] = Value::Null;
+                    message["tool_calls"] = json!([{"id": self.call_id(), "type": "function",
+                        "function": {"name": name, "arguments": piece.answer}}]);
+                }
+                let finish = self.finish_name(finish);
                 if !piece.reasoning.is_empty() {
                     message["reasoning_content"] = json!(piece.reasoning);
                 }

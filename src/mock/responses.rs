@@ -36,15 +36,70 @@ pub fn delta_json(text: &str, reasoning: bool) -> Value {
            "delta": text})
 }
 
-pub fn delta(_w: &ChunkWriter, piece: &Piece) -> Bytes {
+pub fn delta(w: &ChunkWriter, piece: &Piece) -> Bytes {
     let mut out = Vec::new();
     for (text, reasoning) in [(&piece.reasoning, true), (&piece.answer, false)] {
-        if !text.is_empty() {
+        if let (Some(name), false) = (w.tool(), reasoning) {
+            out.extend(call_delta(w, name, piece));
+        } else if !text.is_empty() {
             let ev = delta_json(text, reasoning);
             out.extend(named_sse(ev["type"].as_str().unwrap_or_default(), &ev));
         }
     }
     Bytes::from(out)
+}
+
+/// The function-call item of this answer, with `arguments` and `status`.
+fn call_item(w: &ChunkWriter, name: &str, arguments: &str, status: &str) -> Value {
+    json!({"type": "function_call", "id": CALL_ITEM, "call_id": w.call_id(), "name": name,
+           "arguments": arguments, "status": status})
+}
+
+/// The item id of the mock's function call.
+const CALL_ITEM: &str = "fc-0";
+
+/// A function call's events for one piece: the item added with the first token, then
+/// an arguments delta.
+fn call_delta(w: &ChunkWriter, name: &str, piece: &Piece) -> Vec<u8> {
+    let mut out = Vec::new();
+    if piece.opens_answer {
+        let kind = "response.output_item.added";
+        out.extend(named_sse(
+            kind,
+            &json!({"type": kind, "output_index": 0,
+                    "item": call_item(w, name, "", "in_progress")}),
+        ));
+    }
+    if !piece.answer.is_empty() {
+        let kind = "response.function_call_arguments.delta";
+        out.extend(named_sse(
+            kind,
+            &json!({"type": kind, "item_id": CALL_ITEM, "output_index": 0,
+                    "delta": piece.answer}),
+        ));
+    }
+    out
+}
+
+/// The events that close a function call: the whole arguments, and the item done.
+fn call_done(w: &ChunkWriter, name: &str, emitted: u32) -> Vec<u8> {
+    if emitted <= w.reasoning {
+        return Vec::new();
+    }
+    let arguments = w.piece(w.reasoning, emitted).answer;
+    let kind = "response.function_call_arguments.done";
+    let mut out = named_sse(
+        kind,
+        &json!({"type": kind, "item_id": CALL_ITEM, "output_index": 0,
+                "arguments": arguments}),
+    );
+    let kind = "response.output_item.done";
+    out.extend(named_sse(
+        kind,
+        &json!({"type": kind, "output_index": 0,
+                "item": call_item(w, name, &arguments, "completed")}),
+    ));
+    out
 }
 
 fn usage_json(usage: Usage) -> Value {
@@ -72,10 +127,12 @@ pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> 
     if let Some(u) = usage {
         response["usage"] = usage_json(u);
     }
-    Bytes::from(named_sse(
+    let mut out = w.tool().map_or(Vec::new(), |t| call_done(w, t, emitted));
+    out.extend(named_sse(
         kind,
         &json!({"type": kind, "response": response}),
-    ))
+    ));
+    Bytes::from(out)
 }
 
 pub fn error_event(message: &str) -> Vec<u8> {
@@ -91,12 +148,14 @@ pub fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value
         output.push(json!({"type": "reasoning", "id": "rs-0", "summary": [],
                            "content": [{"type": "reasoning_text", "text": piece.reasoning}]}));
     }
-    output.push(
-        json!({"type": "message", "id": "item-0", "role": "assistant",
-                       "status": "completed",
-                       "content": [{"type": "output_text", "text": piece.answer,
-                                    "annotations": []}]}),
-    );
+    match w.tool() {
+        Some(name) => output.push(call_item(w, name, &piece.answer, "completed")),
+        None => output.push(
+            json!({"type": "message", "id": "item-0", "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": piece.answer, "annotations": []}]}),
+        ),
+    }
     let cut = !w.stopped(emitted);
     let mut v = response_object(w, if cut { "incomplete" } else { "completed" });
     if cut {

@@ -463,7 +463,7 @@ async fn generate(
     let seq = engine.next_seq();
     // Per-request jitter stream: reproducible from --seed and the arrival order.
     let seed = crate::schedule::splitmix64(engine.cfg.seed ^ seq);
-    let writer = answer_writer(&engine, endpoint, seq, &req.model, reasoning, fault, seed);
+    let writer = answer_writer(&engine, endpoint, seq, &req, reasoning, fault, seed);
     let job = Job {
         output_tokens: writer
             .natural_len()
@@ -486,12 +486,12 @@ async fn generate(
 }
 
 /// The writer of one response: the echoed model (another one under `wrong_model`) and
-/// the voice of `--answer` and the wrong-answer faults.
+/// the voice of `--answer`, of the wrong-answer faults, or of a call to an offered tool.
 fn answer_writer(
     engine: &Engine,
     endpoint: Endpoint,
     seq: u64,
-    model: &str,
+    req: &GenRequest,
     reasoning: u32,
     fault: Option<FaultKind>,
     seed: u64,
@@ -499,10 +499,11 @@ fn answer_writer(
     let model = if fault == Some(FaultKind::WrongModel) {
         WRONG_MODEL
     } else {
-        model
+        &req.model
     };
     let answer = engine.cfg.answer.as_deref().map(|a| split_answer(a).into());
-    ChunkWriter::new(endpoint, seq, model, reasoning).with_voice(Voice::new(answer, fault, seed))
+    let voice = Voice::new(answer, fault, seed).calling(req.tool.as_ref(), fault);
+    ChunkWriter::new(endpoint, seq, model, reasoning).with_voice(voice)
 }
 
 /// Sleeps for the configured stall, cut short by shutdown.

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::fault::FaultKind;
+use super::tool::{OfferedTool, arguments_for};
 
 /// The model name the `wrong_model` fault answers with.
 pub const WRONG_MODEL: &str = "mock-wrong-model";
@@ -32,6 +33,8 @@ pub struct Voice {
     /// `--answer` as tokens; `None`: numbered tokens without an end.
     answer: Option<Arc<[String]>>,
     wrong: Option<Wrong>,
+    /// The function the answer calls: its tokens are then the call's arguments.
+    tool: Option<Arc<str>>,
 }
 
 /// Splits `text` into tokens that concatenate back to it: each token is a word with
@@ -62,7 +65,30 @@ impl Voice {
             Some(FaultKind::TemplateLeak) => Some(Wrong::TemplateLeak),
             _ => None,
         };
-        Voice { answer, wrong }
+        Voice {
+            answer,
+            wrong,
+            tool: None,
+        }
+    }
+
+    /// The same voice calling the offered `tool` instead, with arguments that satisfy
+    /// its parameter schema, unless a wrong-answer fault (or `no_tool_call`) hit.
+    pub fn calling(self, tool: Option<&OfferedTool>, fault: Option<FaultKind>) -> Voice {
+        let Some(t) = tool else { return self };
+        if self.wrong.is_some() || fault == Some(FaultKind::NoToolCall) {
+            return self;
+        }
+        Voice {
+            answer: Some(split_answer(&arguments_for(&t.parameters)).into()),
+            wrong: None,
+            tool: Some(t.name.as_str().into()),
+        }
+    }
+
+    /// The function the answer calls, if it calls one.
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
     }
 
     /// Answer tokens the voice has before it stops (`None`: it never stops by itself).
@@ -179,5 +205,31 @@ mod tests {
         );
         assert_ne!(text(&g, 20), text(&Voice::new(None, None, 7), 20));
         assert_eq!(text(&g, 20).split_whitespace().count(), 20);
+    }
+
+    #[test]
+    fn an_offered_tool_is_called_unless_a_wrong_answer_fault_hit() {
+        let tool = OfferedTool {
+            name: "f".into(),
+            parameters: serde_json::json!({"required": ["a", "b"],
+                "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}),
+        };
+        let call = Voice::new(None, None, 0).calling(Some(&tool), None);
+        assert_eq!(call.tool(), Some("f"));
+        assert_eq!(
+            (text(&call, 4), call.len()),
+            (r#"{"a": "x", "b": 1}"#.into(), Some(4))
+        );
+        for fault in [FaultKind::NoToolCall, FaultKind::Repeat, FaultKind::Garbage] {
+            let plain = Voice::new(None, Some(fault), 0).calling(Some(&tool), Some(fault));
+            assert_eq!(plain.tool(), None, "{fault}");
+        }
+        let model = Some(FaultKind::WrongModel);
+        assert_eq!(
+            Voice::new(None, model, 0)
+                .calling(Some(&tool), model)
+                .tool(),
+            Some("f")
+        );
     }
 }

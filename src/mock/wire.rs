@@ -41,6 +41,8 @@ pub fn named_sse(name: &str, payload: &Value) -> Vec<u8> {
 pub struct Piece {
     pub reasoning: String,
     pub answer: String,
+    /// Whether the piece holds the answer's first token (where a tool call opens).
+    pub opens_answer: bool,
 }
 
 impl ChunkWriter {
@@ -80,6 +82,27 @@ impl ChunkWriter {
             answer: (split..to.max(split))
                 .map(|i| self.voice.token(i, self.reasoning))
                 .collect(),
+            opens_answer: (from..to).contains(&self.reasoning),
+        }
+    }
+
+    /// The function this answer calls (its tokens are the call's arguments), if any.
+    pub fn tool(&self) -> Option<&str> {
+        self.voice.tool()
+    }
+
+    /// The id of the answer's function call.
+    pub fn call_id(&self) -> String {
+        format!("call-{}", self.id)
+    }
+
+    /// The finish reason as sent: a call that ended by itself finishes with
+    /// `tool_calls` (chat's spelling).
+    pub fn finish_name<'a>(&self, finish: &'a str) -> &'a str {
+        if self.tool().is_some() && finish == "stop" {
+            "tool_calls"
+        } else {
+            finish
         }
     }
 

@@ -231,6 +231,29 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_prompt_carries_a_nonce_unless_turned_off() {
+        let question = "What is 2 + 2?";
+        let fixed = |prompts: PromptGenerator| {
+            let entry = dataset::DatasetEntry {
+                prompt: question.into(),
+                output_len: None,
+            };
+            Workload::dataset(vec![entry], Lengths::fixed(8).unwrap(), true, prompts, 1).unwrap()
+        };
+        let on = fixed(PromptGenerator::approximate(0));
+        let (a, b) = (on.spec(0).unwrap(), on.spec(1).unwrap());
+        assert_ne!(a.prompt, b.prompt);
+        assert!(a.prompt.ends_with(question) && a.prompt.len() > question.len());
+        let off = fixed(PromptGenerator::approximate(0).without_nonce());
+        let (a, b) = (off.spec(0).unwrap(), off.spec(1).unwrap());
+        assert_eq!(a.prompt.as_bytes(), b.prompt.as_bytes());
+        assert_eq!(a.prompt, question);
+        assert_eq!(a.prompt_tokens, prompt::approx_tokens(question));
+        // Another run nonce changes nothing either.
+        assert_eq!(off.with_run_nonce(99).spec(0).unwrap().prompt, question);
+    }
+
+    #[test]
     fn specs_are_deterministic_per_seed_and_index() {
         let a = synthetic(1);
         let b = synthetic(1);

@@ -326,6 +326,9 @@ pub struct PromptGenerator {
     mode: Mode,
     /// The shared prefix text and its token count.
     shared_prefix: Option<(String, u32)>,
+    /// Whether [`wrap`](Self::wrap) puts the unique nonce in front of a fixed prompt
+    /// (on unless [`without_nonce`](Self::without_nonce)).
+    nonce: bool,
 }
 
 impl PromptGenerator {
@@ -339,6 +342,7 @@ impl PromptGenerator {
         PromptGenerator {
             mode: Mode::Approximate,
             shared_prefix,
+            nonce: true,
         }
     }
 
@@ -354,7 +358,16 @@ impl PromptGenerator {
         Ok(PromptGenerator {
             mode: Mode::Exact(tokenizer),
             shared_prefix,
+            nonce: true,
         })
+    }
+
+    /// The same generator with fixed prompts sent without the unique nonce, byte for
+    /// byte the same on every request (for exact-match questions to servers whose
+    /// prefix cache does not matter). Synthetic prompts keep theirs.
+    pub fn without_nonce(mut self) -> Self {
+        self.nonce = false;
+        self
     }
 
     /// Whether lengths are exact (a tokenizer is used).
@@ -421,11 +434,16 @@ impl PromptGenerator {
 
     /// A dataset prompt made unique: prefix, nonce, then `text`. Returns the prompt and
     /// its token count (exact with a tokenizer, else prefix + nonce + [`approx_tokens`]).
+    /// Without the nonce ([`without_nonce`](Self::without_nonce)): prefix, then `text`.
     pub fn wrap(&self, nonce: Nonce, text: &str) -> (String, u32) {
-        let prompt = format!("{} {text}", self.head(nonce));
+        let (prompt, nonce_words) = match (&self.shared_prefix, self.nonce) {
+            (_, true) => (format!("{} {text}", self.head(nonce)), NONCE_WORDS),
+            (Some((prefix, _)), false) => (format!("{prefix} {text}"), 0),
+            (None, false) => (text.to_string(), 0),
+        };
         let tokens = match &self.mode {
             Mode::Exact(tok) => tok.count(&prompt),
-            Mode::Approximate => self.shared_prefix_tokens() + NONCE_WORDS + approx_tokens(text),
+            Mode::Approximate => self.shared_prefix_tokens() + nonce_words + approx_tokens(text),
         };
         (prompt, tokens)
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::body::{self, Fields};
 use super::{FullAnswer, Protocol, parse_full};
+use crate::check::{ToolCall, ToolChoice, ToolOffer};
 use crate::client::chunk::{self, ChunkData, ChunkError, ErrorField, Usage};
 use crate::client::config::ClientConfig;
 use crate::client::sse::Event;
@@ -65,6 +66,9 @@ impl Protocol for Chat {
                     {"name": "answer", "schema": schema, "strict": true}});
                 f.put("response_format", &format)?;
             }
+            if let Some(tool) = &cfg.tool {
+                put_tools(f, tool)?;
+            }
             body::length_extensions(f, cfg, spec)
         })
     }
@@ -83,6 +87,27 @@ impl Protocol for Chat {
 
     fn ends_with_done_sentinel(&self) -> bool {
         true
+    }
+}
+
+/// Chat's `tools` (one function) and `tool_choice` when configured.
+fn put_tools(f: &mut Fields<'_, '_>, tool: &ToolOffer) -> serde_json::Result<()> {
+    let mut function = serde_json::json!({"name": tool.name, "parameters": tool.parameters});
+    if let Some(d) = &tool.description {
+        function["description"] = d.as_str().into();
+    }
+    f.put(
+        "tools",
+        &[serde_json::json!({"type": "function", "function": function})],
+    )?;
+    match tool.choice {
+        None => Ok(()),
+        Some(ToolChoice::Auto) => f.put("tool_choice", "auto"),
+        Some(ToolChoice::Required) => f.put("tool_choice", "required"),
+        Some(ToolChoice::Function) => f.put(
+            "tool_choice",
+            &serde_json::json!({"type": "function", "function": {"name": tool.name}}),
+        ),
     }
 }
 
@@ -117,6 +142,8 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
         reasoning_content: Option<Cow<'a, str>>,
         #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
         reasoning: Option<Cow<'a, str>>,
+        #[serde(default, borrow)]
+        tool_calls: Option<Vec<chunk::RawToolCall<'a>>>,
     }
     let full: Full<'_> = parse_full(body)?;
     if let Some(e) = full.error {
@@ -136,6 +163,19 @@ pub(super) fn decode_full_openai(body: &[u8]) -> Result<FullAnswer, ChunkError> 
                 .or(m.reasoning)
                 .map(Cow::into_owned)
                 .unwrap_or_default();
+            out.tool_calls = m
+                .tool_calls
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    let f = t.function.unwrap_or_default();
+                    ToolCall {
+                        name: f.name.map(Cow::into_owned).unwrap_or_default(),
+                        arguments: f.arguments.map(Cow::into_owned).unwrap_or_default(),
+                        truncated: false,
+                    }
+                })
+                .collect();
         } else if let Some(t) = choice.text {
             out.answer = t.into_owned();
         }
@@ -166,6 +206,21 @@ mod tests {
             .decode_full(br#"{"model":"gemma","choices":[{"message":{"content":"x"}}]}"#)
             .unwrap();
         assert_eq!(a.model.as_deref(), Some("gemma"));
+    }
+
+    #[test]
+    fn full_answer_with_tool_calls() {
+        let body = br#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},"finish_reason":"tool_calls"}]}"#;
+        let a = Chat.decode_full(body).unwrap();
+        assert_eq!(a.answer, "");
+        assert_eq!(
+            a.tool_calls,
+            [ToolCall {
+                name: "f".into(),
+                arguments: "{\"a\": 1}".into(),
+                truncated: false
+            }]
+        );
     }
 
     #[test]

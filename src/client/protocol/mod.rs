@@ -18,6 +18,7 @@ pub use body::Fields;
 use super::chunk::{ChunkData, ChunkError, Usage};
 use super::config::{ClientConfig, Endpoint};
 use super::sse::Event;
+use crate::check::ToolCall;
 use crate::workload::RequestSpec;
 
 /// The answer of a non-streamed request (or an embeddings request), decoded whole.
@@ -33,6 +34,9 @@ pub struct FullAnswer {
     pub model: Option<String>,
     /// Embeddings only: how many vectors came back.
     pub embeddings: usize,
+    /// The function calls of the answer (chat `message.tool_calls`, Responses
+    /// `function_call` items).
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// One API's wire format.

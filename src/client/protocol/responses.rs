@@ -11,7 +11,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
-use crate::client::chunk::{self, ChunkData, ChunkError, ReasoningDetails, Usage};
+use crate::check::{ToolCall, ToolChoice, ToolOffer};
+use crate::client::chunk::{self, ChunkData, ChunkError, ReasoningDetails, ToolCallDelta, Usage};
 use crate::client::config::ClientConfig;
 use crate::client::sse::Event;
 use crate::workload::RequestSpec;
@@ -35,6 +36,28 @@ struct StreamEvent<'a> {
     message: Option<String>,
     #[serde(default)]
     code: Option<serde_json::Value>,
+    #[serde(default)]
+    output_index: Option<u32>,
+    #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    item: Option<StreamItem<'a>>,
+}
+
+/// The `item` of `response.output_item.added` / `.done`: only function calls matter.
+#[derive(Deserialize)]
+struct StreamItem<'a> {
+    #[serde(
+        default,
+        rename = "type",
+        borrow,
+        deserialize_with = "chunk::opt_cow_str"
+    )]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "chunk::opt_cow_str")]
+    arguments: Option<Cow<'a, str>>,
 }
 
 /// The `response` object: in terminal events and as the non-streamed body.
@@ -88,8 +111,8 @@ struct ResponseError {
     code: Option<serde_json::Value>,
 }
 
-/// An item of `output`: a `message` with `output_text` parts, or a `reasoning` item
-/// with `reasoning_text` parts and/or a `summary`.
+/// An item of `output`: a `message` with `output_text` parts, a `reasoning` item
+/// with `reasoning_text` parts and/or a `summary`, or a `function_call`.
 #[derive(Deserialize)]
 struct OutputItem {
     #[serde(default, rename = "type")]
@@ -98,6 +121,10 @@ struct OutputItem {
     content: Vec<TextPart>,
     #[serde(default)]
     summary: Vec<TextPart>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +164,25 @@ impl ResponseObject {
     }
 }
 
+/// The Responses API's `tools` (one function, flat) and `tool_choice` when configured.
+fn put_tools(f: &mut body::Fields<'_, '_>, tool: &ToolOffer) -> serde_json::Result<()> {
+    let mut function =
+        serde_json::json!({"type": "function", "name": tool.name, "parameters": tool.parameters});
+    if let Some(d) = &tool.description {
+        function["description"] = d.as_str().into();
+    }
+    f.put("tools", &[function])?;
+    match tool.choice {
+        None => Ok(()),
+        Some(ToolChoice::Auto) => f.put("tool_choice", "auto"),
+        Some(ToolChoice::Required) => f.put("tool_choice", "required"),
+        Some(ToolChoice::Function) => f.put(
+            "tool_choice",
+            &serde_json::json!({"type": "function", "name": tool.name}),
+        ),
+    }
+}
+
 impl Protocol for Responses {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
@@ -150,6 +196,9 @@ impl Protocol for Responses {
                 let format = serde_json::json!({"format": {"type": "json_schema",
                     "name": "answer", "schema": schema, "strict": true}});
                 f.put("text", &format)?;
+            }
+            if let Some(tool) = &cfg.tool {
+                put_tools(f, tool)?;
             }
             body::length_extensions(f, cfg, spec)
         })
@@ -182,6 +231,37 @@ impl Protocol for Responses {
                     .failure()
                     .unwrap_or_else(|| ChunkError::Server("response failed".into())));
             }
+            "response.function_call_arguments.delta" => {
+                out.tool_calls.push(ToolCallDelta {
+                    index: e.output_index.unwrap_or(0),
+                    arguments: e.delta,
+                    ..ToolCallDelta::default()
+                });
+                out.has_choice = true;
+            }
+            "response.function_call_arguments.done" => {
+                out.tool_calls.push(ToolCallDelta {
+                    index: e.output_index.unwrap_or(0),
+                    arguments: e.arguments,
+                    whole: true,
+                    ..ToolCallDelta::default()
+                });
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                if let Some(item) = e
+                    .item
+                    .filter(|i| i.kind.as_deref() == Some("function_call"))
+                {
+                    // An added item's arguments are empty; a done item's are whole.
+                    let whole = kind == "response.output_item.done";
+                    out.tool_calls.push(ToolCallDelta {
+                        index: e.output_index.unwrap_or(0),
+                        name: item.name,
+                        arguments: item.arguments.filter(|a| whole || !a.is_empty()),
+                        whole,
+                    });
+                }
+            }
             "error" => return Err(ChunkError::Server(describe(e.message, e.code))),
             k if k.starts_with("response.") => {
                 // `response.created` and `response.in_progress` name the model.
@@ -212,6 +292,11 @@ impl Protocol for Responses {
             match item.kind.as_str() {
                 "message" => text.for_each(|t| out.answer.push_str(t)),
                 "reasoning" => text.for_each(|t| out.reasoning.push_str(t)),
+                "function_call" => out.tool_calls.push(ToolCall {
+                    name: item.name.unwrap_or_default(),
+                    arguments: item.arguments.unwrap_or_default(),
+                    truncated: false,
+                }),
                 _ => {}
             }
         }
@@ -280,6 +365,46 @@ mod tests {
             .decode_event(&ev(b"response.output_text.delta", br#"{"delta":"x"}"#))
             .unwrap();
         assert_eq!(d.content.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn function_call_events_and_items() {
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}}"#))
+            .unwrap();
+        let t = &d.tool_calls[0];
+        assert_eq!(
+            (t.index, t.name.as_deref(), t.arguments.as_deref()),
+            (1, Some("get_weather"), None)
+        );
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"a\":"}"#))
+            .unwrap();
+        assert_eq!(d.tool_calls[0].arguments.as_deref(), Some("{\"a\":"));
+        assert!(d.has_choice && d.text_len() == 5);
+        let d = Responses
+            .decode_event(&ev(b"", br#"{"type":"response.function_call_arguments.done","output_index":1,"arguments":"{\"a\":1}"}"#))
+            .unwrap();
+        assert!(d.tool_calls[0].whole && d.text_len() == 0);
+        // A message item opening is bookkeeping.
+        let d = Responses
+            .decode_event(&ev(
+                b"",
+                br#"{"type":"response.output_item.added","item":{"type":"message"}}"#,
+            ))
+            .unwrap();
+        assert!(d.tool_calls.is_empty() && !d.unknown);
+        let a = Responses
+            .decode_full(br#"{"status":"completed","output":[{"type":"function_call","name":"f","arguments":"{}","call_id":"c"}]}"#)
+            .unwrap();
+        assert_eq!(
+            a.tool_calls,
+            [ToolCall {
+                name: "f".into(),
+                arguments: "{}".into(),
+                truncated: false
+            }]
+        );
     }
 
     #[test]
