@@ -29,6 +29,7 @@
 //! and the spans those gaps cover), so two runs at 20 req/s still offer 20 req/s.
 
 pub mod samples;
+pub mod turns;
 pub mod warmup;
 
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use samples::{Percentile, Samples, Stats};
+pub use turns::{CacheShare, TurnSummary, TurnsSummary};
 
 use crate::event::{RunEvent, SkipReason};
 use crate::latency::Latency;
@@ -71,6 +73,12 @@ pub struct Collector {
     prior: Window,
     /// One distribution per [`Latency`], indexed by [`Latency::index`].
     latencies: [Samples; Latency::COUNT],
+    /// Counted requests that were later turns of a conversation (not arrivals).
+    later_turns: u64,
+    /// Cached prompt tokens, where servers reported them.
+    cache: CacheShare,
+    /// Multi-turn runs: figures per turn.
+    turns: turns::TurnCollector,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -162,13 +170,23 @@ impl Collector {
         self.last_sched = Some(self.last_sched.map_or(t_sched, |l| l.max(t_sched)));
     }
 
-    /// One finished request.
+    /// One finished request. A later turn of a conversation is a request but not an
+    /// arrival: it neither moves the window origin nor counts in the offered rate.
     pub fn push(&mut self, r: &RequestRecord) {
-        if self.is_warmup(r.id, r.t_sched) {
-            return;
+        if r.is_later_turn() {
+            if r.id < self.warmup {
+                self.warmup_excluded += 1;
+                return;
+            }
+            self.later_turns += 1;
+        } else {
+            if self.is_warmup(r.id, r.t_sched) {
+                return;
+            }
+            self.note_sched(r.t_sched);
         }
         self.requests += 1;
-        self.note_sched(r.t_sched);
+        self.turns.push(r);
         let end = [r.t_end, r.t_last(), Some(r.t_send)]
             .into_iter()
             .flatten()
@@ -196,6 +214,7 @@ impl Collector {
             .entry(r.token_source.as_str())
             .or_default() += 1;
         self.input_tokens += u64::from(r.prompt_tokens());
+        self.cache.push(r);
         self.output_tokens += u64::from(r.output_tokens());
         self.reasoning_tokens += u64::from(r.reasoning_tokens());
         self.push_latencies(r, false);
@@ -256,14 +275,17 @@ impl Collector {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.later_turns += other.later_turns;
+        self.cache.add(&other.cache);
+        self.turns.merge(&other.turns);
         for (mine, theirs) in self.latencies.iter_mut().zip(&other.latencies) {
             mine.merge(theirs);
         }
     }
 
-    /// Counted arrivals, sent or skipped.
+    /// Counted arrivals, sent or skipped (a conversation's later turns are not).
     fn arrivals(&self) -> u64 {
-        self.requests + self.skipped.values().sum::<u64>()
+        self.requests - self.later_turns + self.skipped.values().sum::<u64>()
     }
 
     /// The window of the records pushed (or merged) here, without appended runs.
@@ -334,6 +356,8 @@ impl Collector {
             checked: self.checked,
             check_failed: self.check_failed,
             check_failures: own(&self.check_failures),
+            cache: self.cache,
+            turns: self.turns.summary(percentiles),
             ttft,
             ttfa,
             tpot,
@@ -400,6 +424,12 @@ pub struct Summary {
     /// Failed checks by check name (one request can fail several).
     #[serde(default)]
     pub check_failures: BTreeMap<String, u64>,
+    /// Cached prompt tokens where the server reported them (successful requests).
+    #[serde(default)]
+    pub cache: CacheShare,
+    /// Multi-turn runs: figures per turn (`None` when no record carried a turn).
+    #[serde(default)]
+    pub turns: Option<TurnsSummary>,
     pub ttft: Stats,
     /// Time to first answer token (equals `ttft` when nothing reasoned).
     #[serde(default)]
