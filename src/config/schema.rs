@@ -283,6 +283,10 @@ pub struct PriceConfig {
     pub output_per_million: f64,
 }
 
+/// What a conversation scenario's name gets for its later turns' series
+/// (`scenario="NAME:later"`); turn 1 keeps the scenario's own name.
+pub const LATER_SUFFIX: &str = ":later";
+
 /// One kind of probe request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -332,6 +336,24 @@ pub struct Scenario {
     /// Sampling `seed` sent in this scenario's requests, for servers that honour it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Turns per probe: with 2 or more each probe is a conversation whose later turns
+    /// resend the history (the warm prefix-cache path), observed as scenario
+    /// `NAME:later`.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub turns: u32,
+    /// Mean think time between an answer and the conversation's next turn
+    /// (exponential), e.g. `2s`; default 1s.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub think_time: Option<Duration>,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Default for Scenario {
@@ -350,6 +372,8 @@ impl Default for Scenario {
             prompt_file: None,
             temperature: None,
             seed: None,
+            turns: 1,
+            think_time: None,
         }
     }
 }
