@@ -695,4 +695,48 @@ mod tests {
         assert!(close(t.duration_s, 0.6));
         assert!(close(t.offered_rate.unwrap(), 7.0 / 0.4));
     }
+
+    /// A conversation's later turns are requests, not arrivals: they count in the
+    /// totals and per turn, but not in the offered rate; a warmup conversation's later
+    /// turns are warmup too.
+    #[test]
+    fn later_turns_are_requests_not_arrivals() {
+        let turn = |id: u64, turn: u32, sched_ms: u64, cached: Option<u32>| {
+            let sched = Duration::from_millis(sched_ms);
+            let mut r = RequestRecord::new(id, sched, sched);
+            r.turn = Some(turn);
+            r.t_end = Some(sched + Duration::from_millis(10));
+            r.push_chunk(sched + Duration::from_millis(5), 4, Some(1));
+            r.usage_prompt_tokens = Some(100 * turn);
+            r.usage_cached_tokens = cached;
+            r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+            r.outcome = Outcome::Ok;
+            r
+        };
+        let mut c = Collector::new(Slo::default(), 1);
+        // Conversation 0 is warmup; 1 and 2 arrive 1 s apart.
+        for r in [
+            turn(0, 1, 0, Some(0)),
+            turn(0, 2, 5_000, Some(64)),
+            turn(1, 1, 1_000, Some(0)),
+            turn(1, 2, 1_500, Some(96)),
+            turn(2, 1, 2_000, None),
+            turn(2, 2, 2_500, Some(160)),
+        ] {
+            c.push(&r);
+        }
+        let s = c.summary(&[50.0]);
+        assert_eq!((s.requests, s.warmup_excluded, s.arrivals), (4, 2, 2));
+        // Two arrivals 1 s apart after the warmup origin at 0: 2 gaps over 2 s.
+        assert_eq!(s.offered_rate, Some(1.0));
+        // Cached share over the reporting requests: (0 + 96 + 160) / (100 + 200 + 200).
+        assert_eq!(s.cache.share(), Some(256.0 / 500.0));
+        let t = s.turns.unwrap();
+        assert_eq!(t.by_turn.len(), 2);
+        assert_eq!((t.by_turn[0].requests, t.later.requests), (2, 2));
+        assert_eq!(t.by_turn[0].prompt_tokens_mean, Some(100.0));
+        assert_eq!(t.later.prompt_tokens_mean, Some(200.0));
+        assert_eq!(t.later.cache.share(), Some(256.0 / 400.0));
+        assert_eq!(t.by_turn[0].ttft.percentile(50.0), Some(0.005));
+    }
 }

@@ -235,6 +235,33 @@ mod tests {
         let typed = of_report(&r);
         assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
         assert_eq!(typed["ttfa_ms.mean"], 300.0);
+        // A multi-turn run's per-turn figures, and the cache-hit share.
+        let turn = |n: Option<u32>, base: f64| crate::report::TurnReport {
+            turn: n,
+            requests: 10,
+            completed: 10,
+            ttft_ms: crate::report::test_support::stats(base),
+            prompt_tokens_mean: Some(base * 2.0),
+            cache_hit_share: Some(0.5),
+        };
+        r.cache_hit_share = Some(0.4);
+        r.turns = Some(crate::report::TurnsReport {
+            first: turn(Some(1), 100.0),
+            later: turn(None, 50.0),
+            by_turn: vec![turn(Some(1), 100.0), turn(Some(2), 50.0)],
+        });
+        let typed = of_report(&r);
+        assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
+        assert_eq!(typed["turns.later.ttft_ms.p99"], 60.0);
+        assert_eq!(typed["turns.by_turn.2.prompt_tokens_mean"], 100.0);
+        assert_eq!(typed["turns.first.cache_hit_share"], 0.5);
+        assert_eq!(typed["cache_hit_share"], 0.4);
+        assert_eq!(better("turns.later.ttft_ms.p99"), Better::Lower);
+        assert_eq!(better("turns.later.cache_hit_share"), Better::Higher);
+        assert_eq!(
+            better("turns.by_turn.2.prompt_tokens_mean"),
+            Better::Neither
+        );
     }
 
     #[test]
