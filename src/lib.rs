@@ -16,6 +16,7 @@ pub mod check;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod conversation;
 pub mod daemon;
 pub mod duration;
 pub mod engine;

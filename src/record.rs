@@ -343,6 +343,15 @@ pub struct RequestRecord {
     /// `output_tokens_details.reasoning_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_reasoning_tokens: Option<u32>,
+    /// Of the prompt tokens, those the server reported reading from its prefix cache
+    /// (`prompt_tokens_details.cached_tokens`, Responses
+    /// `input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_cached_tokens: Option<u32>,
+    /// In a multi-turn run, the turn of the conversation (1-based); the conversation is
+    /// `id`, which its turns share. None for a single request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     /// Whether the answer was streamed. A non-streamed answer has no TTFT, TPOT or ITL.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub streamed: bool,
@@ -387,6 +396,8 @@ impl RequestRecord {
             usage_prompt_tokens: None,
             usage_completion_tokens: None,
             usage_reasoning_tokens: None,
+            usage_cached_tokens: None,
+            turn: None,
             streamed: true,
             unknown_events: 0,
             max_tokens: 0,
@@ -533,6 +544,12 @@ impl RequestRecord {
     /// Prompt tokens: the server's usage when sent, else what the workload built.
     pub fn prompt_tokens(&self) -> u32 {
         self.usage_prompt_tokens.unwrap_or(self.prompt_tokens_sent)
+    }
+
+    /// Whether this is a later turn of a conversation (turn 2 or after): not an
+    /// arrival of the schedule, sent at its own time after the previous answer.
+    pub fn is_later_turn(&self) -> bool {
+        self.turn.is_some_and(|t| t > 1)
     }
 
     /// Dispatch lag: t_send − t_sched. Large values mean the client, not the server,

@@ -171,6 +171,58 @@ impl Iterator for Arrivals {
     }
 }
 
+/// How a conversation's think time (the pause between an answer and the next user
+/// message) is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkDist {
+    /// Exponential with the given mean: memoryless, like the arrivals of a Poisson
+    /// process.
+    Exponential,
+    /// Always the mean.
+    Constant,
+}
+
+impl FromStr for ThinkDist {
+    type Err = UsageError;
+
+    fn from_str(s: &str) -> Result<Self, UsageError> {
+        match s {
+            "exponential" => Ok(ThinkDist::Exponential),
+            "constant" => Ok(ThinkDist::Constant),
+            other => Err(UsageError::new(format!(
+                "unknown think-time distribution {other:?}: expected exponential or constant"
+            ))),
+        }
+    }
+}
+
+/// Think times of the conversations of a run: a mean and a distribution. Seeded per
+/// conversation, so a conversation's pauses do not depend on how the others went.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThinkTime {
+    pub mean: Duration,
+    pub dist: ThinkDist,
+}
+
+impl ThinkTime {
+    /// The think times of conversation `conversation` of a run seeded `seed`, one per
+    /// later turn.
+    pub fn draws(&self, seed: u64, conversation: u64) -> impl Iterator<Item = Duration> + Send {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+            splitmix64(seed ^ 0x7468_696e_6b00_0000) ^ splitmix64(conversation),
+        );
+        let mean = self.mean.as_secs_f64();
+        let exp = match self.dist {
+            ThinkDist::Exponential if mean > 0.0 => Exp::new(1.0 / mean).ok(),
+            _ => None,
+        };
+        std::iter::repeat_with(move || match &exp {
+            Some(d) => Duration::try_from_secs_f64(d.sample(&mut rng)).unwrap_or(Duration::MAX),
+            None => Duration::from_secs_f64(mean),
+        })
+    }
+}
+
 /// Which shard of a scaled-out run this process is: `index` in `0..count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shard {
@@ -334,5 +386,54 @@ mod tests {
         for k in [0.0, -1.0, f64::INFINITY, f64::NAN] {
             assert!(Schedule::new(1.0, ArrivalProcess::Gamma { burstiness: k }).is_err());
         }
+    }
+
+    #[test]
+    fn think_times_have_the_configured_mean_and_shape() {
+        let n = 200_000;
+        let exp = ThinkTime {
+            mean: Duration::from_millis(500),
+            dist: ThinkDist::Exponential,
+        };
+        let xs: Vec<f64> = exp.draws(7, 3).take(n).map(|d| d.as_secs_f64()).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        // Exponential: sd = mean; the sample mean within 5 standard errors of 0.5 s.
+        assert!((mean - 0.5).abs() < 5.0 * 0.5 / (n as f64).sqrt(), "{mean}");
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.02,
+            "cv {}",
+            var.sqrt() / mean
+        );
+        // Seeded per conversation: the same draws again, others for another one.
+        let again: Vec<Duration> = exp.draws(7, 3).take(5).collect();
+        assert_eq!(again, exp.draws(7, 3).take(5).collect::<Vec<_>>());
+        assert_ne!(again, exp.draws(7, 4).take(5).collect::<Vec<_>>());
+        let constant = ThinkTime {
+            mean: Duration::from_millis(250),
+            dist: ThinkDist::Constant,
+        };
+        assert!(
+            constant
+                .draws(1, 1)
+                .take(10)
+                .all(|d| d == Duration::from_millis(250))
+        );
+        let zero = ThinkTime {
+            mean: Duration::ZERO,
+            dist: ThinkDist::Exponential,
+        };
+        assert!(zero.draws(1, 1).take(10).all(|d| d == Duration::ZERO));
+        assert_eq!(
+            "constant".parse::<ThinkDist>().unwrap(),
+            ThinkDist::Constant
+        );
+        assert!(
+            "gamma"
+                .parse::<ThinkDist>()
+                .unwrap_err()
+                .0
+                .contains("exponential or constant")
+        );
     }
 }

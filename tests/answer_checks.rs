@@ -75,6 +75,7 @@ async fn probe(
         prompt: "nonce-1 what is two plus two, as JSON".into(),
         prompt_tokens: 8,
         max_tokens: 30,
+        history: Vec::new(),
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }
@@ -208,6 +209,7 @@ async fn an_answer_that_echoes_the_key_is_scrubbed_from_the_record() {
         prompt: "nonce-2 echo my key".into(),
         prompt_tokens: 4,
         max_tokens: 30,
+        history: Vec::new(),
     };
     let r = client.send(&spec, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
@@ -245,6 +247,7 @@ async fn expect_model_checks_an_embeddings_answer() {
             prompt: "nonce-1 embed me".into(),
             prompt_tokens: 3,
             max_tokens: 1,
+            history: Vec::new(),
         };
         let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
         assert_eq!(r.outcome, Outcome::Ok, "{fault:?}: {:?}", r.error);

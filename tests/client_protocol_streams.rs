@@ -33,6 +33,7 @@ async fn send(cfg: ClientConfig) -> RequestRecord {
         prompt: "nonce-7 hello".into(),
         prompt_tokens: 2,
         max_tokens: 8,
+        history: Vec::new(),
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

@@ -47,6 +47,7 @@ async fn probe_with(cfg: ClientConfig) -> RequestRecord {
         prompt: "nonce-1 what is two plus two".into(),
         prompt_tokens: 6,
         max_tokens: 30,
+        history: Vec::new(),
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

@@ -17,6 +17,7 @@ fn spec() -> RequestSpec {
         prompt: "nonce-7 hello".into(),
         prompt_tokens: 3,
         max_tokens: 4,
+        history: Vec::new(),
     }
 }
 

@@ -24,6 +24,7 @@ fn spec() -> RequestSpec {
         prompt: "nonce-42 tell me a story".into(),
         prompt_tokens: 6,
         max_tokens: 16,
+        history: Vec::new(),
     }
 }
 

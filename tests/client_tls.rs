@@ -126,6 +126,7 @@ async fn send(addr: std::net::SocketAddr, tls: TlsConfig) -> RequestRecord {
         prompt: "p".into(),
         prompt_tokens: 1,
         max_tokens: 4,
+        history: Vec::new(),
     };
     client.send(&spec, 0, Duration::ZERO, Instant::now()).await
 }

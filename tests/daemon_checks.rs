@@ -168,7 +168,7 @@ async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
     assert_eq!(r.status().as_u16(), 500);
     let body = r.text().await.unwrap();
     assert!(
-        body.contains(":7:51: targets[0].scenarios[0].checks.expect_regex: invalid regex"),
+        body.contains(":7:52: targets[0].scenarios[0].checks.expect_regex: invalid regex"),
         "{body}"
     );
     // The old checks keep judging.

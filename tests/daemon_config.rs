@@ -235,6 +235,26 @@ const BAD: &[(&str, &str)] = &[
         "zero_slo.yaml:6:21: targets[0].scenarios[0].slo.tpot: must be greater than zero",
     ),
     (
+        "turns_zero",
+        "turns_zero.yaml:6:29: targets[0].scenarios[0].turns: must be at least 1",
+    ),
+    (
+        "turns_on_embeddings",
+        "turns_on_embeddings.yaml:7:32: targets[0].scenarios[0].turns: the embeddings API answers nothing to carry into a next turn",
+    ),
+    (
+        "think_time_without_turns",
+        "think_time_without_turns.yaml:6:34: targets[0].scenarios[0].think_time: shapes a conversation's later turns: set turns to 2 or more",
+    ),
+    (
+        "think_time_negative",
+        "think_time_negative.yaml:6:9: targets[0].scenarios[0]: invalid duration <value> (expected number at 0); use e.g. 500ms, 30s, 2m",
+    ),
+    (
+        "turns_reserved_name",
+        "turns_reserved_name.yaml:6:16: targets[0].scenarios[0].name: must not end in \":later\": the later turns of a conversation are observed under that name",
+    ),
+    (
         "zero_timeout",
         "zero_timeout.yaml:5:29: targets[0].timeouts.first_token: must be greater than zero",
     ),

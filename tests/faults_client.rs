@@ -73,6 +73,7 @@ fn spec() -> RequestSpec {
         prompt: "one two three".into(),
         prompt_tokens: 3,
         max_tokens: MAX_TOKENS,
+        history: Vec::new(),
     }
 }
 

@@ -79,7 +79,10 @@ async fn chat_stream_is_valid_with_role_chunk_usage_and_done() {
     assert!(content.iter().all(|e| e.json().get("usage").is_none()));
     assert_eq!(
         s.final_usage(),
-        Some(json!({"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}))
+        Some(
+            json!({"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7,
+                    "prompt_tokens_details": {"cached_tokens": 0}})
+        )
     );
     mock.shutdown().await;
 }
@@ -175,6 +178,105 @@ async fn non_streaming_completions_body() {
     assert_eq!(v["choices"][0]["text"], " tok0 tok1");
     assert_eq!(v["choices"][0]["finish_reason"], "length");
     assert_eq!(v["usage"]["prompt_tokens"], 5);
+    mock.shutdown().await;
+}
+
+/// `n` words: ` w0 w1 …`, each one token to the mock.
+fn words(tag: &str, n: u32) -> String {
+    (0..n).map(|i| format!(" {tag}{i}")).collect()
+}
+
+/// The prefix cache: a conversation's second turn finds its first turn's prompt and
+/// answer in whole 16-word blocks; every generating protocol reports it in its own
+/// usage field; `prefix_cache: false` reports nothing.
+#[tokio::test]
+async fn a_second_turn_reports_its_first_turn_as_cached_in_every_protocol() {
+    let mock = start(fast()).await;
+    let post = |path: &'static str, body: Value| {
+        let url = format!("{}{path}", mock.base_url());
+        async move {
+            let v: Value = client()
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v
+        }
+    };
+    // Turn 1: 40 words, answer 10 tokens; turn 2 adds 30 words: 80 words, of which
+    // the first 50 were seen: 3 whole blocks of 16 = 48 cached.
+    for (path, tag) in [
+        ("/v1/chat/completions", "c"),
+        ("/v1/messages", "m"),
+        ("/v1/responses", "r"),
+        ("/v1/completions", "p"),
+    ] {
+        let first = words(tag, 40);
+        let second = words(&format!("{tag}x"), 30);
+        let body = |turns: &[(&str, &str)]| -> Value {
+            let msgs: Vec<Value> = turns
+                .iter()
+                .map(|(role, text)| json!({"role": role, "content": text}))
+                .collect();
+            match path {
+                "/v1/responses" => json!({"input": msgs, "max_output_tokens": 10}),
+                "/v1/completions" => {
+                    let text: String = turns.iter().map(|(_, t)| *t).collect();
+                    json!({"prompt": text, "max_tokens": 10})
+                }
+                _ => json!({"messages": msgs, "max_tokens": 10}),
+            }
+        };
+        let v1 = post(path, body(&[("user", &first)])).await;
+        let answer = " tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7 tok8 tok9";
+        let v2 = post(
+            path,
+            body(&[("user", &first), ("assistant", answer), ("user", &second)]),
+        )
+        .await;
+        let cached = |v: &Value| match path {
+            "/v1/messages" => {
+                let u = &v["usage"];
+                assert_eq!(
+                    u["input_tokens"].as_u64().unwrap()
+                        + u["cache_read_input_tokens"].as_u64().unwrap(),
+                    if v == &v1 { 40 } else { 80 },
+                    "{v}"
+                );
+                u["cache_read_input_tokens"].clone()
+            }
+            "/v1/responses" => v["usage"]["input_tokens_details"]["cached_tokens"].clone(),
+            _ => v["usage"]["prompt_tokens_details"]["cached_tokens"].clone(),
+        };
+        assert_eq!(
+            (cached(&v1), cached(&v2)),
+            (json!(0), json!(48)),
+            "{path}: {v2}"
+        );
+    }
+    mock.shutdown().await;
+
+    let mock = start(MockConfig {
+        prefix_cache: false,
+        ..fast()
+    })
+    .await;
+    for _ in 0..2 {
+        let v: Value = client()
+            .post(format!("{}/v1/chat/completions", mock.base_url()))
+            .json(&json!({"messages": [{"role": "user", "content": words("a", 40)}], "max_tokens": 2}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(v["usage"].get("prompt_tokens_details").is_none(), "{v}");
+    }
     mock.shutdown().await;
 }
 

@@ -209,7 +209,8 @@ async fn non_streaming_response_comes_after_the_full_time() {
     );
     assert_eq!(
         v["usage"],
-        json!({"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6})
+        json!({"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6,
+               "prompt_tokens_details": {"cached_tokens": 0}})
     );
     mock.shutdown().await;
 }

@@ -74,6 +74,7 @@ async fn probe(
         prompt: "nonce-1 what is the weather in Paris for 3 days?".into(),
         prompt_tokens: 10,
         max_tokens,
+        history: Vec::new(),
     };
     client.send(&req, 1, Duration::ZERO, Instant::now()).await
 }
@@ -211,6 +212,7 @@ async fn a_call_to_another_function_fails() {
         prompt: "nonce-1 weather?".into(),
         prompt_tokens: 2,
         max_tokens: 30,
+        history: Vec::new(),
     };
     let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(

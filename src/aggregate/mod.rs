@@ -29,6 +29,7 @@
 //! and the spans those gaps cover), so two runs at 20 req/s still offer 20 req/s.
 
 pub mod samples;
+pub mod turns;
 pub mod warmup;
 
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use samples::{Percentile, Samples, Stats};
+pub use turns::{CacheShare, TurnSummary, TurnsSummary};
 
 use crate::event::{RunEvent, SkipReason};
 use crate::latency::Latency;
@@ -71,6 +73,12 @@ pub struct Collector {
     prior: Window,
     /// One distribution per [`Latency`], indexed by [`Latency::index`].
     latencies: [Samples; Latency::COUNT],
+    /// Counted requests that were later turns of a conversation (not arrivals).
+    later_turns: u64,
+    /// Cached prompt tokens, where servers reported them.
+    cache: CacheShare,
+    /// Multi-turn runs: figures per turn.
+    turns: turns::TurnCollector,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -162,13 +170,23 @@ impl Collector {
         self.last_sched = Some(self.last_sched.map_or(t_sched, |l| l.max(t_sched)));
     }
 
-    /// One finished request.
+    /// One finished request. A later turn of a conversation is a request but not an
+    /// arrival: it neither moves the window origin nor counts in the offered rate.
     pub fn push(&mut self, r: &RequestRecord) {
-        if self.is_warmup(r.id, r.t_sched) {
-            return;
+        if r.is_later_turn() {
+            if r.id < self.warmup {
+                self.warmup_excluded += 1;
+                return;
+            }
+            self.later_turns += 1;
+        } else {
+            if self.is_warmup(r.id, r.t_sched) {
+                return;
+            }
+            self.note_sched(r.t_sched);
         }
         self.requests += 1;
-        self.note_sched(r.t_sched);
+        self.turns.push(r);
         let end = [r.t_end, r.t_last(), Some(r.t_send)]
             .into_iter()
             .flatten()
@@ -196,6 +214,7 @@ impl Collector {
             .entry(r.token_source.as_str())
             .or_default() += 1;
         self.input_tokens += u64::from(r.prompt_tokens());
+        self.cache.push(r);
         self.output_tokens += u64::from(r.output_tokens());
         self.reasoning_tokens += u64::from(r.reasoning_tokens());
         self.push_latencies(r, false);
@@ -256,14 +275,17 @@ impl Collector {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.later_turns += other.later_turns;
+        self.cache.add(&other.cache);
+        self.turns.merge(&other.turns);
         for (mine, theirs) in self.latencies.iter_mut().zip(&other.latencies) {
             mine.merge(theirs);
         }
     }
 
-    /// Counted arrivals, sent or skipped.
+    /// Counted arrivals, sent or skipped (a conversation's later turns are not).
     fn arrivals(&self) -> u64 {
-        self.requests + self.skipped.values().sum::<u64>()
+        self.requests - self.later_turns + self.skipped.values().sum::<u64>()
     }
 
     /// The window of the records pushed (or merged) here, without appended runs.
@@ -334,6 +356,8 @@ impl Collector {
             checked: self.checked,
             check_failed: self.check_failed,
             check_failures: own(&self.check_failures),
+            cache: self.cache,
+            turns: self.turns.summary(percentiles),
             ttft,
             ttfa,
             tpot,
@@ -400,6 +424,12 @@ pub struct Summary {
     /// Failed checks by check name (one request can fail several).
     #[serde(default)]
     pub check_failures: BTreeMap<String, u64>,
+    /// Cached prompt tokens where the server reported them (successful requests).
+    #[serde(default)]
+    pub cache: CacheShare,
+    /// Multi-turn runs: figures per turn (`None` when no record carried a turn).
+    #[serde(default)]
+    pub turns: Option<TurnsSummary>,
     pub ttft: Stats,
     /// Time to first answer token (equals `ttft` when nothing reasoned).
     #[serde(default)]
@@ -664,5 +694,49 @@ mod tests {
         let t = shards.summary(&[50.0]);
         assert!(close(t.duration_s, 0.6));
         assert!(close(t.offered_rate.unwrap(), 7.0 / 0.4));
+    }
+
+    /// A conversation's later turns are requests, not arrivals: they count in the
+    /// totals and per turn, but not in the offered rate; a warmup conversation's later
+    /// turns are warmup too.
+    #[test]
+    fn later_turns_are_requests_not_arrivals() {
+        let turn = |id: u64, turn: u32, sched_ms: u64, cached: Option<u32>| {
+            let sched = Duration::from_millis(sched_ms);
+            let mut r = RequestRecord::new(id, sched, sched);
+            r.turn = Some(turn);
+            r.t_end = Some(sched + Duration::from_millis(10));
+            r.push_chunk(sched + Duration::from_millis(5), 4, Some(1));
+            r.usage_prompt_tokens = Some(100 * turn);
+            r.usage_cached_tokens = cached;
+            r.resolve_tokens(Some(TokenSource::ContinuousUsage));
+            r.outcome = Outcome::Ok;
+            r
+        };
+        let mut c = Collector::new(Slo::default(), 1);
+        // Conversation 0 is warmup; 1 and 2 arrive 1 s apart.
+        for r in [
+            turn(0, 1, 0, Some(0)),
+            turn(0, 2, 5_000, Some(64)),
+            turn(1, 1, 1_000, Some(0)),
+            turn(1, 2, 1_500, Some(96)),
+            turn(2, 1, 2_000, None),
+            turn(2, 2, 2_500, Some(160)),
+        ] {
+            c.push(&r);
+        }
+        let s = c.summary(&[50.0]);
+        assert_eq!((s.requests, s.warmup_excluded, s.arrivals), (4, 2, 2));
+        // Two arrivals 1 s apart after the warmup origin at 0: 2 gaps over 2 s.
+        assert_eq!(s.offered_rate, Some(1.0));
+        // Cached share over the reporting requests: (0 + 96 + 160) / (100 + 200 + 200).
+        assert_eq!(s.cache.share(), Some(256.0 / 500.0));
+        let t = s.turns.unwrap();
+        assert_eq!(t.by_turn.len(), 2);
+        assert_eq!((t.by_turn[0].requests, t.later.requests), (2, 2));
+        assert_eq!(t.by_turn[0].prompt_tokens_mean, Some(100.0));
+        assert_eq!(t.later.prompt_tokens_mean, Some(200.0));
+        assert_eq!(t.later.cache.share(), Some(256.0 / 400.0));
+        assert_eq!(t.by_turn[0].ttft.percentile(50.0), Some(0.005));
     }
 }

@@ -186,6 +186,22 @@ pub struct BenchArgs {
     /// server's prefix cache then serves them).
     #[arg(long, help_heading = "Workload")]
     pub no_nonce: bool,
+    /// Multi-turn conversations of N turns: each arrival starts a conversation, and each
+    /// later turn is sent after the previous answer plus a think time, carrying the
+    /// whole history and a new user message of --input-len tokens.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
+    pub turns: Option<u32>,
+    /// Mean think time between an answer and the next turn (with --turns).
+    #[arg(long, value_name = "DUR", help_heading = "Workload")]
+    pub think_time: Option<String>,
+    /// Think-time distribution: exponential (default) or constant.
+    #[arg(long, value_name = "DIST", help_heading = "Workload")]
+    pub think_time_dist: Option<String>,
 
     // ---- Answer checks ----
     /// The answer must match this regex (Rust regex syntax, unanchored).

@@ -15,6 +15,7 @@ use crate::check::{
     CheckSpec, Checks, ModelMatch, SchemaSource, ToolCallSpec, ToolChoice, ToolOffer,
 };
 use crate::client::{Endpoint, valid_header_name};
+use crate::conversation::Turns;
 use crate::duration::DurationError;
 use crate::exit::UsageError;
 pub use crate::latency::LatencyMetric;
@@ -22,6 +23,7 @@ pub use crate::rate::Rate;
 use crate::record::{CheckKind, Slo};
 use crate::report::gate::{Gate, GateBasis, GateMetric};
 pub use crate::schedule::{ArrivalProcess, Shard};
+use crate::schedule::{ThinkDist, ThinkTime};
 
 type Result<T> = std::result::Result<T, UsageError>;
 
@@ -171,6 +173,8 @@ pub struct BenchOptions {
     pub arrival: ArrivalProcess,
     /// `--trace`: replay a trace instead of a schedule.
     pub trace: Option<TraceOptions>,
+    /// `--turns N` (N ≥ 2): each arrival is a conversation of N turns.
+    pub turns: Option<Turns>,
     /// The seed of this process's streams (already derived from the shard index).
     pub seed: u64,
     /// The seed the user gave.
@@ -244,6 +248,7 @@ impl BenchOptions {
         let len_dist = parse_len_dist(a)?;
         check_lengths(a)?;
         let dataset = parse_dataset(a)?;
+        let turns = parse_turns(a, api)?;
 
         let slo = build_slo(
             [a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, a.slo_ttfa_ms],
@@ -256,11 +261,7 @@ impl BenchOptions {
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
         check_plot(a)?;
-        if !(a.dispatch_lag_warn_ms >= 0.0 && a.dispatch_lag_warn_ms.is_finite()) {
-            return Err(UsageError::new(
-                "--dispatch-lag-warn-ms must be a finite number of ms >= 0",
-            ));
-        }
+        let dispatch_lag_warn = parse_dispatch_lag_warn(a.dispatch_lag_warn_ms)?;
         let mock = a.mock.then(|| parse_mock(a)).transpose()?;
 
         let seed = match shard {
@@ -289,6 +290,7 @@ impl BenchOptions {
             burstiness: a.burstiness,
             arrival,
             trace,
+            turns,
             seed,
             base_seed: a.seed,
             shard,
@@ -309,7 +311,7 @@ impl BenchOptions {
             records: a.records.clone(),
             save_result,
             plot: a.plot.clone(),
-            dispatch_lag_warn: Duration::from_secs_f64(a.dispatch_lag_warn_ms / 1000.0),
+            dispatch_lag_warn,
             progress: !a.no_progress,
             mock,
         })
@@ -319,6 +321,16 @@ impl BenchOptions {
     pub fn computed_percentiles(&self) -> Vec<f64> {
         computed_percentiles(&self.percentiles, &self.gates)
     }
+}
+
+/// `--dispatch-lag-warn-ms`: a finite, non-negative number of milliseconds.
+fn parse_dispatch_lag_warn(ms: f64) -> Result<Duration> {
+    if !(ms >= 0.0 && ms.is_finite()) {
+        return Err(UsageError::new(
+            "--dispatch-lag-warn-ms must be a finite number of ms >= 0",
+        ));
+    }
+    Ok(Duration::from_secs_f64(ms / 1000.0))
 }
 
 /// The reported percentiles plus any a gate reads, plus the median (vLLM's result file
@@ -479,6 +491,46 @@ fn parse_arrival(a: &BenchArgs) -> Result<ArrivalProcess> {
         )));
     }
     Ok(process)
+}
+
+/// Think time when `--turns` is given without `--think-time`.
+pub const DEFAULT_THINK_TIME: Duration = Duration::from_secs(1);
+
+/// `--turns` with `--think-time` and `--think-time-dist`; one turn is a single request.
+fn parse_turns(a: &BenchArgs, api: Endpoint) -> Result<Option<Turns>> {
+    let Some(count) = a.turns else {
+        if a.think_time.is_some() || a.think_time_dist.is_some() {
+            return Err(UsageError::new(
+                "--think-time and --think-time-dist shape multi-turn conversations: add --turns N",
+            ));
+        }
+        return Ok(None);
+    };
+    if count == 0 {
+        return Err(UsageError::new(
+            "--turns 0: a conversation has at least one turn",
+        ));
+    }
+    if !api.generates() {
+        return Err(UsageError::new(format!(
+            "--turns: the {} API answers nothing to carry into a next turn",
+            api.as_str()
+        )));
+    }
+    let mean = match &a.think_time {
+        Some(t) => parse_duration(t).map_err(|e| flag("--think-time", e))?,
+        None => DEFAULT_THINK_TIME,
+    };
+    let dist = match &a.think_time_dist {
+        Some(d) => d
+            .parse()
+            .map_err(|e: UsageError| flag("--think-time-dist", e.0))?,
+        None => ThinkDist::Exponential,
+    };
+    Ok((count > 1).then_some(Turns {
+        count,
+        think: ThinkTime { mean, dist },
+    }))
 }
 
 /// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R`.

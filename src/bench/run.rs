@@ -21,6 +21,7 @@ use crate::bench::args::BenchArgs;
 use crate::bench::options::{BenchOptions, Dataset, LenDist, Stop};
 use crate::bench::plan::{self, Executor, RateRun};
 use crate::client::{Client, ClientConfig};
+use crate::conversation::{Conversation, Turns};
 use crate::exit;
 use crate::mock::{self, MockConfig, MockFlags, MockServer};
 use crate::rate::Rate;
@@ -281,18 +282,32 @@ impl Bench {
         // before the clock starts; otherwise each is built in its own task just before
         // it is sent, which shows in its dispatch lag.
         let replay = self.replay(nonce)?;
+        // In a conversation only the first turns are prebuilt; later ones are built
+        // during their think time.
+        let per_arrival = self.opts.turns.map_or(1, |t| u64::from(t.count));
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
             _ if replay.is_some() => None,
             Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
-                Some(Arc::new(prebuild(n, |i| workload.spec(i))?))
+                Some(Arc::new(prebuild(n, |i| {
+                    workload.spec(i.saturating_mul(per_arrival))
+                })?))
             }
             _ => None,
         };
         let stop = self.cancel.child_token();
         // A prompt that cannot be built on the fly stops the run (see BuildFailure).
         let build_failure = BuildFailure::new(stop.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let turns = self.opts.turns.map(|turns| TurnsSender {
+            turns,
+            seed,
+            timer: self.timer.clone(),
+            stop: stop.clone(),
+            events: tx.clone(),
+        });
         let config = self.run_config(max_requests, duration, stop);
         let sender = RequestSender {
+            turns,
             client: self.client.clone(),
             prebuilt,
             workload,
@@ -305,11 +320,10 @@ impl Bench {
         };
         let probe = move |d: runner::Dispatch| sender.send(d);
 
-        let progress = self.progress_bar(rate, max_requests, duration);
+        let progress = self.progress_bar(rate, max_requests.map(|n| n * per_arrival), duration);
         let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
         // Tells this run's --records lines from another run's in `report merge`.
         let run_id = format!("{started_at}/{nonce:08x}");
-        let (tx, rx) = mpsc::unbounded_channel();
         let replay_failure = replay.as_ref().map(ReplayArrivals::failure);
         let arrivals: Box<dyn Iterator<Item = Duration> + Send> = match replay {
             Some(r) => Box::new(r),
@@ -517,6 +531,15 @@ impl Bench {
                 (None, ArrivalProcess::Constant) => "constant",
             }
             .to_string(),
+            turns: o.turns.map(|t| report::TurnsInputs {
+                turns: t.count,
+                think_time_s: t.think.mean.as_secs_f64(),
+                think_time_dist: match t.think.dist {
+                    crate::schedule::ThinkDist::Exponential => "exponential",
+                    crate::schedule::ThinkDist::Constant => "constant",
+                }
+                .to_string(),
+            }),
             trace: o.trace.as_ref().map(|t| report::TraceInputs {
                 path: t.path.display().to_string(),
                 format: t.format().as_str().to_string(),
@@ -659,6 +682,19 @@ struct RequestSender {
     build_failure: BuildFailure,
     /// `--trace`: requests built ahead by the replay, taken by id.
     handoff: Option<Handoff>,
+    /// `--turns`: each arrival is a conversation.
+    turns: Option<TurnsSender>,
+}
+
+/// What a conversation needs besides the client: its shape, the run's seed, the
+/// dispatch timer for later turns, the stop, and where earlier turns' records go.
+#[derive(Clone)]
+struct TurnsSender {
+    turns: Turns,
+    seed: u64,
+    timer: Timer,
+    stop: CancellationToken,
+    events: mpsc::UnboundedSender<RunEvent>,
 }
 
 impl RequestSender {
@@ -672,6 +708,9 @@ impl RequestSender {
         async move {
             if let Some(gate) = &this.retry_gate {
                 gate.wait().await;
+            }
+            if let Some(t) = &this.turns {
+                return this.converse(d, t).await;
             }
             let built;
             let prebuilt = this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
@@ -693,6 +732,38 @@ impl RequestSender {
                 gate.hold_for(delay);
             }
             record
+        }
+    }
+}
+
+impl RequestSender {
+    /// Arrival `d` as a conversation: turn k's new message is the workload's request
+    /// `d.id × turns + k − 1` (the first prebuilt when it fits).
+    async fn converse(&self, d: runner::Dispatch, t: &TurnsSender) -> RequestRecord {
+        let per = u64::from(t.turns.count);
+        let first = self.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
+        let message = |turn: u32| match (turn, first) {
+            (1, Some(spec)) => Ok(spec.clone()),
+            _ => self
+                .workload
+                .spec(d.id.saturating_mul(per).saturating_add(u64::from(turn - 1))),
+        };
+        let conversation = Conversation {
+            client: &self.client,
+            turns: t.turns,
+            seed: t.seed,
+            timer: &t.timer,
+            stop: &t.stop,
+        };
+        let emit = |r| {
+            let _ = t.events.send(RunEvent::Record(r));
+        };
+        match conversation.run(d, message, emit).await {
+            Ok(record) => record,
+            Err(e) => {
+                self.build_failure.fail(d.id, &e.into());
+                unsent(d)
+            }
         }
     }
 }

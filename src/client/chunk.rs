@@ -78,6 +78,10 @@ pub struct Usage {
     pub completion_tokens: Option<u32>,
     /// Output tokens spent reasoning (included in `completion_tokens`).
     pub reasoning_tokens: Option<u32>,
+    /// Prompt tokens the server read from its prefix cache (included in
+    /// `prompt_tokens`): `prompt_tokens_details.cached_tokens`, Responses
+    /// `input_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`.
+    pub cached_tokens: Option<u32>,
 }
 
 /// `usage` as OpenAI-compatible chat/completions servers send it.
@@ -89,6 +93,8 @@ struct OpenAiUsage {
     completion_tokens: Option<u32>,
     #[serde(default)]
     completion_tokens_details: Option<ReasoningDetails>,
+    #[serde(default)]
+    prompt_tokens_details: Option<CachedDetails>,
 }
 
 /// `completion_tokens_details` / `output_tokens_details`.
@@ -98,12 +104,20 @@ pub(crate) struct ReasoningDetails {
     pub(crate) reasoning_tokens: Option<u32>,
 }
 
+/// `prompt_tokens_details` / `input_tokens_details`.
+#[derive(Deserialize)]
+pub(crate) struct CachedDetails {
+    #[serde(default)]
+    pub(crate) cached_tokens: Option<u32>,
+}
+
 impl From<OpenAiUsage> for Usage {
     fn from(u: OpenAiUsage) -> Usage {
         Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
             reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
         }
     }
 }
@@ -377,8 +391,15 @@ mod tests {
                 prompt_tokens: Some(12),
                 completion_tokens: Some(34),
                 reasoning_tokens: None,
+                cached_tokens: None,
             })
         );
+        let c = decode(br#"{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":256}}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().cached_tokens, Some(256));
+        let c =
+            decode(br#"{"choices":[],"usage":{"prompt_tokens":3,"prompt_tokens_details":null}}"#)
+                .unwrap();
+        assert_eq!(c.usage.unwrap().cached_tokens, None);
         let c = decode(br#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":30,"completion_tokens_details":{"reasoning_tokens":20}}}"#).unwrap();
         assert_eq!(c.usage.unwrap().reasoning_tokens, Some(20));
         let c = decode(br#"{"choices":null,"usage":null}"#).unwrap();

@@ -283,7 +283,23 @@ impl Client {
         t_sched: Duration,
         run_start: Instant,
     ) -> RequestRecord {
-        self.send_inner(spec, id, t_sched, run_start, None).await
+        self.send_inner(spec, id, t_sched, run_start, None, false)
+            .await
+            .0
+    }
+
+    /// Like [`send`](Self::send), and also returns the answer text (without any
+    /// reasoning; its first [`MAX_ANSWER_BYTES`]): a conversation sends it back as the
+    /// assistant's message of the next turn.
+    pub async fn send_keeping_answer(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        t_sched: Duration,
+        run_start: Instant,
+    ) -> (RequestRecord, String) {
+        self.send_inner(spec, id, t_sched, run_start, None, true)
+            .await
     }
 
     /// Like [`send`](Self::send), but when `cancel` fires first the request is
@@ -297,8 +313,9 @@ impl Client {
         run_start: Instant,
         cancel: &CancellationToken,
     ) -> RequestRecord {
-        self.send_inner(spec, id, t_sched, run_start, Some(cancel))
+        self.send_inner(spec, id, t_sched, run_start, Some(cancel), false)
             .await
+            .0
     }
 
     async fn send_inner(
@@ -308,7 +325,8 @@ impl Client {
         t_sched: Duration,
         run_start: Instant,
         cancel: Option<&CancellationToken>,
-    ) -> RequestRecord {
+        keep_answer: bool,
+    ) -> (RequestRecord, String) {
         let body = request::body(&self.cfg, spec);
         let request = self.http.post(self.url.clone());
         let start = Instant::now();
@@ -324,7 +342,7 @@ impl Client {
             text: String::new(),
             embeddings: 0,
             answer: AnswerText {
-                keep: self.checks.as_ref().is_some_and(|c| c.needs_text()),
+                keep: keep_answer || self.checks.as_ref().is_some_and(|c| c.needs_text()),
                 ..AnswerText::default()
             },
             model: None,
@@ -397,7 +415,7 @@ impl Client {
             };
             rec.checks = checks.judge(&answer, self.secrets());
         }
-        rec
+        (rec, st.answer.text)
     }
 
     async fn exchange(
@@ -777,6 +795,11 @@ impl Client {
             .reasoning_tokens
             .map(|r| r.min(max_out))
             .or(rec.usage_reasoning_tokens);
+        // Cached tokens are part of the prompt: never more than it.
+        rec.usage_cached_tokens = u
+            .cached_tokens
+            .map(|c| c.min(u.prompt_tokens.unwrap_or(MAX_USAGE_PROMPT_TOKENS)))
+            .or(rec.usage_cached_tokens);
         Ok(())
     }
 

@@ -86,6 +86,7 @@ mod tests {
             prompt: "nonce-1 say \"hi\"".into(),
             prompt_tokens: 5,
             max_tokens: 64,
+            history: Vec::new(),
         }
     }
 
@@ -110,6 +111,41 @@ mod tests {
                 "temperature": 0.0
             })
         );
+    }
+
+    #[test]
+    fn a_later_turn_sends_the_history_as_messages_or_one_text() {
+        use crate::workload::Exchange;
+        let mut later = spec();
+        later.history = vec![Exchange {
+            user: "first".into(),
+            assistant: " tok0 tok1".into(),
+        }];
+        let sent = |endpoint| {
+            let cfg = ClientConfig {
+                endpoint,
+                ..ClientConfig::default()
+            };
+            serde_json::from_slice::<Value>(&body(&cfg, &later).unwrap()).unwrap()
+        };
+        let list = json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": " tok0 tok1"},
+            {"role": "user", "content": "nonce-1 say \"hi\""},
+        ]);
+        assert_eq!(sent(Endpoint::Chat)["messages"], list);
+        assert_eq!(sent(Endpoint::Messages)["messages"], list);
+        assert_eq!(sent(Endpoint::Responses)["input"], list);
+        assert_eq!(
+            sent(Endpoint::Completions)["prompt"],
+            "first tok0 tok1\nnonce-1 say \"hi\""
+        );
+        // A single request keeps the plain string input.
+        let cfg = ClientConfig {
+            endpoint: Endpoint::Responses,
+            ..ClientConfig::default()
+        };
+        assert_eq!(parsed(&cfg)["input"], "nonce-1 say \"hi\"");
     }
 
     #[test]

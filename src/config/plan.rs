@@ -4,6 +4,8 @@
 //! running daemon could trip over is found here, so `--config.check` catches it and a
 //! bad reload never touches the running targets.
 
+use crate::conversation::Turns;
+use crate::schedule::{ThinkDist, ThinkTime};
 use std::path::Path as FsPath;
 use std::time::Duration;
 
@@ -99,7 +101,21 @@ pub struct ScenarioPlan {
     pub temperature: Option<f64>,
     /// The request's sampling `seed`, when the scenario sets one.
     pub sampling_seed: Option<u64>,
+    /// Each probe a conversation of this shape (`turns` ≥ 2).
+    pub turns: Option<Turns>,
 }
+
+impl ScenarioPlan {
+    /// The scenario label of a conversation's later turns (`NAME:later`); `None`
+    /// without conversations.
+    pub fn later_name(&self) -> Option<String> {
+        self.turns
+            .map(|_| format!("{}{}", self.name, super::schema::LATER_SUFFIX))
+    }
+}
+
+/// A conversation scenario's think time when it sets none.
+pub const DEFAULT_THINK_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reads, parses, validates and resolves a config file.
 pub fn load(path: &FsPath) -> Result<Plan, ConfigError> {
@@ -383,6 +399,13 @@ fn scenario(
         nonce: s.nonce,
         temperature: s.temperature,
         sampling_seed: s.seed,
+        turns: (s.turns > 1).then(|| Turns {
+            count: s.turns,
+            think: ThinkTime {
+                mean: s.think_time.unwrap_or(DEFAULT_THINK_TIME),
+                dist: ThinkDist::Exponential,
+            },
+        }),
     }
 }
 

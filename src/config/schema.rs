@@ -339,6 +339,10 @@ pub struct PriceConfig {
     pub output_per_million: f64,
 }
 
+/// What a conversation scenario's name gets for its later turns' series
+/// (`scenario="NAME:later"`); turn 1 keeps the scenario's own name.
+pub const LATER_SUFFIX: &str = ":later";
+
 /// One kind of probe request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -393,6 +397,24 @@ pub struct Scenario {
     /// exact-match questions; it needs `prompt` or `prompt_file`.
     #[serde(default = "yes")]
     pub nonce: bool,
+    /// Turns per probe: with 2 or more each probe is a conversation whose later turns
+    /// resend the history (the warm prefix-cache path), observed as scenario
+    /// `NAME:later`.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub turns: u32,
+    /// Mean think time between an answer and the conversation's next turn
+    /// (exponential), e.g. `2s`; default 1s.
+    #[serde(
+        default,
+        with = "opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub think_time: Option<Duration>,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 impl Default for Scenario {
@@ -412,6 +434,8 @@ impl Default for Scenario {
             temperature: None,
             seed: None,
             nonce: true,
+            turns: 1,
+            think_time: None,
         }
     }
 }

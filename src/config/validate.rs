@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::locate::Path;
-use super::schema::{BucketsConfig, Config, HeaderValue, SelfCheckConfig, SloConfig, Target};
+use super::schema::{
+    BucketsConfig, Config, HeaderValue, LATER_SUFFIX, Scenario, SelfCheckConfig, SloConfig, Target,
+};
 
 /// A rule violation: where and what.
 pub type Violation = (Path, String);
@@ -157,6 +159,47 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
     scenarios(t, path)
 }
 
+/// Most turns a scenario's conversation may have: each resends the whole history.
+pub const MAX_TURNS: u32 = 100;
+
+/// `turns` and `think_time`: a conversation needs an API that answers, and
+/// `NAME:later` is where its later turns are observed.
+fn conversation(t: &Target, s: &Scenario, sp: &Path) -> Result<(), Violation> {
+    if s.turns == 0 {
+        return Err((sp.key("turns"), "must be at least 1".into()));
+    }
+    if s.turns > MAX_TURNS {
+        return Err((
+            sp.key("turns"),
+            format!("must be at most {MAX_TURNS}, got {}", s.turns),
+        ));
+    }
+    if s.turns > 1 && !t.endpoint.generates() {
+        return Err((
+            sp.key("turns"),
+            format!(
+                "the {} API answers nothing to carry into a next turn",
+                t.endpoint.as_str()
+            ),
+        ));
+    }
+    if s.think_time.is_some() && s.turns < 2 {
+        return Err((
+            sp.key("think_time"),
+            "shapes a conversation's later turns: set turns to 2 or more".into(),
+        ));
+    }
+    if s.name.ends_with(LATER_SUFFIX) {
+        return Err((
+            sp.key("name"),
+            format!(
+                "must not end in {LATER_SUFFIX:?}: the later turns of a conversation are observed under that name"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The scenarios of a target, and that its token budget pays for the largest probe.
 fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
     if t.scenarios.is_empty() {
@@ -206,6 +249,7 @@ fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
                 format!("must be in [0, 2], got {temp}"),
             ));
         }
+        conversation(t, s, &sp)?;
         slo(&s.slo, &sp.key("slo"))?;
         let size = u64::from(s.input_tokens) + u64::from(s.output_tokens);
         if largest_probe.is_none_or(|(l, _)| size > l) {

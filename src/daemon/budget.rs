@@ -52,6 +52,12 @@ impl TokenBudget {
         self.level = (self.level + estimated as f64 - actual as f64).min(self.per_hour);
     }
 
+    /// Charges `tokens` spent without a reservation (a conversation's later turn).
+    pub fn spend(&mut self, now: Instant, tokens: u64) {
+        self.refill(now);
+        self.level -= tokens as f64;
+    }
+
     /// Tokens available now.
     pub fn available(&mut self, now: Instant) -> f64 {
         self.refill(now);
@@ -102,5 +108,13 @@ mod tests {
         b.settle(t0, 100, 200);
         assert!(!b.try_take(t0, 1));
         assert!(b.available(t0) < 0.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_later_turn_is_charged_what_it_spent() {
+        let t0 = Instant::now();
+        let mut b = TokenBudget::new(1000, t0);
+        b.spend(t0, 300);
+        assert!((b.available(t0) - 700.0).abs() < 1e-9);
     }
 }

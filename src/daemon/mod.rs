@@ -389,6 +389,19 @@ impl Control {
                 metrics.remove_scenario(&old.name, &old.model, &s.name);
                 self.shared.status.remove(&old.name, &s.name);
             }
+            // A conversation's later turns have their own series: gone with it, or
+            // when the scenario stops having later turns.
+            if let Some(later) = s.later_name() {
+                let still = same_model
+                    && new.is_some_and(|n| {
+                        n.scenarios
+                            .iter()
+                            .any(|ns| ns.later_name().as_ref() == Some(&later))
+                    });
+                if !still {
+                    metrics.remove_scenario(&old.name, &old.model, &later);
+                }
+            }
         }
         match new {
             Some(n) if same_model => {

@@ -3,6 +3,7 @@
 //! board, the token budget they share, and the engine scraper. Everything stops when the
 //! target's cancellation token fires; in-flight probes get the grace period.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use super::budget::TokenBudget;
 use super::engine::{TtftWindow, scrape_loop};
 use crate::client::{Client, ClientConfig};
 use crate::config::{ScenarioPlan, TargetPlan};
+use crate::conversation::{Conversation, Turns};
 use crate::export::status::ScenarioHandle;
 use crate::export::{Metrics, ScenarioSeries, StatusBoard};
 use crate::record::{Outcome, RequestRecord};
@@ -192,26 +194,32 @@ fn start_scenario(
         .budget
         .clone()
         .map(|b| budget_admission(b, plan.name.clone(), estimate));
-    let probe = {
-        let client = client.clone();
-        let series = series.clone();
-        let workload = Arc::new(workload);
-        let status = status.clone();
-        move |d: Dispatch| {
-            // Admitted: the scenario counts as tried for readiness.
-            status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
-            let client = client.clone();
-            let workload = workload.clone();
-            let inflight = InflightGuard::new(series.inflight().clone());
-            async move {
-                let _inflight = inflight;
-                match workload.spec(d.id) {
-                    Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
-                    Err(e) => d.unbuilt(&e),
-                }
-            }
-        }
+    let later_series = match scenario.later_name() {
+        Some(name) => Some(Arc::new(
+            metrics
+                .scenario(
+                    &plan.name,
+                    &plan.model,
+                    &name,
+                    &scenario.slo,
+                    plan.price,
+                    &scenario.buckets,
+                )?
+                .with_checks(metrics.check_series(&plan.name, &plan.model, &name, &kinds)),
+        )),
+        None => None,
     };
+    let prober = Prober {
+        client: client.clone(),
+        workload: Arc::new(workload),
+        series: series.clone(),
+        status: status.clone(),
+        turns: scenario.turns,
+        seed: scenario.seed,
+        stop: t.stop.clone(),
+        events: tx.clone(),
+    };
+    let probe = move |d: Dispatch| prober.probe(d);
     let runner = tokio::spawn(async move {
         runner::run(arrivals, config, admission, probe, tx).await;
     });
@@ -221,6 +229,7 @@ fn start_scenario(
             target: plan.name.clone(),
             scenario: scenario.clone(),
             series,
+            later_series,
             status,
             budget: t.budget.clone(),
             estimate,
@@ -366,10 +375,67 @@ impl Drop for InflightGuard {
     }
 }
 
+/// Sends one scenario's probes: single requests, or conversations (`turns`).
+struct Prober {
+    client: Arc<Client>,
+    workload: Arc<Workload>,
+    series: Arc<ScenarioSeries>,
+    status: ScenarioHandle,
+    turns: Option<Turns>,
+    seed: u64,
+    stop: CancellationToken,
+    /// Where a conversation's earlier turns go (its last is the probe's record).
+    events: mpsc::UnboundedSender<RunEvent>,
+}
+
+impl Prober {
+    fn probe(&self, d: Dispatch) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
+        // Admitted: the scenario counts as tried for readiness.
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
+        let (client, workload) = (self.client.clone(), self.workload.clone());
+        let inflight = InflightGuard::new(self.series.inflight().clone());
+        let (turns, seed, stop, events) = (
+            self.turns,
+            self.seed,
+            self.stop.clone(),
+            self.events.clone(),
+        );
+        async move {
+            let _inflight = inflight;
+            let Some(turns) = turns else {
+                return match workload.spec(d.id) {
+                    Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
+                    Err(e) => d.unbuilt(&e),
+                };
+            };
+            let per = u64::from(turns.count);
+            let message = |turn: u32| {
+                workload.spec(d.id.saturating_mul(per).saturating_add(u64::from(turn - 1)))
+            };
+            let conversation = Conversation {
+                client: &client,
+                turns,
+                seed,
+                timer: &runner::Timer::Tokio,
+                stop: &stop,
+            };
+            let emit = |r| {
+                let _ = events.send(RunEvent::Record(r));
+            };
+            match conversation.run(d, message, emit).await {
+                Ok(r) => r,
+                Err(e) => d.unbuilt(&e.into()),
+            }
+        }
+    }
+}
+
 struct Consumer {
     target: String,
     scenario: ScenarioPlan,
     series: Arc<ScenarioSeries>,
+    /// Conversations: the series of their later turns (`NAME:later`).
+    later_series: Option<Arc<ScenarioSeries>>,
     status: ScenarioHandle,
     budget: Option<Arc<Mutex<TokenBudget>>>,
     estimate: u64,
@@ -397,7 +463,11 @@ impl Consumer {
         if r.outcome == Outcome::Cancelled && self.stop.is_cancelled() {
             return;
         }
-        let good = self.series.observe(r, &self.scenario.slo);
+        let series = match &self.later_series {
+            Some(later) if r.is_later_turn() => later,
+            _ => &self.series,
+        };
+        let good = series.observe(r, &self.scenario.slo);
         if let Some(b) = &self.budget {
             // A probe the server never answered cost nothing.
             let actual = if r.http_status.is_some() {
@@ -405,11 +475,13 @@ impl Consumer {
             } else {
                 0
             };
-            b.lock().unwrap_or_else(|e| e.into_inner()).settle(
-                Instant::now(),
-                self.estimate,
-                actual,
-            );
+            let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+            if r.is_later_turn() {
+                // Admitted with its conversation's first turn: charged as spent.
+                b.spend(Instant::now(), actual);
+            } else {
+                b.settle(Instant::now(), self.estimate, actual);
+            }
         }
         if r.is_success()
             && let Some(t) = r.ttft()

@@ -32,10 +32,21 @@ fn block_stop(index: u32) -> Vec<u8> {
     )
 }
 
-pub fn open(w: &ChunkWriter, prompt: u32) -> Bytes {
+/// Anthropic's input usage: `input_tokens` is what was not read from the cache, and
+/// `cache_read_input_tokens` the rest (present when the prefix cache is on).
+fn input_usage(usage: Usage) -> Value {
+    match usage.cached {
+        Some(cached) => json!({"input_tokens": usage.prompt.saturating_sub(cached),
+                               "cache_read_input_tokens": cached,
+                               "output_tokens": usage.completion}),
+        None => json!({"input_tokens": usage.prompt, "output_tokens": usage.completion}),
+    }
+}
+
+pub fn open(w: &ChunkWriter, usage: Usage) -> Bytes {
     let message = json!({"id": w.id, "type": "message", "role": "assistant", "content": [],
                          "model": w.model, "stop_reason": null, "stop_sequence": null,
-                         "usage": {"input_tokens": prompt, "output_tokens": 0}});
+                         "usage": input_usage(Usage { completion: 0, ..usage })});
     let mut out = named_sse(
         "message_start",
         &json!({"type": "message_start", "message": message}),
@@ -121,5 +132,5 @@ pub fn full(w: &ChunkWriter, piece: &Piece, usage: Usage) -> Value {
            "content": content,
            "stop_reason": if w.stopped(usage.completion) { "end_turn" } else { "max_tokens" },
            "stop_sequence": null,
-           "usage": {"input_tokens": usage.prompt, "output_tokens": usage.completion}})
+           "usage": input_usage(usage)})
 }

@@ -83,6 +83,11 @@ pub struct MockArgs {
     /// text ends. Default: numbered tokens ` tok0 tok1 …` up to the length limit.
     #[arg(long, value_name = "TEXT")]
     pub answer: Option<String>,
+    /// Report no cached prompt tokens. By default a prefix cache of --num-gpu-blocks
+    /// blocks of --block-size words reports the prompt's longest previously seen prefix
+    /// in whole blocks (`prompt_tokens_details.cached_tokens`).
+    #[arg(long)]
+    pub no_prefix_cache: bool,
 }
 
 impl MockArgs {
@@ -113,6 +118,7 @@ impl MockArgs {
             // A process always runs in real time (see `MockConfig::precise_timer`).
             precise_timer: true,
             answer: self.answer.clone(),
+            no_prefix_cache: self.no_prefix_cache,
         })
     }
 }

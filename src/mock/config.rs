@@ -70,6 +70,9 @@ pub struct MockConfig {
     /// The answer text, split into tokens at words; the answer stops (`stop`) when it
     /// ends. Unset: numbered tokens ` tok0 tok1 …` up to the length limit.
     pub answer: Option<String>,
+    /// Report cached prompt tokens from a prefix cache of `num_gpu_blocks` blocks of
+    /// `block_size` words (false: usage says nothing about caching).
+    pub prefix_cache: bool,
 }
 
 impl Default for MockConfig {
@@ -94,6 +97,7 @@ impl Default for MockConfig {
             shutdown_grace: Duration::from_secs(5),
             precise_timer: false,
             answer: None,
+            prefix_cache: true,
         }
     }
 }
@@ -233,6 +237,7 @@ impl MockConfig {
             shutdown_grace: d.shutdown_grace,
             precise_timer: flags.precise_timer,
             answer: flags.answer,
+            prefix_cache: !flags.no_prefix_cache,
         };
         config.validate()?;
         Ok(config)
@@ -266,6 +271,8 @@ pub struct MockFlags {
     /// See [`MockConfig::precise_timer`]: only for a process that runs in real time.
     pub precise_timer: bool,
     pub answer: Option<String>,
+    /// Report no cached prompt tokens (see [`MockConfig::prefix_cache`]).
+    pub no_prefix_cache: bool,
 }
 
 /// Parses the values of a repeatable fault flag (`KIND[=PARAM][:P]`); errors start with

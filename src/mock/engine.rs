@@ -16,6 +16,7 @@ use super::config::MockConfig;
 use super::fault::FaultKind;
 use super::jitter::{Jitter, scale};
 use super::metrics::{E2E_BUCKETS, Histogram, ITL_BUCKETS, Snapshot, TTFT_BUCKETS};
+use super::prefix_cache::PrefixCache;
 use crate::runner::Timer;
 
 pub struct Engine {
@@ -33,6 +34,8 @@ pub struct Engine {
     fault_rng: Mutex<StdRng>,
     seq: AtomicU64,
     pub shutdown: CancellationToken,
+    /// What cached prompt tokens are reported from (None: `prefix_cache` off).
+    pub prefix_cache: Option<PrefixCache>,
 }
 
 struct Hists {
@@ -47,7 +50,11 @@ impl Engine {
             .max_running
             .map(|n| Arc::new(Semaphore::new(n as usize)));
         let fault_rng = StdRng::seed_from_u64(cfg.seed);
+        let prefix_cache = cfg
+            .prefix_cache
+            .then(|| PrefixCache::new(cfg.block_size, cfg.num_gpu_blocks));
         Self {
+            prefix_cache,
             cfg,
             timer,
             slots,
@@ -66,6 +73,14 @@ impl Engine {
             seq: AtomicU64::new(0),
             shutdown,
         }
+    }
+
+    /// How many tokens of a prompt of these words the prefix cache holds (None: the
+    /// cache is off). The prompt's blocks are remembered.
+    pub fn cached_prefix(&self, words: &[u64]) -> Option<u32> {
+        let cache = self.prefix_cache.as_ref()?;
+        let tokens = u32::try_from(words.len()).unwrap_or(u32::MAX);
+        Some(cache.lookup(&cache.keys(words), tokens))
     }
 
     /// A per-request sequence number (ids, per-request jitter seeds).

@@ -10,13 +10,14 @@ use super::{anthropic, openai, responses};
 use crate::client::Endpoint;
 
 impl ChunkWriter {
-    /// What a stream sends before its first token (possibly nothing).
-    pub fn open(&self, prompt: u32) -> Option<Bytes> {
+    /// What a stream sends before its first token (possibly nothing); `usage` gives
+    /// the prompt's tokens (completion 0).
+    pub fn open(&self, usage: Usage) -> Option<Bytes> {
         match self.endpoint {
             Endpoint::Chat => Some(self.openai_role_event()),
             Endpoint::Completions | Endpoint::Embeddings => None,
             Endpoint::Responses => Some(responses::open(self)),
-            Endpoint::Messages => Some(anthropic::open(self, prompt)),
+            Endpoint::Messages => Some(anthropic::open(self, usage)),
         }
     }
 

@@ -19,6 +19,7 @@ mod fault;
 mod jitter;
 mod metrics;
 mod openai;
+mod prefix_cache;
 mod responses;
 mod server;
 mod tool;

@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::prefix_cache::{push_words, word_hash};
 use super::tool::{self, OfferedTool};
 use super::wire::{ChunkWriter, Piece, Usage, sse};
 use crate::client::Endpoint;
@@ -27,6 +28,8 @@ pub struct GenRequest {
     pub max_tokens: Option<u32>,
     /// Whitespace-separated words of the prompt/messages (an approximation).
     pub prompt_tokens: u32,
+    /// Those words, hashed in order (what the prefix cache compares).
+    pub prompt_words: Vec<u64>,
     pub include_usage: bool,
     pub continuous_usage: bool,
     /// Embeddings: how many inputs (one vector each).
@@ -90,7 +93,7 @@ pub fn parse_request(
         ),
         _ => (false, false),
     };
-    let prompt_tokens = prompt_tokens(endpoint, obj)?;
+    let prompt_words = prompt_words(endpoint, obj)?;
     let inputs = match obj.get("input") {
         Some(Value::Array(items)) if items.iter().all(|i| !i.is_number()) => items.len(),
         _ => 1,
@@ -100,7 +103,8 @@ pub fn parse_request(
         model,
         stream,
         max_tokens,
-        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+        prompt_tokens: u32::try_from(prompt_words.len()).unwrap_or(u32::MAX),
+        prompt_words,
         include_usage,
         continuous_usage,
         inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
@@ -108,61 +112,75 @@ pub fn parse_request(
     })
 }
 
-/// The prompt's size in words: chat and messages `messages` (plus a Messages
-/// `system`), completions `prompt`, responses and embeddings `input`.
-fn prompt_tokens(endpoint: Endpoint, obj: &serde_json::Map<String, Value>) -> Result<u64, String> {
+/// The prompt's words, hashed, in order (its size in tokens is their count): chat and
+/// messages `messages` (after a Messages `system`), completions `prompt`, responses and
+/// embeddings `input`. Roles are not words: a conversation's turns run on as one text.
+fn prompt_words(
+    endpoint: Endpoint,
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
     match endpoint {
         Endpoint::Chat | Endpoint::Messages => match obj.get("messages") {
             Some(Value::Array(msgs)) => {
-                Ok(msgs.iter().map(|m| words(m.get("content"))).sum::<u64>()
-                    + words(obj.get("system")))
+                content_words(&mut out, obj.get("system"));
+                for m in msgs {
+                    content_words(&mut out, m.get("content"));
+                }
             }
-            _ => Err("'messages' must be an array".into()),
+            _ => return Err("'messages' must be an array".into()),
         },
         Endpoint::Completions => match obj.get("prompt") {
-            Some(p @ (Value::String(_) | Value::Array(_))) => Ok(prompt_words(p)),
-            _ => Err("'prompt' must be a string or an array".into()),
+            Some(p @ (Value::String(_) | Value::Array(_))) => raw_prompt_words(&mut out, p),
+            _ => return Err("'prompt' must be a string or an array".into()),
         },
         Endpoint::Responses => match obj.get("input") {
-            Some(Value::String(s)) => Ok(s.split_whitespace().count() as u64),
-            Some(Value::Array(items)) => Ok(items.iter().map(|i| words(i.get("content"))).sum()),
-            _ => Err("'input' must be a string or an array of messages".into()),
+            Some(Value::String(s)) => push_words(&mut out, s),
+            Some(Value::Array(items)) => {
+                for i in items {
+                    content_words(&mut out, i.get("content"));
+                }
+            }
+            _ => return Err("'input' must be a string or an array of messages".into()),
         },
         Endpoint::Embeddings => match obj.get("input") {
-            Some(p @ (Value::String(_) | Value::Array(_))) => Ok(prompt_words(p)),
-            _ => Err("'input' must be a string or an array".into()),
+            Some(p @ (Value::String(_) | Value::Array(_))) => raw_prompt_words(&mut out, p),
+            _ => return Err("'input' must be a string or an array".into()),
         },
     }
+    Ok(out)
 }
 
 /// Words in a chat message `content`: a string, or an array of parts with `text`.
-fn words(content: Option<&Value>) -> u64 {
+fn content_words(out: &mut Vec<u64>, content: Option<&Value>) {
     match content {
-        Some(Value::String(s)) => s.split_whitespace().count() as u64,
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .map(|p| match p {
-                Value::String(s) => s.split_whitespace().count() as u64,
-                other => words(other.get("text")),
-            })
-            .sum(),
-        _ => 0,
+        Some(Value::String(s)) => push_words(out, s),
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                match p {
+                    Value::String(s) => push_words(out, s),
+                    other => content_words(out, other.get("text")),
+                }
+            }
+        }
+        _ => {}
     }
 }
 
 /// Completions `prompt`: a string, an array of strings, token ids (one each), or
 /// arrays of token ids.
-fn prompt_words(p: &Value) -> u64 {
+fn raw_prompt_words(out: &mut Vec<u64>, p: &Value) {
     match p {
-        Value::String(s) => s.split_whitespace().count() as u64,
-        Value::Array(items) => items
-            .iter()
-            .map(|i| match i {
-                Value::Number(_) => 1,
-                other => prompt_words(other),
-            })
-            .sum(),
-        _ => 0,
+        Value::String(s) => push_words(out, s),
+        Value::Array(items) => {
+            for i in items {
+                match i {
+                    Value::Number(n) => out.push(word_hash(&n.to_string())),
+                    other => raw_prompt_words(out, other),
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -175,6 +193,9 @@ fn usage_json(u: Usage) -> Value {
     });
     if u.reasoning > 0 {
         v["completion_tokens_details"] = json!({"reasoning_tokens": u.reasoning});
+    }
+    if let Some(cached) = u.cached {
+        v["prompt_tokens_details"] = json!({"cached_tokens": cached});
     }
     v
 }

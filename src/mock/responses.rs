@@ -103,9 +103,13 @@ fn call_done(w: &ChunkWriter, name: &str, emitted: u32) -> Vec<u8> {
 }
 
 fn usage_json(usage: Usage) -> Value {
-    json!({"input_tokens": usage.prompt, "output_tokens": usage.completion,
+    let mut v = json!({"input_tokens": usage.prompt, "output_tokens": usage.completion,
            "total_tokens": u64::from(usage.prompt) + u64::from(usage.completion),
-           "output_tokens_details": {"reasoning_tokens": usage.reasoning}})
+           "output_tokens_details": {"reasoning_tokens": usage.reasoning}});
+    if let Some(cached) = usage.cached {
+        v["input_tokens_details"] = json!({"cached_tokens": cached});
+    }
+    v
 }
 
 /// `response.incomplete` (`max_output_tokens`) when the length limit cut the answer,

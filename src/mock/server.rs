@@ -35,6 +35,7 @@ use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
 use super::openai::{GenRequest, error_body, parse_request};
+use super::prefix_cache::push_words;
 use super::voice::{Voice, WRONG_MODEL, split_answer};
 use super::wire::{ChunkWriter, Usage, sse};
 use crate::client::Endpoint;
@@ -374,6 +375,32 @@ struct Job {
     output_tokens: u32,
     arrival: Instant,
     seed: u64,
+    /// Prompt tokens the prefix cache held (None: the cache is off).
+    cached: Option<u32>,
+}
+
+impl Job {
+    /// The usage after `completion` output tokens.
+    fn usage(&self, completion: u32) -> Usage {
+        Usage {
+            prompt: self.req.prompt_tokens,
+            completion,
+            reasoning: self.writer.reasoning_of(completion),
+            cached: self.cached,
+        }
+    }
+
+    /// A finished answer: the prefix cache remembers its prompt and generated text.
+    fn remember(&self, emitted: u32) {
+        let Some(cache) = &self.engine.prefix_cache else {
+            return;
+        };
+        let piece = self.writer.piece(0, emitted);
+        let mut words = self.req.prompt_words.clone();
+        push_words(&mut words, &piece.reasoning);
+        push_words(&mut words, &piece.answer);
+        cache.insert(&cache.keys(&words));
+    }
 }
 
 async fn generate(
@@ -446,25 +473,24 @@ async fn generate(
         }
         _ => {}
     }
-    let reasoning = match headers
-        .get(REASONING_HEADER)
-        .map(|v| v.to_str().map(str::parse::<u32>))
-    {
-        None => engine.cfg.reasoning_tokens,
-        Some(Ok(Ok(n))) => n,
-        Some(_) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "x-mock-reasoning-tokens must be a whole number",
-                "BadRequestError",
-            );
-        }
+    let Some(reasoning) = reasoning_tokens(&engine, &headers) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "x-mock-reasoning-tokens must be a whole number",
+            "BadRequestError",
+        );
     };
     let seq = engine.next_seq();
     // Per-request jitter stream: reproducible from --seed and the arrival order.
     let seed = crate::schedule::splitmix64(engine.cfg.seed ^ seq);
     let writer = answer_writer(&engine, endpoint, seq, &req, reasoning, fault, seed);
+    // Embeddings keep no KV cache.
+    let cached = endpoint
+        .generates()
+        .then(|| engine.cached_prefix(&req.prompt_words))
+        .flatten();
     let job = Job {
+        cached,
         output_tokens: writer
             .natural_len()
             .map_or(u32::MAX, |n| n.max(1))
@@ -482,6 +508,15 @@ async fn generate(
         stream_response(job, ctl)
     } else {
         full_response(job, ctl).await
+    }
+}
+
+/// The reasoning tokens of one request: the `x-mock-reasoning-tokens` header, else the
+/// configured count; None when the header is not a whole number.
+fn reasoning_tokens(engine: &Engine, headers: &HeaderMap) -> Option<u32> {
+    match headers.get(REASONING_HEADER) {
+        None => Some(engine.cfg.reasoning_tokens),
+        Some(v) => v.to_str().ok()?.parse().ok(),
     }
 }
 
@@ -569,11 +604,8 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
     }
     run.finish();
     let emitted = sched.emitted();
-    let usage = Usage {
-        prompt: job.req.prompt_tokens,
-        completion: emitted,
-        reasoning: job.writer.reasoning_of(emitted),
-    };
+    job.remember(emitted);
+    let usage = job.usage(emitted);
     let finish = if job.writer.stopped(emitted) {
         "stop"
     } else {
@@ -757,14 +789,10 @@ async fn run_stream(job: Job, out: SseOut) {
     let usage_on = engine.cfg.usage && asked;
     let continuous = usage_on && job.req.continuous_usage;
     let prompt = job.req.prompt_tokens;
-    let usage_at = |completion| Usage {
-        prompt,
-        completion,
-        reasoning: w.reasoning_of(completion),
-    };
+    let usage_at = |completion| job.usage(completion);
     // Like vLLM, chat streams open with a role-only chunk, before any token (and the
     // Responses and Messages streams with their opening events).
-    if let Some(open) = w.open(prompt)
+    if let Some(open) = w.open(usage_at(0))
         && !out.send(open).await
     {
         return;
@@ -801,6 +829,7 @@ async fn run_stream(job: Job, out: SseOut) {
     }
     run.finish();
     let emitted = sched.emitted();
+    job.remember(emitted);
     let end = w.close(
         emitted,
         usage_on.then(|| usage_at(emitted)),
@@ -853,11 +882,7 @@ async fn emit_tokens(
         let to = sched.emitted();
         let from = to - k;
         let finish = (to == n).then_some(if w.stopped(to) { "stop" } else { "length" });
-        let usage = continuous.then_some(Usage {
-            prompt: job.req.prompt_tokens,
-            completion: to,
-            reasoning: w.reasoning_of(to),
-        });
+        let usage = continuous.then(|| job.usage(to));
         run.record_chunk(k);
         let event = if job.fault == Some(FaultKind::InvalidUtf8) && from == 0 {
             Bytes::from(with_invalid_utf8(

@@ -131,6 +131,9 @@ pub struct Usage {
     pub completion: u32,
     /// Of `completion`, how many were reasoning.
     pub reasoning: u32,
+    /// Of `prompt`, how many the prefix cache held (None: the cache is off, and the
+    /// usage says nothing about it).
+    pub cached: Option<u32>,
 }
 
 #[cfg(test)]

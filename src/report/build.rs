@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 
 use std::time::Duration;
 
-use crate::aggregate::{Stats, Summary};
+use crate::aggregate::{Stats, Summary, TurnSummary, TurnsSummary};
 use crate::latency::Latency;
 use crate::rate::Rate;
 use crate::report::gate::Gate;
-use crate::report::{LagStats, LatencyStats, RateReport, RunInputs, SCHEMA_VERSION};
+use crate::report::{
+    LagStats, LatencyStats, RateReport, RunInputs, SCHEMA_VERSION, TurnReport, TurnsReport,
+};
 use crate::schedule::Shard;
 
 /// Everything a rate's report needs besides the summary.
@@ -41,6 +43,32 @@ fn ms_stats(s: &Stats, percentiles: &[f64]) -> LatencyStats {
             .collect(),
         exact: s.exact,
     }
+}
+
+/// One turn's figures in ms.
+fn turn_report(t: &TurnSummary, percentiles: &[f64]) -> TurnReport {
+    TurnReport {
+        turn: t.turn,
+        requests: t.requests,
+        completed: t.completed,
+        ttft_ms: ms_stats(&t.ttft, percentiles),
+        prompt_tokens_mean: t.prompt_tokens_mean,
+        cache_hit_share: t.cache.share(),
+    }
+}
+
+/// The per-turn figures; `None` without a first turn (every conversation was warmup).
+fn turns_report(t: &TurnsSummary, percentiles: &[f64]) -> Option<TurnsReport> {
+    let by_turn: Vec<TurnReport> = t
+        .by_turn
+        .iter()
+        .map(|t| turn_report(t, percentiles))
+        .collect();
+    Some(TurnsReport {
+        first: by_turn.iter().find(|t| t.turn == Some(1))?.clone(),
+        later: turn_report(&t.later, percentiles),
+        by_turn,
+    })
 }
 
 /// The report of one rate from its summary (computed with `ctx.percentiles`).
@@ -93,6 +121,11 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         client_behind: dispatch_lag_ms.p99.is_some_and(|v| v > warn_ms),
         dispatch_lag_ms,
         dispatch_lag_warn_ms: warn_ms,
+        cache_hit_share: s.cache.share(),
+        turns: s
+            .turns
+            .as_ref()
+            .and_then(|t| turns_report(t, &ctx.percentiles)),
         token_sources: s.token_sources.clone(),
         gates: Vec::new(),
         repeats: 1,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::latency::LatencyMetric;
-use crate::report::{LatencyStats, RateReport, percentile_key};
+use crate::report::{LatencyStats, RateReport, TurnReport, TurnsReport, percentile_key};
 
 /// Which way a figure improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +45,10 @@ pub const LATENCIES: [&str; 8] = [
 
 /// Which way `key` improves.
 pub fn better(key: &str) -> Better {
-    if key == "offered_rate" || key.starts_with("dispatch_lag_ms") {
+    if key == "offered_rate"
+        || key.starts_with("dispatch_lag_ms")
+        || key.ends_with("prompt_tokens_mean")
+    {
         Better::Neither
     } else if key.contains("_ms.") {
         Better::Lower
@@ -111,11 +114,44 @@ pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
     (r.achieved_rate, r.output_throughput) = (achieved.unwrap_or(0.0), out.unwrap_or(0.0));
     (r.total_token_throughput, r.goodput) = (total.unwrap_or(0.0), goodput.unwrap_or(0.0));
     for (name, stats) in latencies_mut(r) {
-        opt(&format!("{name}.mean"), &mut stats.mean);
-        for (p, v) in &mut stats.percentiles {
-            opt(&format!("{name}.{}", percentile_key(*p)), v);
+        visit_stats(name, stats, &mut opt);
+    }
+    opt("cache_hit_share", &mut r.cache_hit_share);
+    if let Some(t) = r.turns.as_mut() {
+        for (name, turn) in turns_mut(t) {
+            visit_stats(&format!("{name}.ttft_ms"), &mut turn.ttft_ms, &mut opt);
+            opt(
+                &format!("{name}.prompt_tokens_mean"),
+                &mut turn.prompt_tokens_mean,
+            );
+            opt(
+                &format!("{name}.cache_hit_share"),
+                &mut turn.cache_hit_share,
+            );
         }
     }
+}
+
+/// The mean and percentiles of one latency, named `NAME.mean`, `NAME.p99`, ….
+fn visit_stats(name: &str, stats: &mut LatencyStats, opt: &mut dyn FnMut(&str, &mut Option<f64>)) {
+    opt(&format!("{name}.mean"), &mut stats.mean);
+    for (p, v) in &mut stats.percentiles {
+        opt(&format!("{name}.{}", percentile_key(*p)), v);
+    }
+}
+
+/// A multi-turn report's turns by figure prefix: `turns.first`, `turns.later`,
+/// `turns.by_turn.2`.
+fn turns_mut(t: &mut TurnsReport) -> Vec<(String, &mut TurnReport)> {
+    let mut out = vec![
+        ("turns.first".to_string(), &mut t.first),
+        ("turns.later".to_string(), &mut t.later),
+    ];
+    for turn in &mut t.by_turn {
+        let name = format!("turns.by_turn.{}", turn.turn.unwrap_or(0));
+        out.push((name, turn));
+    }
+    out
 }
 
 /// Every figure of a report, by name.
@@ -142,17 +178,39 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
         }
     }
     for name in LATENCIES {
-        let Some(Value::Object(stats)) = line.get(name) else {
-            continue;
-        };
-        for (k, v) in stats {
-            let is_stat = k == "mean" || (k.starts_with('p') && k[1..].parse::<f64>().is_ok());
-            if let (true, Some(v)) = (is_stat, v.as_f64()) {
+        json_stats(&mut out, name, line.get(name));
+    }
+    if let Some(v) = line.get("cache_hit_share").and_then(Value::as_f64) {
+        out.insert("cache_hit_share".into(), v);
+    }
+    let turns = &line["turns"];
+    let by_turn = turns["by_turn"].as_array().into_iter().flatten();
+    let named = [("first", &turns["first"]), ("later", &turns["later"])]
+        .into_iter()
+        .map(|(n, t)| (format!("turns.{n}"), t))
+        .chain(by_turn.map(|t| (format!("turns.by_turn.{}", t["turn"]), t)));
+    for (name, t) in named {
+        json_stats(&mut out, &format!("{name}.ttft_ms"), t.get("ttft_ms"));
+        for k in ["prompt_tokens_mean", "cache_hit_share"] {
+            if let Some(v) = t.get(k).and_then(Value::as_f64) {
                 out.insert(format!("{name}.{k}"), v);
             }
         }
     }
     out
+}
+
+/// The mean and percentiles of a JSON latency object, as `NAME.mean`, `NAME.p99`, ….
+fn json_stats(out: &mut BTreeMap<String, f64>, name: &str, stats: Option<&Value>) {
+    let Some(Value::Object(stats)) = stats else {
+        return;
+    };
+    for (k, v) in stats {
+        let is_stat = k == "mean" || (k.starts_with('p') && k[1..].parse::<f64>().is_ok());
+        if let (true, Some(v)) = (is_stat, v.as_f64()) {
+            out.insert(format!("{name}.{k}"), v);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +235,33 @@ mod tests {
         let typed = of_report(&r);
         assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
         assert_eq!(typed["ttfa_ms.mean"], 300.0);
+        // A multi-turn run's per-turn figures, and the cache-hit share.
+        let turn = |n: Option<u32>, base: f64| crate::report::TurnReport {
+            turn: n,
+            requests: 10,
+            completed: 10,
+            ttft_ms: crate::report::test_support::stats(base),
+            prompt_tokens_mean: Some(base * 2.0),
+            cache_hit_share: Some(0.5),
+        };
+        r.cache_hit_share = Some(0.4);
+        r.turns = Some(crate::report::TurnsReport {
+            first: turn(Some(1), 100.0),
+            later: turn(None, 50.0),
+            by_turn: vec![turn(Some(1), 100.0), turn(Some(2), 50.0)],
+        });
+        let typed = of_report(&r);
+        assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
+        assert_eq!(typed["turns.later.ttft_ms.p99"], 60.0);
+        assert_eq!(typed["turns.by_turn.2.prompt_tokens_mean"], 100.0);
+        assert_eq!(typed["turns.first.cache_hit_share"], 0.5);
+        assert_eq!(typed["cache_hit_share"], 0.4);
+        assert_eq!(better("turns.later.ttft_ms.p99"), Better::Lower);
+        assert_eq!(better("turns.later.cache_hit_share"), Better::Higher);
+        assert_eq!(
+            better("turns.by_turn.2.prompt_tokens_mean"),
+            Better::Neither
+        );
     }
 
     #[test]

@@ -154,6 +154,9 @@ pub struct RunInputs {
     pub arrival: String,
     /// The replayed trace (null unless `--trace`).
     pub trace: Option<TraceInputs>,
+    /// Multi-turn conversations (absent unless `--turns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<TurnsInputs>,
     /// Seed given on the command line.
     pub seed: u64,
     /// Seed this process used (differs from `seed` per shard).
@@ -162,6 +165,17 @@ pub struct RunInputs {
     pub slo: SloMs,
     /// The gates, as written.
     pub gates: Vec<String>,
+}
+
+/// Multi-turn conversations: how many turns, how long users think between them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnsInputs {
+    /// Turns per conversation (each arrival starts one).
+    pub turns: u32,
+    /// Mean think time between an answer and the next turn, seconds.
+    pub think_time_s: f64,
+    /// `exponential` or `constant`.
+    pub think_time_dist: String,
 }
 
 /// A replayed trace: which file, which part, how fast.
@@ -181,6 +195,48 @@ pub struct TraceInputs {
     pub requests: u64,
     /// Requests of the window left out because a length was zero.
     pub zero_length_skipped: u64,
+}
+
+/// The figures of one turn of a multi-turn run (or of turns ≥ 2 together).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnReport {
+    /// The turn (1-based); absent for `later` (turns ≥ 2 together).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Counted requests sent at this turn.
+    pub requests: u64,
+    /// Those that succeeded.
+    pub completed: u64,
+    /// TTFT of the successful ones, ms.
+    pub ttft_ms: LatencyStats,
+    /// Mean prompt tokens of the successful ones (server usage when sent): the history
+    /// grows turn by turn.
+    pub prompt_tokens_mean: Option<f64>,
+    /// Cached / prompt tokens where the server reported cached tokens (absent when it
+    /// did not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_hit_share: Option<f64>,
+}
+
+/// The per-turn figures of a multi-turn run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TurnsReport {
+    /// Turn 1: the cold path (a new conversation's first request).
+    pub first: TurnReport,
+    /// Turns ≥ 2 together: the warm path, resending the conversation so far.
+    pub later: TurnReport,
+    /// Each turn in order.
+    pub by_turn: Vec<TurnReport>,
+}
+
+impl TurnsReport {
+    /// One turn's figures (`None`: turns ≥ 2 together).
+    pub fn turn(&self, turn: Option<u32>) -> Option<&TurnReport> {
+        match turn {
+            None => Some(&self.later),
+            Some(n) => self.by_turn.iter().find(|t| t.turn == Some(n)),
+        }
+    }
 }
 
 /// The verdict of one gate ([`gate::Gate`]) at one rate (part of the JSON report).
@@ -297,6 +353,14 @@ pub struct RateReport {
     pub client_behind: bool,
     /// Warning threshold for dispatch lag p99, ms.
     pub dispatch_lag_warn_ms: f64,
+    /// Of the prompt tokens of completed requests whose server reported cached tokens
+    /// (`prompt_tokens_details.cached_tokens` and the like), the share read from its
+    /// prefix cache; absent when no answer reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_hit_share: Option<f64>,
+    /// Multi-turn runs (`--turns`): turn 1, turns ≥ 2 together, and each turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<TurnsReport>,
     /// Where output token counts came from, with request counts (`usage`,
     /// `continuous_usage`, `tokenizer`, `chunks`).
     pub token_sources: BTreeMap<String, u64>,
@@ -385,6 +449,7 @@ pub mod test_support {
             burstiness: 1.0,
             arrival: "poisson".into(),
             trace: None,
+            turns: None,
             seed: 0,
             effective_seed: 0,
             slo: SloMs {
@@ -443,6 +508,8 @@ pub mod test_support {
             },
             client_behind: false,
             dispatch_lag_warn_ms: 1.0,
+            cache_hit_share: None,
+            turns: None,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),
             gates: vec![],
             repeats: 1,

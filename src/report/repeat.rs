@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crate::report::ci::mean_ci95;
 use crate::report::figures;
 use crate::report::gate::{Gate, GateBasis};
-use crate::report::{LatencyStats, RateReport};
+use crate::report::{LatencyStats, RateReport, TurnsReport};
 
 /// Folds the reports of `runs` (at least one; all at one rate) into one.
 pub fn combine(runs: &[RateReport], gates: &[Gate], basis: GateBasis) -> RateReport {
@@ -63,6 +63,20 @@ fn sum_counts(out: &mut RateReport, rest: &[RateReport]) {
         add_map(&mut out.token_sources, &r.token_sources);
         if let Some(n) = r.reasoning_tokens {
             *out.reasoning_tokens.get_or_insert(0) += n;
+        }
+    }
+    if let Some(turns) = out.turns.as_mut() {
+        let TurnsReport {
+            first,
+            later,
+            by_turn,
+        } = turns;
+        for t in [first, later].into_iter().chain(by_turn.iter_mut()) {
+            for o in rest.iter().filter_map(|r| r.turns.as_ref()?.turn(t.turn)) {
+                t.requests += o.requests;
+                t.completed += o.completed;
+                t.ttft_ms.count += o.ttft_ms.count;
+            }
         }
     }
     if let Some(ttfa) = out.ttfa_ms.as_mut() {

@@ -245,6 +245,53 @@ fn check_note(out: &mut String, r: &RateReport) {
 
 /// The lines under the table: failures, answer checks, token sources, lag warnings,
 /// gate verdicts.
+/// A share as a percentage; `-` when absent.
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{:.1} %", v * 100.0))
+}
+
+/// Multi-turn runs: TTFT, prompt tokens and cache-hit share per turn, and turns ≥ 2
+/// together; otherwise the cache-hit share alone when the server reported it.
+fn turns_note(out: &mut String, r: &RateReport) {
+    let Some(t) = &r.turns else {
+        if let Some(share) = r.cache_hit_share {
+            let _ = writeln!(out, "rate {}: cache-hit share {}", r.rate, pct(Some(share)));
+        }
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "rate {}: per turn (cache hit = cached / prompt tokens, as the server reported; \
+         overall {})",
+        r.rate,
+        pct(r.cache_hit_share)
+    );
+    let _ = writeln!(
+        out,
+        "  {:>5} {:>6} {:>6} {:>9} {:>9} {:>11} {:>9}",
+        "turn", "ok", "fail", "TTFT p50", "TTFT p99", "prompt tok", "cache hit"
+    );
+    let rows = t
+        .by_turn
+        .iter()
+        .map(|x| (x.turn.map_or("?".to_string(), |n| n.to_string()), x))
+        .chain([(">=2".to_string(), &t.later)]);
+    for (name, x) in rows {
+        let _ = writeln!(
+            out,
+            "  {:>5} {:>6} {:>6} {:>9} {:>9} {:>11} {:>9}",
+            name,
+            x.completed,
+            x.requests - x.completed,
+            ms(x.ttft_ms.percentile(50.0)),
+            ms(x.ttft_ms.percentile(99.0)),
+            x.prompt_tokens_mean
+                .map_or("-".to_string(), |v| format!("{v:.1}")),
+            pct(x.cache_hit_share)
+        );
+    }
+}
+
 fn notes(reports: &[RateReport]) -> String {
     let mut out = String::new();
     for r in reports.iter().filter(|r| r.failed > 0) {
@@ -264,6 +311,9 @@ fn notes(reports: &[RateReport]) -> String {
     }
     for r in reports {
         check_note(&mut out, r);
+    }
+    for r in reports {
+        turns_note(&mut out, r);
     }
     let mut sources: Vec<&str> = reports
         .iter()

@@ -8,17 +8,42 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSpec {
     /// The full prompt text (nonce, optional shared prefix, body). Chat endpoints send it
-    /// as a single user message.
+    /// as a single user message; in a conversation it is the new user message.
     pub prompt: String,
-    /// Tokens in `prompt`: exact when built with a tokenizer, else the generator's
-    /// approximation.
+    /// Tokens of the whole request: `prompt`'s (exact when built with a tokenizer, else
+    /// the generator's approximation), plus the history's in a conversation.
     pub prompt_tokens: u32,
     /// Output tokens to ask for (`max_tokens` / `max_completion_tokens`).
     pub max_tokens: u32,
+    /// A later turn of a conversation: the earlier turns, oldest first, sent before
+    /// `prompt` (empty for a single request).
+    pub history: Vec<Exchange>,
 }
+
+impl RequestSpec {
+    /// The history and the new message as one text, for APIs that take a single prompt
+    /// (completions): each user message followed directly by its answer, turns apart
+    /// by a newline, so an earlier turn's prompt and answer are a byte-identical prefix.
+    pub fn flat_prompt(&self) -> std::borrow::Cow<'_, str> {
+        if self.history.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.prompt);
+        }
+        let mut text = String::new();
+        for e in &self.history {
+            text.push_str(&e.user);
+            text.push_str(&e.assistant);
+            text.push('\n');
+        }
+        text.push_str(&self.prompt);
+        std::borrow::Cow::Owned(text)
+    }
+}
+
+pub use conversation::{Exchange, History};
 
 pub use tokenizer::TokenCounter;
 
+pub mod conversation;
 pub mod dataset;
 pub mod lengths;
 pub mod prompt;
@@ -177,6 +202,7 @@ impl Workload {
                     prompt,
                     prompt_tokens,
                     max_tokens,
+                    history: Vec::new(),
                 })
             }
             PromptSource::Dataset(entries) => {
@@ -192,6 +218,7 @@ impl Workload {
                     prompt,
                     prompt_tokens,
                     max_tokens,
+                    history: Vec::new(),
                 })
             }
         }

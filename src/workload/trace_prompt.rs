@@ -169,6 +169,7 @@ impl BlockPrompts {
             prompt,
             prompt_tokens,
             max_tokens: entry.output_tokens,
+            history: Vec::new(),
         })
     }
 }

@@ -31,6 +31,34 @@ impl Fields<'_, '_> {
     }
 }
 
+/// One message of a `messages` (chat, Anthropic) or `input` (Responses) list.
+#[derive(Serialize)]
+pub struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+/// The request as a message list: each earlier turn's user message and answer, then
+/// the new user message (just that one for a single request).
+pub fn messages(spec: &RequestSpec) -> Vec<Message<'_>> {
+    let mut out = Vec::with_capacity(2 * spec.history.len() + 1);
+    for e in &spec.history {
+        out.push(Message {
+            role: "user",
+            content: &e.user,
+        });
+        out.push(Message {
+            role: "assistant",
+            content: &e.assistant,
+        });
+    }
+    out.push(Message {
+        role: "user",
+        content: &spec.prompt,
+    });
+    out
+}
+
 /// The body: `model`, then the protocol's fields, then `extra_body`.
 pub fn write(
     cfg: &ClientConfig,
@@ -38,7 +66,12 @@ pub fn write(
     fields: impl FnOnce(&mut Fields<'_, '_>) -> serde_json::Result<()>,
 ) -> serde_json::Result<Vec<u8>> {
     // Prompt plus a few hundred bytes of fields: one allocation in the common case.
-    let mut out = Vec::with_capacity(spec.prompt.len() + 256);
+    let history: usize = spec
+        .history
+        .iter()
+        .map(|e| e.user.len() + e.assistant.len() + 48)
+        .sum();
+    let mut out = Vec::with_capacity(spec.prompt.len() + history + 256);
     {
         let mut ser = serde_json::Serializer::new(&mut out);
         let map = ser.serialize_map(None)?;

@@ -1,5 +1,5 @@
 //! OpenAI chat completions: `POST /v1/chat/completions` with the prompt as one user
-//! message; streamed chunks carry `choices[0].delta.content` (answer) and
+//! message (after a conversation's earlier turns); streamed chunks carry `choices[0].delta.content` (answer) and
 //! `delta.reasoning_content` / `delta.reasoning` (reasoning models), and end with
 //! `data: [DONE]`.
 
@@ -16,12 +16,6 @@ use crate::client::sse::Event;
 use crate::workload::RequestSpec;
 
 pub struct Chat;
-
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'static str,
-    content: &'a str,
-}
 
 #[derive(Serialize)]
 struct StreamOptions {
@@ -50,11 +44,7 @@ pub(super) fn stream_fields(f: &mut Fields<'_, '_>, cfg: &ClientConfig) -> serde
 impl Protocol for Chat {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            let msg = [Message {
-                role: "user",
-                content: &spec.prompt,
-            }];
-            f.put("messages", &msg)?;
+            f.put("messages", &body::messages(spec))?;
             stream_fields(f, cfg)?;
             f.put("max_tokens", &spec.max_tokens)?;
             if cfg.max_completion_tokens {
@@ -198,7 +188,8 @@ mod tests {
             Usage {
                 prompt_tokens: Some(9),
                 completion_tokens: Some(5),
-                reasoning_tokens: Some(4)
+                reasoning_tokens: Some(4),
+                cached_tokens: None,
             }
         );
         assert_eq!(a.model, None);

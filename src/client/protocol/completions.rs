@@ -1,4 +1,5 @@
-//! OpenAI completions: `POST /v1/completions` with a raw `prompt`; streamed chunks
+//! OpenAI completions: `POST /v1/completions` with a raw `prompt` (a conversation's
+//! turns as one text, `RequestSpec::flat_prompt`); streamed chunks
 //! carry `choices[0].text` and end with `data: [DONE]`.
 
 use super::chat::{decode_full_openai, stream_fields};
@@ -13,7 +14,7 @@ pub struct Completions;
 impl Protocol for Completions {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            f.put("prompt", &spec.prompt)?;
+            f.put("prompt", &spec.flat_prompt())?;
             stream_fields(f, cfg)?;
             f.put("max_tokens", &spec.max_tokens)?;
             f.put("temperature", &cfg.temperature)?;

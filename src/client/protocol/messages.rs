@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use reqwest::header::HeaderName;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
 use crate::client::chunk::{self, ChunkData, ChunkError, Usage};
@@ -17,12 +17,6 @@ use crate::client::sse::Event;
 use crate::workload::RequestSpec;
 
 pub struct Messages;
-
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'static str,
-    content: &'a str,
-}
 
 #[derive(Deserialize)]
 struct StreamEvent<'a> {
@@ -108,6 +102,16 @@ impl AnthropicUsage {
                 .saturating_add(self.cache_creation_input_tokens.unwrap_or(0)),
         )
     }
+
+    /// In OpenAI's names: cache reads are the cached share of the prompt.
+    fn usage(self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens(),
+            completion_tokens: self.output_tokens,
+            reasoning_tokens: None,
+            cached_tokens: self.cache_read_input_tokens,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -133,11 +137,7 @@ impl ErrorObject {
 impl Protocol for Messages {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            let msg = [Message {
-                role: "user",
-                content: &spec.prompt,
-            }];
-            f.put("messages", &msg)?;
+            f.put("messages", &body::messages(spec))?;
             f.put("max_tokens", &spec.max_tokens)?;
             f.put("stream", &cfg.stream)?;
             f.put("temperature", &cfg.temperature)?;
@@ -154,10 +154,9 @@ impl Protocol for Messages {
                 let m = e.message.unwrap_or_default();
                 out.model = m.model.map(Cow::Owned);
                 out.usage = m.usage.map(|u| Usage {
-                    prompt_tokens: u.prompt_tokens(),
                     // message_start's output_tokens is a placeholder, not a count.
                     completion_tokens: None,
-                    reasoning_tokens: None,
+                    ..u.usage()
                 });
             }
             "content_block_delta" => {
@@ -172,11 +171,7 @@ impl Protocol for Messages {
             }
             "message_delta" => {
                 out.finish_reason = e.delta.and_then(|d| d.stop_reason);
-                out.usage = e.usage.map(|u| Usage {
-                    prompt_tokens: u.prompt_tokens(),
-                    completion_tokens: u.output_tokens,
-                    reasoning_tokens: None,
-                });
+                out.usage = e.usage.map(AnthropicUsage::usage);
             }
             "message_stop" => out.done = true,
             "error" => {
@@ -203,14 +198,7 @@ impl Protocol for Messages {
         let mut out = FullAnswer {
             finish_reason: m.stop_reason,
             model: m.model,
-            usage: m
-                .usage
-                .map(|u| Usage {
-                    prompt_tokens: u.prompt_tokens(),
-                    completion_tokens: u.output_tokens,
-                    reasoning_tokens: None,
-                })
-                .unwrap_or_default(),
+            usage: m.usage.map(AnthropicUsage::usage).unwrap_or_default(),
             ..FullAnswer::default()
         };
         for block in m.content {
@@ -247,6 +235,7 @@ mod tests {
     fn a_llama_server_stream() {
         let start = Messages.decode_event(&ev(br#"{"type":"message_start","message":{"id":"x","type":"message","role":"assistant","content":[],"model":"gemma-3-270m","stop_reason":null,"usage":{"cache_read_input_tokens":21,"input_tokens":5,"output_tokens":0}}}"#)).unwrap();
         assert_eq!(start.usage.unwrap().prompt_tokens, Some(26));
+        assert_eq!(start.usage.unwrap().cached_tokens, Some(21));
         assert_eq!(start.usage.unwrap().completion_tokens, None);
         let d = Messages.decode_event(&ev(br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"<"}}"#)).unwrap();
         assert_eq!((d.content.as_deref(), d.has_choice), (Some("<"), true));
@@ -296,6 +285,7 @@ mod tests {
             ("say hi<|im", "t")
         );
         assert_eq!(a.usage.prompt_tokens, Some(26));
+        assert_eq!(a.usage.cached_tokens, Some(21));
         assert_eq!(a.finish_reason.as_deref(), Some("max_tokens"));
         let e = Messages
             .decode_full(br#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}"#)

@@ -12,7 +12,9 @@ use serde::Deserialize;
 
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
-use crate::client::chunk::{self, ChunkData, ChunkError, ReasoningDetails, ToolCallDelta, Usage};
+use crate::client::chunk::{
+    self, CachedDetails, ChunkData, ChunkError, ReasoningDetails, ToolCallDelta, Usage,
+};
 use crate::client::config::ClientConfig;
 use crate::client::sse::Event;
 use crate::workload::RequestSpec;
@@ -85,6 +87,8 @@ struct ResponsesUsage {
     output_tokens: Option<u32>,
     #[serde(default)]
     output_tokens_details: Option<ReasoningDetails>,
+    #[serde(default)]
+    input_tokens_details: Option<CachedDetails>,
 }
 
 impl From<ResponsesUsage> for Usage {
@@ -93,6 +97,7 @@ impl From<ResponsesUsage> for Usage {
             prompt_tokens: u.input_tokens,
             completion_tokens: u.output_tokens,
             reasoning_tokens: u.output_tokens_details.and_then(|d| d.reasoning_tokens),
+            cached_tokens: u.input_tokens_details.and_then(|d| d.cached_tokens),
         }
     }
 }
@@ -186,7 +191,11 @@ fn put_tools(f: &mut body::Fields<'_, '_>, tool: &ToolOffer) -> serde_json::Resu
 impl Protocol for Responses {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            f.put("input", &spec.prompt)?;
+            if spec.history.is_empty() {
+                f.put("input", &spec.prompt)?;
+            } else {
+                f.put("input", &body::messages(spec))?;
+            }
             f.put("stream", &cfg.stream)?;
             f.put("max_output_tokens", &spec.max_tokens)?;
             f.put("temperature", &cfg.temperature)?;
@@ -329,7 +338,7 @@ mod tests {
             .unwrap();
         assert_eq!(d.reasoning.as_deref(), Some("hmm"));
         let d = Responses
-            .decode_event(&ev(b"response.completed", br#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":26,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":2}}}}"#))
+            .decode_event(&ev(b"response.completed", br#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":26,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":2},"input_tokens_details":{"cached_tokens":16}}}}"#))
             .unwrap();
         assert!(d.done && !d.has_choice);
         assert_eq!(d.finish_reason.as_deref(), Some("completed"));
@@ -338,7 +347,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: Some(26),
                 completion_tokens: Some(5),
-                reasoning_tokens: Some(2)
+                reasoning_tokens: Some(2),
+                cached_tokens: Some(16),
             })
         );
         let d = Responses
