@@ -76,6 +76,7 @@ async fn probe(
         prompt_tokens: 8,
         max_tokens: 30,
         history: Vec::new(),
+        system: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }
@@ -210,6 +211,7 @@ async fn an_answer_that_echoes_the_key_is_scrubbed_from_the_record() {
         prompt_tokens: 4,
         max_tokens: 30,
         history: Vec::new(),
+        system: None,
     };
     let r = client.send(&spec, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
@@ -248,6 +250,7 @@ async fn expect_model_checks_an_embeddings_answer() {
             prompt_tokens: 3,
             max_tokens: 1,
             history: Vec::new(),
+            system: None,
         };
         let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
         assert_eq!(r.outcome, Outcome::Ok, "{fault:?}: {:?}", r.error);

@@ -34,6 +34,7 @@ async fn send(cfg: ClientConfig) -> RequestRecord {
         prompt_tokens: 2,
         max_tokens: 8,
         history: Vec::new(),
+        system: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

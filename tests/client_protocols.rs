@@ -48,6 +48,7 @@ async fn probe_with(cfg: ClientConfig) -> RequestRecord {
         prompt_tokens: 6,
         max_tokens: 30,
         history: Vec::new(),
+        system: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

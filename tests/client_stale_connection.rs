@@ -18,6 +18,7 @@ fn spec() -> RequestSpec {
         prompt_tokens: 3,
         max_tokens: 4,
         history: Vec::new(),
+        system: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn spec() -> RequestSpec {
         prompt_tokens: 6,
         max_tokens: 16,
         history: Vec::new(),
+        system: None,
     }
 }
 

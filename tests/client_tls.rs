@@ -127,6 +127,7 @@ async fn send(addr: std::net::SocketAddr, tls: TlsConfig) -> RequestRecord {
         prompt_tokens: 1,
         max_tokens: 4,
         history: Vec::new(),
+        system: None,
     };
     client.send(&spec, 0, Duration::ZERO, Instant::now()).await
 }

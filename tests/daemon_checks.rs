@@ -278,3 +278,75 @@ async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
     assert_eq!(series("llmprobe_check_last_passed", "silent"), Some(0.0));
     assert_eq!(sum(&s, "llmprobe_request_failures_total", &[]), 0.0);
 }
+
+/// A `messages:` question (a system message, an example exchange, the question) reaches
+/// the engine as a message list in chat and in Anthropic's Messages API, and its answer
+/// is judged like a `prompt:` question's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_messages_question_is_asked_and_judged() {
+    let mock = llmprobe::mock::start(
+        MockConfig {
+            ttft: Duration::from_millis(2),
+            itl: Duration::from_millis(1),
+            answer: Some("6".into()),
+            ..MockConfig::default()
+        },
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
+    let base = mock.base_url();
+    let scenario = r#"
+      - name: sum
+        output_tokens: 4
+        ignore_eos: false
+        messages:
+          - {role: system, content: "Answer with a number only."}
+          - {role: user, content: "What is 2 + 2?"}
+          - {role: assistant, content: "4"}
+          - {role: user, content: "What is 3 + 3?"}
+        checks: {expect_regex: '^\s*6\s*$'}"#;
+    let (_dir, path) = config_file(&format!(
+        "targets:\n  - name: chat\n    base_url: {base}\n    model: m\n    rate: 20/s\n    scenarios:{scenario}\n  - name: anthropic\n    base_url: {base}\n    model: m\n    endpoint: messages\n    rate: 20/s\n    scenarios:{scenario}\n"
+    ));
+    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
+        .await
+        .unwrap();
+    let addr = d.addr();
+    let s = wait_for(Duration::from_secs(20), || async {
+        let s = scrape(addr).await;
+        let runs = |t| {
+            value(
+                &s,
+                "llmprobe_check_runs_total",
+                &[("target", t), ("check", "expect_regex")],
+            )
+            .unwrap_or(0.0)
+        };
+        (runs("chat") >= 3.0 && runs("anthropic") >= 3.0).then_some(s)
+    })
+    .await;
+    for t in ["chat", "anthropic"] {
+        let failed = value(
+            &s,
+            "llmprobe_check_failures_total",
+            &[("target", t), ("check", "expect_regex")],
+        );
+        assert_eq!(failed, Some(0.0), "{t}");
+        assert_eq!(
+            sum(&s, "llmprobe_request_failures_total", &[("target", t)]),
+            0.0,
+            "{t}"
+        );
+        // The whole list was sent: more prompt tokens than the question alone has.
+        let prompt = value(&s, "llmprobe_prompt_tokens_total", &[("target", t)]).unwrap();
+        let probes = value(&s, "llmprobe_requests_total", &[("target", t)]).unwrap();
+        // The question alone (nonce and 5 words) is 13; with the list, 11 more.
+        assert!(
+            prompt / probes >= 20.0,
+            "{t}: {prompt} prompt tokens in {probes} probes"
+        );
+    }
+    d.shutdown().await.unwrap();
+    mock.shutdown().await;
+}

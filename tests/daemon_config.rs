@@ -24,7 +24,23 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "nonce_off_without_prompt",
-        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt or prompt_file); synthetic prompts always carry the nonce",
+        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt, prompt_file or messages); synthetic prompts always carry the nonce",
+    ),
+    (
+        "messages_ending_with_assistant",
+        "messages_ending_with_assistant.yaml:8:11: targets[0].scenarios[0].messages: the last message must be the user's question",
+    ),
+    (
+        "messages_system_not_first",
+        "messages_system_not_first.yaml:9:20: targets[0].scenarios[0].messages[1].role: only the first message may be the system message",
+    ),
+    (
+        "messages_on_completions",
+        "messages_on_completions.yaml:9:11: targets[0].scenarios[0].messages: the completions endpoint takes one text, not a message list: use prompt",
+    ),
+    (
+        "messages_and_prompt",
+        "messages_and_prompt.yaml:9:11: targets[0].scenarios[0].messages: set prompt, prompt_file or messages, not two of them",
     ),
     (
         "check_bad_schema",

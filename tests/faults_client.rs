@@ -74,6 +74,7 @@ fn spec() -> RequestSpec {
         prompt_tokens: 3,
         max_tokens: MAX_TOKENS,
         history: Vec::new(),
+        system: None,
     }
 }
 

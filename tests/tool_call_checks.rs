@@ -75,6 +75,7 @@ async fn probe(
         prompt_tokens: 10,
         max_tokens,
         history: Vec::new(),
+        system: None,
     };
     client.send(&req, 1, Duration::ZERO, Instant::now()).await
 }
@@ -213,6 +214,7 @@ async fn a_call_to_another_function_fails() {
         prompt_tokens: 2,
         max_tokens: 30,
         history: Vec::new(),
+        system: None,
     };
     let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(

@@ -87,6 +87,7 @@ mod tests {
             prompt_tokens: 5,
             max_tokens: 64,
             history: Vec::new(),
+            system: None,
         }
     }
 

@@ -8,6 +8,7 @@
 mod checks;
 pub mod error;
 pub mod locate;
+mod messages;
 pub mod plan;
 pub mod rate;
 pub mod schema;

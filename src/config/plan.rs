@@ -12,12 +12,14 @@ use std::time::Duration;
 use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
 use super::locate::Path;
+use super::messages::plan_messages;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
 use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::record::Slo;
 use crate::secret::{Secret, redact_url};
+use crate::workload::Preamble;
 use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
@@ -97,6 +99,8 @@ pub struct ScenarioPlan {
     pub prompt: Option<String>,
     /// Whether the unique nonce goes in front of the fixed question.
     pub nonce: bool,
+    /// What a `messages:` question sends before its last user message.
+    pub preamble: Option<Preamble>,
     /// Sampling temperature, when the scenario sets one.
     pub temperature: Option<f64>,
     /// The request's sampling `seed`, when the scenario sets one.
@@ -305,10 +309,14 @@ fn scenarios(
         let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(t, s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
+        if let Some((question, preamble)) = plan_messages(t, s, &sp)? {
+            plan.prompt = Some(question);
+            plan.preamble = Some(preamble);
+        }
         if !s.nonce && plan.prompt.is_none() {
             return Err((
                 sp.key("nonce"),
-                "nonce: false needs a fixed question (prompt or prompt_file); synthetic \
+                "nonce: false needs a fixed question (prompt, prompt_file or messages); synthetic \
                  prompts always carry the nonce"
                     .into(),
             ));
@@ -397,6 +405,7 @@ fn scenario(
         checks: PlannedChecks::default(),
         prompt: None,
         nonce: s.nonce,
+        preamble: None,
         temperature: s.temperature,
         sampling_seed: s.seed,
         turns: (s.turns > 1).then(|| Turns {

@@ -386,6 +386,13 @@ pub struct Scenario {
     /// Like `prompt`, read from this file when the config loads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_file: Option<PathBuf>,
+    /// A fixed question as a chat message list: an optional `system` message first, then
+    /// `user` and `assistant` messages in turn (examples), ending with the `user`
+    /// question. Chat, Responses and Anthropic Messages send it as a list (the system
+    /// message as chat's first message, Responses' `instructions`, Anthropic's
+    /// `system`); the unique nonce starts the last user message unless `nonce: false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<ChatMessage>>,
     /// Sampling temperature of this scenario's requests (default: the target's, 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -413,6 +420,23 @@ pub struct Scenario {
     pub think_time: Option<Duration>,
 }
 
+/// One message of a scenario's `messages:`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChatMessage {
+    pub role: ChatRole,
+    pub content: String,
+}
+
+/// Who says a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    System,
+    User,
+    Assistant,
+}
+
 fn is_one(v: &u32) -> bool {
     *v == 1
 }
@@ -431,6 +455,7 @@ impl Default for Scenario {
             checks: CheckSpec::default(),
             prompt: None,
             prompt_file: None,
+            messages: None,
             temperature: None,
             seed: None,
             nonce: true,

@@ -241,17 +241,15 @@ fn start_scenario(
     Ok([runner, consumer])
 }
 
-/// The client settings of one scenario: the target's, with the scenario's `ignore_eos`
-/// and output-token limit.
-/// What a scenario's probes ask: its fixed question, else synthetic prompts of
-/// `input_tokens`.
+/// What a scenario's probes ask: its fixed question (after its `messages:` preamble),
+/// else synthetic prompts of `input_tokens`.
 fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
     let output = Lengths::fixed(scenario.output_tokens)?;
     let mut prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
     if !scenario.nonce {
         prompts = prompts.without_nonce();
     }
-    Ok(match &scenario.prompt {
+    let workload = match &scenario.prompt {
         Some(text) => Workload::dataset(
             vec![crate::workload::dataset::DatasetEntry {
                 prompt: text.clone(),
@@ -268,9 +266,15 @@ fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
             prompts,
             scenario.seed,
         )?,
+    };
+    Ok(match &scenario.preamble {
+        Some(p) => workload.with_preamble(p.clone()),
+        None => workload,
     })
 }
 
+/// The client settings of one scenario: the target's, with the scenario's `ignore_eos`
+/// and output-token limit.
 fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConfig {
     let mut extra_body = plan.client.extra_body.clone();
     if let Some(seed) = scenario.sampling_seed {

@@ -11,6 +11,15 @@ pub struct Exchange {
     pub assistant: String,
 }
 
+/// What a fixed question (`messages:`) sends before its last user message: a system
+/// message and example exchanges, the same on every request, and their tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Preamble {
+    pub system: Option<std::sync::Arc<str>>,
+    pub exchanges: Vec<Exchange>,
+    pub tokens: u32,
+}
+
 /// A conversation in progress: its exchanges so far and their tokens. Requests take
 /// the history with them and give it back with their answer, so it is never copied.
 #[derive(Debug, Default)]
@@ -61,6 +70,7 @@ mod tests {
             prompt_tokens: tokens,
             max_tokens: 2,
             history: Vec::new(),
+            system: None,
         }
     }
 

@@ -15,9 +15,11 @@ pub struct RequestSpec {
     pub prompt_tokens: u32,
     /// Output tokens to ask for (`max_tokens` / `max_completion_tokens`).
     pub max_tokens: u32,
-    /// A later turn of a conversation: the earlier turns, oldest first, sent before
-    /// `prompt` (empty for a single request).
+    /// A later turn of a conversation, or a fixed question's example exchanges: the
+    /// earlier turns, oldest first, sent before `prompt` (empty for a single request).
     pub history: Vec<Exchange>,
+    /// A system message sent before everything (a fixed question's `messages:`).
+    pub system: Option<Arc<str>>,
 }
 
 impl RequestSpec {
@@ -39,7 +41,7 @@ impl RequestSpec {
     }
 }
 
-pub use conversation::{Exchange, History};
+pub use conversation::{Exchange, History, Preamble};
 
 pub use tokenizer::TokenCounter;
 
@@ -83,6 +85,8 @@ pub struct Workload {
     run_nonce: u32,
     /// Dataset visiting order (a seeded permutation of entry indexes).
     order: Arc<Vec<u32>>,
+    /// What every request carries before its prompt (a fixed question's `messages:`).
+    preamble: Option<Arc<Preamble>>,
 }
 
 impl Workload {
@@ -103,6 +107,7 @@ impl Workload {
             seed,
             run_nonce: default_run_nonce(seed),
             order: Arc::new(Vec::new()),
+            preamble: None,
         })
     }
 
@@ -132,6 +137,7 @@ impl Workload {
             seed,
             run_nonce: default_run_nonce(seed),
             order: Arc::new(order),
+            preamble: None,
         })
     }
 
@@ -140,6 +146,12 @@ impl Workload {
     /// clock) when a server's prefix cache must not remember the previous run.
     pub fn with_run_nonce(mut self, run_nonce: u32) -> Self {
         self.run_nonce = run_nonce;
+        self
+    }
+
+    /// Sends `preamble` (a system message, example exchanges) before every prompt.
+    pub fn with_preamble(mut self, preamble: Preamble) -> Self {
+        self.preamble = Some(Arc::new(preamble));
         self
     }
 
@@ -193,22 +205,39 @@ impl Workload {
             run: self.run_nonce,
             request: index,
         };
+        let mut spec = self.unprefaced(index, &mut rng, nonce)?;
+        if let Some(p) = &self.preamble {
+            spec.system.clone_from(&p.system);
+            spec.history.clone_from(&p.exchanges);
+            spec.prompt_tokens = spec.prompt_tokens.saturating_add(p.tokens);
+        }
+        Ok(spec)
+    }
+
+    /// The request without the preamble.
+    fn unprefaced(
+        &self,
+        index: u64,
+        rng: &mut Xoshiro256PlusPlus,
+        nonce: Nonce,
+    ) -> anyhow::Result<RequestSpec> {
         match &self.source {
             PromptSource::Synthetic { input } => {
-                let input_len = input.sample(&mut rng);
-                let max_tokens = self.output.sample(&mut rng);
-                let (prompt, prompt_tokens) = self.prompts.synthetic(nonce, input_len, &mut rng)?;
+                let input_len = input.sample(rng);
+                let max_tokens = self.output.sample(rng);
+                let (prompt, prompt_tokens) = self.prompts.synthetic(nonce, input_len, rng)?;
                 Ok(RequestSpec {
                     prompt,
                     prompt_tokens,
                     max_tokens,
                     history: Vec::new(),
+                    system: None,
                 })
             }
             PromptSource::Dataset(entries) => {
                 let pos = (index % self.order.len() as u64) as usize;
                 let entry = &entries[self.order[pos] as usize];
-                let sampled = self.output.sample(&mut rng);
+                let sampled = self.output.sample(rng);
                 let max_tokens = match (self.override_output, entry.output_len) {
                     (false, Some(n)) => n,
                     _ => sampled,
@@ -219,6 +248,7 @@ impl Workload {
                     prompt_tokens,
                     max_tokens,
                     history: Vec::new(),
+                    system: None,
                 })
             }
         }

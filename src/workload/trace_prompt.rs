@@ -170,6 +170,7 @@ impl BlockPrompts {
             prompt_tokens,
             max_tokens: entry.output_tokens,
             history: Vec::new(),
+            system: None,
         })
     }
 }

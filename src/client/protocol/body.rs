@@ -31,6 +31,15 @@ impl Fields<'_, '_> {
     }
 }
 
+/// Where a request's system message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum System {
+    /// First in the message list (chat).
+    InList,
+    /// In a field of its own: the caller writes it.
+    Separate,
+}
+
 /// One message of a `messages` (chat, Anthropic) or `input` (Responses) list.
 #[derive(Serialize)]
 pub struct Message<'a> {
@@ -39,9 +48,17 @@ pub struct Message<'a> {
 }
 
 /// The request as a message list: each earlier turn's user message and answer, then
-/// the new user message (just that one for a single request).
-pub fn messages(spec: &RequestSpec) -> Vec<Message<'_>> {
-    let mut out = Vec::with_capacity(2 * spec.history.len() + 1);
+/// the new user message (just that one for a single request). `System::InList` puts the
+/// system message first, as chat does; APIs with a field of their own for it (Anthropic
+/// `system`, Responses `instructions`) leave it out.
+pub fn messages(spec: &RequestSpec, system: System) -> Vec<Message<'_>> {
+    let mut out = Vec::with_capacity(2 * spec.history.len() + 2);
+    if let (System::InList, Some(text)) = (system, &spec.system) {
+        out.push(Message {
+            role: "system",
+            content: text,
+        });
+    }
     for e in &spec.history {
         out.push(Message {
             role: "user",
@@ -103,4 +120,56 @@ pub fn length_extensions(
         f.put("min_tokens", &spec.max_tokens)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use crate::client::{ClientConfig, Endpoint, protocol};
+    use crate::workload::{Exchange, RequestSpec};
+
+    /// A `messages:` question: a system message, one example exchange, the question.
+    fn spec() -> RequestSpec {
+        RequestSpec {
+            prompt: "What is 3 + 3?".into(),
+            prompt_tokens: 20,
+            max_tokens: 4,
+            history: vec![Exchange {
+                user: "What is 2 + 2?".into(),
+                assistant: "4".into(),
+            }],
+            system: Some(Arc::from("Answer with a number.")),
+        }
+    }
+
+    fn body(endpoint: Endpoint) -> Value {
+        let cfg = ClientConfig {
+            endpoint,
+            model: "m".into(),
+            ..ClientConfig::default()
+        };
+        serde_json::from_slice(&protocol::of(endpoint).body(&cfg, &spec()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn each_api_carries_the_system_message_its_own_way() {
+        let turns = json!([
+            {"role": "user", "content": "What is 2 + 2?"},
+            {"role": "assistant", "content": "4"},
+            {"role": "user", "content": "What is 3 + 3?"},
+        ]);
+        let chat = body(Endpoint::Chat);
+        let mut with_system = vec![json!({"role": "system", "content": "Answer with a number."})];
+        with_system.extend(turns.as_array().unwrap().iter().cloned());
+        assert_eq!(chat["messages"], Value::Array(with_system));
+        let anthropic = body(Endpoint::Messages);
+        assert_eq!(anthropic["system"], "Answer with a number.");
+        assert_eq!(anthropic["messages"], turns);
+        let responses = body(Endpoint::Responses);
+        assert_eq!(responses["instructions"], "Answer with a number.");
+        assert_eq!(responses["input"], turns);
+    }
 }

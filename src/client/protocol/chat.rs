@@ -44,7 +44,7 @@ pub(super) fn stream_fields(f: &mut Fields<'_, '_>, cfg: &ClientConfig) -> serde
 impl Protocol for Chat {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            f.put("messages", &body::messages(spec))?;
+            f.put("messages", &body::messages(spec, body::System::InList))?;
             stream_fields(f, cfg)?;
             f.put("max_tokens", &spec.max_tokens)?;
             if cfg.max_completion_tokens {

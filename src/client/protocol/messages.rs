@@ -137,7 +137,10 @@ impl ErrorObject {
 impl Protocol for Messages {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            f.put("messages", &body::messages(spec))?;
+            if let Some(system) = &spec.system {
+                f.put("system", &**system)?;
+            }
+            f.put("messages", &body::messages(spec, body::System::Separate))?;
             f.put("max_tokens", &spec.max_tokens)?;
             f.put("stream", &cfg.stream)?;
             f.put("temperature", &cfg.temperature)?;

@@ -191,10 +191,13 @@ fn put_tools(f: &mut body::Fields<'_, '_>, tool: &ToolOffer) -> serde_json::Resu
 impl Protocol for Responses {
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
+            if let Some(system) = &spec.system {
+                f.put("instructions", &**system)?;
+            }
             if spec.history.is_empty() {
                 f.put("input", &spec.prompt)?;
             } else {
-                f.put("input", &body::messages(spec))?;
+                f.put("input", &body::messages(spec, body::System::Separate))?;
             }
             f.put("stream", &cfg.stream)?;
             f.put("max_output_tokens", &spec.max_tokens)?;
