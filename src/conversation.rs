@@ -57,14 +57,21 @@ impl Conversation<'_> {
     pub async fn run(
         &self,
         d: Dispatch,
-        mut message: impl FnMut(u32) -> anyhow::Result<RequestSpec>,
+        mut message: impl FnMut(u32) -> anyhow::Result<Option<RequestSpec>>,
         mut emit: impl FnMut(RequestRecord),
     ) -> Result<RequestRecord, BuildError> {
-        let built =
-            |turn, r: anyhow::Result<RequestSpec>| r.map_err(|error| BuildError { turn, error });
+        let built = |turn, r: anyhow::Result<Option<RequestSpec>>| {
+            r.map_err(|error| BuildError { turn, error })
+        };
         let mut history = History::default();
         let mut think = self.turns.think.draws(self.seed, d.id);
-        let mut spec = history.request(built(1, message(1))?);
+        let Some(first) = built(1, message(1))? else {
+            return Err(BuildError {
+                turn: 1,
+                error: anyhow::anyhow!("a conversation without a first message"),
+            });
+        };
+        let mut spec = history.request(first);
         let mut t_sched = d.t_sched;
         let mut turn = 1;
         loop {
@@ -80,7 +87,11 @@ impl Conversation<'_> {
             let answer_tokens = rec.output_tokens().saturating_sub(rec.reasoning_tokens());
             history.answered(spec, answer, answer_tokens);
             // Built before the think time, so building costs the next turn no lag.
-            spec = history.request(built(turn + 1, message(turn + 1))?);
+            // A replayed conversation may end before `turns`.
+            let Some(next) = built(turn + 1, message(turn + 1))? else {
+                return Ok(rec);
+            };
+            spec = history.request(next);
             let answered = rec.t_end.unwrap_or(rec.t_send);
             t_sched = answered.saturating_add(think.next().unwrap_or(Duration::ZERO));
             let Some(due) = d.run_start.checked_add(t_sched) else {

@@ -217,3 +217,47 @@ fn bad_turn_flags_are_usage_errors() {
         assert!(stderr.contains(says), "{flags}: {stderr}");
     }
 }
+
+/// `--dataset sharegpt --turns N` replays each conversation's own human turns, in order,
+/// and ends a conversation when it has no more: the fixture's first conversation has two
+/// human turns, its second (after one skipped entry) one.
+#[test]
+fn sharegpt_conversations_are_replayed_turn_by_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/datasets/sharegpt.json"
+    );
+    bench()
+        .args(args(&format!(
+            "--mock --mock-ttft-ms 5 --mock-itl-ms 1 --rate 10 --num-requests 2 --seed 1 \
+             --dataset sharegpt --dataset-path {fixture} --turns 4 --think-time 10ms"
+        )))
+        .arg("--records")
+        .arg(&records)
+        .assert()
+        .success();
+    let recs: Vec<Value> = jsonl(&records)
+        .into_iter()
+        .filter(|r| r.get("outcome").is_some())
+        .collect();
+    let mut turns: Vec<(u64, u64)> = recs
+        .iter()
+        .map(|r| (r["id"].as_u64().unwrap(), r["turn"].as_u64().unwrap()))
+        .collect();
+    turns.sort_unstable();
+    // Two conversations; which fixture entry each gets follows the seeded order, so
+    // count: one has turns 1 and 2, the other turn 1 only.
+    let per_conversation = |id| turns.iter().filter(|(i, _)| *i == id).count();
+    let mut sizes = [per_conversation(0), per_conversation(1)];
+    sizes.sort_unstable();
+    assert_eq!(sizes, [1, 2], "{turns:?}");
+    // The second turn carries the first exchange: its prompt is longer than "And of
+    // Spain?" (3 words) by the first question, its nonce and the answer.
+    let second = recs.iter().find(|r| r["turn"] == 2).unwrap();
+    assert!(
+        second["usage_prompt_tokens"].as_u64().unwrap() > 3 + 6 + 8,
+        "{second}"
+    );
+}

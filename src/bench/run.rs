@@ -288,8 +288,9 @@ impl Bench {
         let prebuilt: Option<Arc<Vec<RequestSpec>>> = match max_requests {
             _ if replay.is_some() => None,
             Some(n) if prebuild_fits(n, workload.max_prompt_bytes()) => {
-                Some(Arc::new(prebuild(n, |i| {
-                    workload.spec(i.saturating_mul(per_arrival))
+                Some(Arc::new(prebuild(n, |i| match self.opts.turns {
+                    Some(t) => workload.first_turn(i, t.count),
+                    None => workload.spec(i),
                 })?))
             }
             _ => None,
@@ -737,16 +738,15 @@ impl RequestSender {
 }
 
 impl RequestSender {
-    /// Arrival `d` as a conversation: turn k's new message is the workload's request
-    /// `d.id × turns + k − 1` (the first prebuilt when it fits).
+    /// Arrival `d` as a conversation: its first message is [`Workload::first_turn`]
+    /// (prebuilt when it fits), later ones [`Workload::later_turn`].
     async fn converse(&self, d: runner::Dispatch, t: &TurnsSender) -> RequestRecord {
-        let per = u64::from(t.turns.count);
+        let per = t.turns.count;
         let first = self.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
         let message = |turn: u32| match (turn, first) {
-            (1, Some(spec)) => Ok(spec.clone()),
-            _ => self
-                .workload
-                .spec(d.id.saturating_mul(per).saturating_add(u64::from(turn - 1))),
+            (1, Some(spec)) => Ok(Some(spec.clone())),
+            (1, None) => self.workload.first_turn(d.id, per).map(Some),
+            _ => self.workload.later_turn(d.id, per, turn),
         };
         let conversation = Conversation {
             client: &self.client,
@@ -1033,6 +1033,7 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
             let entry = crate::workload::dataset::DatasetEntry {
                 prompt: text.clone(),
                 output_len: None,
+                follow_ups: Vec::new(),
             };
             return Ok(Workload::dataset(
                 vec![entry],

@@ -254,6 +254,7 @@ fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
             vec![crate::workload::dataset::DatasetEntry {
                 prompt: text.clone(),
                 output_len: None,
+                follow_ups: Vec::new(),
             }],
             output,
             true,
@@ -412,9 +413,9 @@ impl Prober {
                     Err(e) => d.unbuilt(&e),
                 };
             };
-            let per = u64::from(turns.count);
-            let message = |turn: u32| {
-                workload.spec(d.id.saturating_mul(per).saturating_add(u64::from(turn - 1)))
+            let message = |turn: u32| match turn {
+                1 => workload.first_turn(d.id, turns.count).map(Some),
+                _ => workload.later_turn(d.id, turns.count, turn),
             };
             let conversation = Conversation {
                 client: &client,

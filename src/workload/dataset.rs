@@ -15,6 +15,16 @@ pub struct DatasetEntry {
     /// Output tokens to ask for, when the dataset says (ShareGPT: the first reply's
     /// length; JSONL: `output_len`). `None` = use the configured output length.
     pub output_len: Option<u32>,
+    /// ShareGPT: the conversation's later human turns, in order, each with its reply's
+    /// length; `--turns` replays them one by one.
+    pub follow_ups: Vec<FollowUp>,
+}
+
+/// A later human turn of a dataset conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowUp {
+    pub prompt: String,
+    pub output_len: Option<u32>,
 }
 
 /// The dataset formats (`--dataset`).
@@ -101,9 +111,30 @@ pub fn parse_sharegpt(
         out.push(DatasetEntry {
             prompt: turns[h].value.clone(),
             output_len: Some(count_tokens(&reply.value).max(1)),
+            follow_ups: follow_ups(&turns[h + 1..], count_tokens),
         });
     }
     Ok(out)
+}
+
+/// The human turns after the first, each with the length of the gpt reply after it
+/// (`None` when none follows). Empty turns are left out.
+fn follow_ups(turns: &[ShareGptTurn], count_tokens: &dyn Fn(&str) -> u32) -> Vec<FollowUp> {
+    let mut out = Vec::new();
+    for (i, t) in turns.iter().enumerate() {
+        if t.from != "human" || t.value.trim().is_empty() {
+            continue;
+        }
+        let reply = turns[i + 1..]
+            .iter()
+            .take_while(|r| r.from != "human")
+            .find(|r| r.from == "gpt");
+        out.push(FollowUp {
+            prompt: t.value.clone(),
+            output_len: reply.map(|r| count_tokens(&r.value).max(1)),
+        });
+    }
+    out
 }
 
 #[derive(Deserialize)]
@@ -197,7 +228,11 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<DatasetEntry>, String> {
                 }
             },
         };
-        out.push(DatasetEntry { prompt, output_len });
+        out.push(DatasetEntry {
+            prompt,
+            output_len,
+            follow_ups: Vec::new(),
+        });
     }
     Ok(out)
 }
@@ -226,10 +261,15 @@ mod tests {
                 DatasetEntry {
                     prompt: "What is the capital of France?".into(),
                     output_len: Some(6),
+                    follow_ups: vec![FollowUp {
+                        prompt: "And of Spain?".into(),
+                        output_len: Some(1),
+                    }],
                 },
                 DatasetEntry {
                     prompt: "Write a haiku about rust.".into(),
                     output_len: Some(11),
+                    follow_ups: Vec::new(),
                 },
             ]
         );
@@ -326,5 +366,34 @@ mod tests {
                 .starts_with("cannot read dataset")
         );
         assert!("csv".parse::<DatasetFormat>().is_err());
+    }
+
+    #[test]
+    fn sharegpt_keeps_each_conversations_later_human_turns() {
+        let text = r#"[{"conversations": [
+            {"from": "human", "value": "first question"},
+            {"from": "gpt", "value": "a b c"},
+            {"from": "human", "value": "second question"},
+            {"from": "gpt", "value": "d e"},
+            {"from": "human", "value": "  "},
+            {"from": "human", "value": "last, unanswered"}
+        ]}]"#;
+        let words = |t: &str| t.split_whitespace().count() as u32;
+        let entries = parse_sharegpt(text, &words).unwrap();
+        assert_eq!(entries[0].prompt, "first question");
+        assert_eq!(entries[0].output_len, Some(3));
+        assert_eq!(
+            entries[0].follow_ups,
+            [
+                FollowUp {
+                    prompt: "second question".into(),
+                    output_len: Some(2)
+                },
+                FollowUp {
+                    prompt: "last, unanswered".into(),
+                    output_len: None
+                }
+            ]
+        );
     }
 }

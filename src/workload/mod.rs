@@ -214,6 +214,69 @@ impl Workload {
         Ok(spec)
     }
 
+    /// The dataset entry request `index` asks (entries visited in the seeded order).
+    fn entry<'a>(&self, entries: &'a [DatasetEntry], index: u64) -> &'a DatasetEntry {
+        let pos = (index % self.order.len() as u64) as usize;
+        &entries[self.order[pos] as usize]
+    }
+
+    /// Whether conversations replay a dataset's own turns (ShareGPT with later human
+    /// turns) rather than taking a fresh request per turn.
+    fn replays(&self) -> bool {
+        matches!(&self.source, PromptSource::Dataset(entries)
+            if entries.iter().any(|e| !e.follow_ups.is_empty()))
+    }
+
+    /// The first message of conversation `conversation` of `per` turns: a replayed
+    /// dataset's conversation number `conversation`, else request `conversation × per`
+    /// (so every turn of every conversation has a request index of its own).
+    pub fn first_turn(&self, conversation: u64, per: u32) -> anyhow::Result<RequestSpec> {
+        if self.replays() {
+            self.spec(conversation)
+        } else {
+            self.spec(conversation.saturating_mul(u64::from(per)))
+        }
+    }
+
+    /// The new message of turn `turn` (2, 3, …) of conversation `conversation`: a
+    /// replayed dataset conversation's next human turn as written (`None` when it has
+    /// no more), else request `conversation × per + turn − 1`, a fresh message of the
+    /// configured length.
+    pub fn later_turn(
+        &self,
+        conversation: u64,
+        per: u32,
+        turn: u32,
+    ) -> anyhow::Result<Option<RequestSpec>> {
+        let index = conversation
+            .saturating_mul(u64::from(per))
+            .saturating_add(u64::from(turn.saturating_sub(1)));
+        let PromptSource::Dataset(entries) = &self.source else {
+            return self.spec(index).map(Some);
+        };
+        if !self.replays() {
+            return self.spec(index).map(Some);
+        }
+        let entry = self.entry(entries, conversation);
+        let Some(next) = entry.follow_ups.get(turn.saturating_sub(2) as usize) else {
+            return Ok(None);
+        };
+        let sampled = self.output.sample(&mut rng_for(self.seed, index));
+        let max_tokens = match (self.override_output, next.output_len) {
+            (false, Some(n)) => n,
+            _ => sampled,
+        };
+        // The conversation's first message carries the nonce; later ones are the
+        // dataset's text as written.
+        Ok(Some(RequestSpec {
+            prompt: next.prompt.clone(),
+            prompt_tokens: self.prompts.count(&next.prompt),
+            max_tokens,
+            history: Vec::new(),
+            system: None,
+        }))
+    }
+
     /// The request without the preamble.
     fn unprefaced(
         &self,
@@ -235,8 +298,7 @@ impl Workload {
                 })
             }
             PromptSource::Dataset(entries) => {
-                let pos = (index % self.order.len() as u64) as usize;
-                let entry = &entries[self.order[pos] as usize];
+                let entry = self.entry(entries, index);
                 let sampled = self.output.sample(rng);
                 let max_tokens = match (self.override_output, entry.output_len) {
                     (false, Some(n)) => n,
@@ -294,6 +356,7 @@ mod tests {
             let entry = dataset::DatasetEntry {
                 prompt: question.into(),
                 output_len: None,
+                follow_ups: Vec::new(),
             };
             Workload::dataset(vec![entry], Lengths::fixed(8).unwrap(), true, prompts, 1).unwrap()
         };
@@ -342,10 +405,12 @@ mod tests {
                 DatasetEntry {
                     prompt: "x".repeat(500),
                     output_len: Some(900),
+                    follow_ups: Vec::new(),
                 },
                 DatasetEntry {
                     prompt: "short".into(),
                     output_len: None,
+                    follow_ups: Vec::new(),
                 },
             ],
             Lengths::fixed(77).unwrap(),
@@ -385,6 +450,7 @@ mod tests {
             .map(|i| DatasetEntry {
                 prompt: format!("prompt number {i}"),
                 output_len: (i % 2 == 0).then_some(10 + i),
+                follow_ups: Vec::new(),
             })
             .collect();
         let w = Workload::dataset(
