@@ -43,6 +43,14 @@ pub fn start(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64) -> Runni
     RunningSelfCheck { config, stop, task }
 }
 
+/// Twice the self-probes in flight on average (rate × one answer's duration), at least
+/// two.
+fn max_inflight(c: &SelfCheckConfig) -> usize {
+    let answer = c.ttft + c.itl * c.output_tokens.saturating_sub(1);
+    let busy = c.rate.hz() * answer.as_secs_f64();
+    (2.0 * busy).ceil().max(2.0) as usize
+}
+
 fn truth(c: &SelfCheckConfig) -> Truth {
     Truth {
         ttft: c.ttft,
@@ -82,10 +90,10 @@ async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: Ca
         "self-check started"
     );
     let config = RunConfig {
-        // Like a target's runner: a self-probe stuck in a throttled process must not
-        // pile up more of them.
+        // Like a target's runner: self-probes stuck in a throttled process must not
+        // pile up more of them; twice the self-probes a healthy process has in flight.
         cap: Some(runner::ConcurrencyCap {
-            max_inflight: 2,
+            max_inflight: max_inflight(&config),
             policy: runner::CapPolicy::Skip,
         }),
         stop: Stop {
@@ -133,4 +141,19 @@ async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: Ca
     };
     tokio::join!(runner::run(arrivals, config, None, probe, tx), observe);
     drop(engine);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_leaves_room_for_the_rate() {
+        let mut c = SelfCheckConfig::default();
+        // 6/min × 125 ms: well under one in flight.
+        assert_eq!(max_inflight(&c), 2);
+        c.rate = "20/s".parse().unwrap();
+        // 20/s × 125 ms = 2.5 in flight on average.
+        assert_eq!(max_inflight(&c), 5);
+    }
 }
