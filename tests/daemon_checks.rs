@@ -12,19 +12,24 @@ use daemon_support::*;
 use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_series_move_with_the_answers() {
-    let mock = llmprobe::mock::start(
+/// A fast mock whose every answer is `answer`.
+async fn answering_mock(answer: &str) -> llmprobe::mock::MockServer {
+    llmprobe::mock::start(
         MockConfig {
             ttft: Duration::from_millis(2),
             itl: Duration::from_millis(1),
-            answer: Some(r#"{"answer": 4}"#.into()),
+            answer: Some(answer.into()),
             ..MockConfig::default()
         },
         SocketAddr::from(([127, 0, 0, 1], 0)),
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_series_move_with_the_answers() {
+    let mock = answering_mock(r#"{"answer": 4}"#).await;
     let base = mock.base_url();
     let scenario = r#"
       - name: arithmetic
@@ -284,17 +289,7 @@ async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
 /// is judged like a `prompt:` question's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_messages_question_is_asked_and_judged() {
-    let mock = llmprobe::mock::start(
-        MockConfig {
-            ttft: Duration::from_millis(2),
-            itl: Duration::from_millis(1),
-            answer: Some("6".into()),
-            ..MockConfig::default()
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap();
+    let mock = answering_mock("6").await;
     let base = mock.base_url();
     let scenario = r#"
       - name: sum

@@ -87,6 +87,9 @@ pub struct Workload {
     order: Arc<Vec<u32>>,
     /// What every request carries before its prompt (a fixed question's `messages:`).
     preamble: Option<Arc<Preamble>>,
+    /// Conversations replay the dataset's own turns (ShareGPT with later human turns),
+    /// found once here rather than per turn.
+    replays: bool,
 }
 
 impl Workload {
@@ -108,6 +111,7 @@ impl Workload {
             run_nonce: default_run_nonce(seed),
             order: Arc::new(Vec::new()),
             preamble: None,
+            replays: false,
         })
     }
 
@@ -129,6 +133,7 @@ impl Workload {
         let mut order: Vec<u32> = (0..n).collect();
         let mut rng = rng_for(seed, u64::MAX);
         rand::seq::SliceRandom::shuffle(order.as_mut_slice(), &mut rng);
+        let replays = entries.iter().any(|e| !e.follow_ups.is_empty());
         Ok(Workload {
             source: PromptSource::Dataset(Arc::new(entries)),
             output,
@@ -138,6 +143,7 @@ impl Workload {
             run_nonce: default_run_nonce(seed),
             order: Arc::new(order),
             preamble: None,
+            replays,
         })
     }
 
@@ -220,18 +226,11 @@ impl Workload {
         &entries[self.order[pos] as usize]
     }
 
-    /// Whether conversations replay a dataset's own turns (ShareGPT with later human
-    /// turns) rather than taking a fresh request per turn.
-    fn replays(&self) -> bool {
-        matches!(&self.source, PromptSource::Dataset(entries)
-            if entries.iter().any(|e| !e.follow_ups.is_empty()))
-    }
-
     /// The first message of conversation `conversation` of `per` turns: a replayed
     /// dataset's conversation number `conversation`, else request `conversation × per`
     /// (so every turn of every conversation has a request index of its own).
     pub fn first_turn(&self, conversation: u64, per: u32) -> anyhow::Result<RequestSpec> {
-        if self.replays() {
+        if self.replays {
             self.spec(conversation)
         } else {
             self.spec(conversation.saturating_mul(u64::from(per)))
@@ -251,12 +250,9 @@ impl Workload {
         let index = conversation
             .saturating_mul(u64::from(per))
             .saturating_add(u64::from(turn.saturating_sub(1)));
-        let PromptSource::Dataset(entries) = &self.source else {
+        let (PromptSource::Dataset(entries), true) = (&self.source, self.replays) else {
             return self.spec(index).map(Some);
         };
-        if !self.replays() {
-            return self.spec(index).map(Some);
-        }
         let entry = self.entry(entries, conversation);
         let Some(next) = entry.follow_ups.get(turn.saturating_sub(2) as usize) else {
             return Ok(None);
