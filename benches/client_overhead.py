@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Client-overhead benchmark of `llmprobe bench` (issue 8; not a timed test).
+"""Client-overhead benchmark of `llmprobe bench` against the floor (not a timed test).
 
 Starts `llmprobe mock` as its own process with a known TTFT and ITL, runs
 `llmprobe bench` against it as another process at several open-loop rates and output
 lengths, and measures the client process alone:
 
+- the floor: the same points run by `benches/floor_client.rs`, the least a client can
+  do to read the same streams (std threads, blocking reads, a timestamp per read), so
+  every figure is also a ratio to the floor measured in the same run (`--targets` runs
+  the points of the floor-relative targets);
 - accuracy: measured TTFT and per-token ITL minus the mock's configured truth, from
   `--records` (p50, p99), and the dispatch lag (t_send - t_sched);
 - cost: the client's CPU time (user + sys) from the kernel (`os.wait4` rusage of the
@@ -106,20 +110,40 @@ class Mock:
             self.proc.wait()
 
 
-def run_point(args, mock, rate, output_len, workdir):
-    """One `llmprobe bench` run at one rate; returns its figures."""
-    n = max(int(rate * args.seconds), args.min_requests)
-    warmup = max(int(rate * args.warmup_seconds), 1)
-    tag = f"r{rate:g}-o{output_len}"
-    records = os.path.join(workdir, f"{tag}.records.jsonl")
-    summary = os.path.join(workdir, f"{tag}.json")
-    cmd = [
+def floor_threads(args, rate, output_len):
+    """Threads for the floor client: each holds one request at a time, so twice the
+    mean number in flight (Little's law) plus a margin keeps an idle one ready for
+    each Poisson arrival."""
+    seconds = (args.ttft_ms + args.itl_ms * output_len) / 1e3
+    return min(int(math.ceil(rate * seconds * 2)) + 8, 4000)
+
+
+def client_cmd(args, client, mock, rate, output_len, n, warmup, records, summary):
+    if client == "floor":
+        return [
+            args.floor_bin, "--url", mock.url, "--rate", f"{rate:g}",
+            "--num-requests", str(n), "--warmup", str(warmup),
+            "--input-len", str(args.input_len), "--output-len", str(output_len),
+            "--seed", "1", "--records", records,
+            "--threads", str(floor_threads(args, rate, output_len)),
+        ]
+    return [
         args.bin, "--log-level", "warn", "bench", "--base-url", mock.url,
         "--model", "mock-llm", "--endpoint", args.endpoint,
         "--rate", f"{rate:g}", "--num-requests", str(n), "--warmup", str(warmup),
         "--input-len", str(args.input_len), "--output-len", str(output_len),
         "--seed", "1", "--records", records, "--json-out", summary, "--no-progress",
     ]
+
+
+def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
+    """One run of one client at one rate; returns its figures."""
+    n = max(int(rate * args.seconds), args.min_requests)
+    warmup = max(int(rate * args.warmup_seconds), 1)
+    tag = f"{client}-r{rate:g}-o{output_len}"
+    records = os.path.join(workdir, f"{tag}.records.jsonl")
+    summary = os.path.join(workdir, f"{tag}.json")
+    cmd = client_cmd(args, client, mock, rate, output_len, n, warmup, records, summary)
     if args.chrt:
         cmd = ["chrt", "-f", str(args.chrt)] + cmd
     mock_cpu0 = mock.cpu()
@@ -177,6 +201,7 @@ def run_point(args, mock, rate, output_len, workdir):
     counted = n
     cpu = ru.ru_utime + ru.ru_stime
     point = {
+        "client": client,
         "rate": rate,
         "output_len": output_len,
         "requests": requests,
@@ -220,9 +245,10 @@ def marginal_costs(points):
     output lengths: the slope is the marginal CPU per token, free of the per-request
     and per-process costs that the plain ratio spreads over the tokens."""
     out = []
-    for rate in sorted({p["rate"] for p in points}):
+    for client, rate in sorted({(p["client"], p["rate"]) for p in points}):
         pts = [(p["streamed_tokens"] / p["requests"], p["client_cpu_s"] / p["requests"])
-               for p in points if p["rate"] == rate and p["requests"]]
+               for p in points
+               if p["client"] == client and p["rate"] == rate and p["requests"]]
         if len(pts) < 2:
             continue
         mx = sum(x for x, _ in pts) / len(pts)
@@ -231,7 +257,7 @@ def marginal_costs(points):
         if sxx == 0:
             continue
         b = sum((x - mx) * (y - my) for x, y in pts) / sxx
-        out.append({"rate": rate, "us_per_token": round(b * 1e6, 3),
+        out.append({"client": client, "rate": rate, "us_per_token": round(b * 1e6, 3),
                     "us_per_request": round((my - b * mx) * 1e6, 1)})
     return out
 
@@ -242,7 +268,7 @@ def fmt(v, digits=3):
 
 def print_point(p):
     print(
-        f"rate {p['rate']:>6g}/s out {p['output_len']:>3}: "
+        f"{p['client']:>8} rate {p['rate']:>6g}/s out {p['output_len']:>3}: "
         f"ttft err p50 {fmt(p['ttft_err_ms']['p50'])} p99 {fmt(p['ttft_err_ms']['p99'])} ms, "
         f"itl err p50 {fmt(p['itl_err_ms']['p50'])} p99 {fmt(p['itl_err_ms']['p99'])} ms, "
         f"lag p99 {fmt(p['dispatch_lag_ms']['p99'])} ms, "
@@ -352,9 +378,11 @@ def panel(x0, y0, w, h, title, ylabel, series, xs_all, ylog=False):
 
 
 def write_svg(path, results):
-    points = results["points"] + results["max_rate"]["points"]
+    # The plot is llmprobe's; the floor's figures are in the JSON and the targets.
+    points = [p for p in results["points"] + results["max_rate"]["points"]
+              if p["client"] == "llmprobe"]
     xs = sorted({p["rate"] for p in points})
-    lens = sorted({p["output_len"] for p in results["points"]})
+    lens = sorted({p["output_len"] for p in points})
     acc, cpu_tok, share = [], [], []
     main_len = 64 if 64 in lens else lens[len(lens) // 2]
     # The accuracy panel: the sweep at one output length plus the max-rate search.
@@ -433,6 +461,66 @@ def lens_arg(s):
     return v
 
 
+CLIENTS = ("llmprobe", "floor")
+
+# The floor-relative targets: (rate, output tokens) points and what is compared there.
+TARGET_POINTS = [(200, 1), (20, 64), (1000, 8), (1000, 32)]
+
+
+def clients_arg(s):
+    v = [x for x in s.split(",") if x]
+    bad = [x for x in v if x not in CLIENTS]
+    if not v or bad:
+        raise argparse.ArgumentTypeError(f"{s!r}: clients are {', '.join(CLIENTS)}")
+    return v
+
+
+def points_arg(s):
+    try:
+        v = [(float(r), int(n)) for r, n in (x.split(":") for x in s.split(",") if x)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r}: expected RATE:TOKENS pairs separated by commas")
+    if not v or any(r <= 0 or n < 1 for r, n in v):
+        raise argparse.ArgumentTypeError(f"{s!r}: rates must be positive, tokens at least 1")
+    return v
+
+
+def find_point(points, client, rate, output_len):
+    for p in points:
+        if (p["client"], p["rate"], p["output_len"]) == (client, rate, output_len):
+            return p
+    return None
+
+
+def ratio(a, b):
+    return round(a / b, 2) if a is not None and b else None
+
+
+def floor_relative(points, marginal):
+    """Each target's llmprobe figure, the floor's from the same run, and their ratio."""
+    out = {}
+    lp, fl = find_point(points, "llmprobe", 200, 1), find_point(points, "floor", 200, 1)
+    if lp and fl:
+        a, b = lp["client_cpu_us_per_request"], fl["client_cpu_us_per_request"]
+        out["cpu_per_request_200rps_1tok"] = {"llmprobe_us": a, "floor_us": b,
+                                              "ratio": ratio(a, b), "target": 1.5}
+    lp, fl = find_point(points, "llmprobe", 20, 64), find_point(points, "floor", 20, 64)
+    if lp and fl:
+        a, b = lp["client_cpu_us_per_token"], fl["client_cpu_us_per_token"]
+        out["cpu_per_token_20rps_64tok"] = {"llmprobe_us": a, "floor_us": b,
+                                            "ratio": ratio(a, b), "target": 1.3}
+        out["ttft_err_20rps"] = {
+            "llmprobe_p50_ms": lp["ttft_err_ms"]["p50"], "llmprobe_p99_ms": lp["ttft_err_ms"]["p99"],
+            "floor_p50_ms": fl["ttft_err_ms"]["p50"], "floor_p99_ms": fl["ttft_err_ms"]["p99"],
+            "target_p50_ms": 0.25, "target_p99_ms": 0.6}
+    m = {x["client"]: x for x in marginal if x["rate"] == 1000}
+    if "llmprobe" in m and "floor" in m:
+        a, b = m["llmprobe"]["us_per_token"], m["floor"]["us_per_token"]
+        out["marginal_cpu_per_token_1000rps"] = {"llmprobe_us": a, "floor_us": b,
+                                                 "ratio": ratio(a, b), "target": 1.0}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.path.join(
@@ -445,6 +533,16 @@ def main():
                     help="rates tried (64 output tokens) for the highest sustained rate; "
                          "empty with --no-max-rate")
     ap.add_argument("--no-max-rate", action="store_true")
+    ap.add_argument("--clients", type=clients_arg, default=list(CLIENTS),
+                    help="clients run at each point, one after the other on the same mock")
+    ap.add_argument("--floor-bin", default=os.path.join(
+        os.environ.get("CARGO_TARGET_DIR", "target"), "release", "examples", "floor_client"),
+        help="the floor reference client (cargo build --release --example floor_client)")
+    ap.add_argument("--points", type=points_arg, default=None,
+                    help="RATE:TOKENS pairs run instead of every rate with every length")
+    ap.add_argument("--targets", action="store_true",
+                    help="run the floor-relative target points "
+                         + ",".join(f"{r}:{n}" for r, n in TARGET_POINTS))
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per point")
     ap.add_argument("--warmup-seconds", type=float, default=1.0)
     ap.add_argument("--min-requests", type=int, default=100)
@@ -469,6 +567,15 @@ def main():
                  "or pass --bin")
     if (args.chrt or args.chrt_mock) and not shutil.which("chrt"):
         sys.exit("--chrt needs the chrt program (util-linux)")
+    if "floor" in args.clients and not os.access(args.floor_bin, os.X_OK):
+        sys.exit(f"{args.floor_bin}: not an executable; build with "
+                 "`cargo build --release --example floor_client` or pass --floor-bin")
+    if "floor" in args.clients and args.endpoint != "chat":
+        sys.exit("the floor client speaks chat only: --endpoint chat")
+    if args.targets:
+        args.points = TARGET_POINTS
+    if args.points is None:
+        args.points = [(r, n) for n in args.output_lens for r in args.rates]
     if args.seconds <= 0 or args.warmup_seconds < 0:
         sys.exit("--seconds must be > 0 and --warmup-seconds >= 0")
 
@@ -495,15 +602,19 @@ def main():
     with tempfile.TemporaryDirectory(prefix="llmprobe-overhead-") as work:
         mock = Mock(args.bin, args.ttft_ms, args.itl_ms, work, args.chrt_mock)
         try:
-            for ln in args.output_lens:
-                for rate in args.rates:
-                    p = run_point(args, mock, rate, ln, work)
+            for rate, ln in args.points:
+                for client in args.clients:
+                    p = run_point(args, mock, rate, ln, work, client)
                     print_point(p)
                     results["points"].append(p)
             results["marginal"] = marginal_costs(results["points"])
             for m in results["marginal"]:
-                print(f"rate {m['rate']:g}/s: marginal client CPU {m['us_per_token']} us/token "
-                      f"+ {m['us_per_request']} us/request", flush=True)
+                print(f"{m['client']:>8} rate {m['rate']:g}/s: marginal client CPU "
+                      f"{m['us_per_token']} us/token + {m['us_per_request']} us/request",
+                      flush=True)
+            results["floor_relative"] = floor_relative(results["points"], results["marginal"])
+            for name, v in results["floor_relative"].items():
+                print(f"{name}: {v}", flush=True)
             if not args.no_max_rate:
                 best = None
                 for rate in args.max_rates:
