@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use llmprobe::aggregate::Collector;
 use llmprobe::record::{RequestRecord, Slo};
-use llmprobe::runner::{self, Dispatch, PreciseTimer, RunConfig, Spins, Stop, Timer};
+use llmprobe::runner::{self, Dispatch, FdTimer, PreciseTimer, RunConfig, Spins, Stop, Timer};
 use llmprobe::schedule::Schedule;
 use tokio::sync::mpsc;
 
@@ -85,13 +85,19 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    // What `bench` runs on: one thread, the timerfd in its event loop.
+    let one_thread = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
     println!(
         "{:<8} {:>6} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "timer", "rate", "n", "lag p50", "lag p99", "p99.9", "max", "cpu/s"
     );
     for rate in rates {
-        for mode in ["tokio", "precise", "nospin"] {
+        for mode in ["tokio", "precise", "nospin", "timerfd"] {
             let timer = match mode {
+                "timerfd" => Timer::Fd(FdTimer::new()),
                 "tokio" => Timer::Tokio,
                 // The spins of the measurement in docs/measurement.md (then the default).
                 "precise" => Timer::Precise(
@@ -101,7 +107,8 @@ fn main() {
                     Timer::Precise(PreciseTimer::with_spins(Spins::NONE).expect("the timer thread"))
                 }
             };
-            let (c, cpu, wall) = rt.block_on(point(rate, seconds, timer));
+            let on = if mode == "timerfd" { &one_thread } else { &rt };
+            let (c, cpu, wall) = on.block_on(point(rate, seconds, timer));
             let s = c.summary(&[50.0, 99.0, 99.9]);
             let us = |v: Option<f64>| format!("{:.1}µs", v.unwrap_or(f64::NAN) * 1e6);
             println!(

@@ -9,15 +9,16 @@ use clap::Parser;
 use llmprobe::cli::Command;
 
 /// Worker threads of the runtime for a command; `None` is tokio's default (one per
-/// core, or `TOKIO_WORKER_THREADS`).
+/// core, or `TOKIO_WORKER_THREADS`), `Some(1)` a current-thread runtime.
 ///
-/// Clients (`bench`, `daemon`) get one worker: a streamed token arrives alone and
-/// wakes the process, and with two workers the one woken by the socket also wakes the
-/// other to share the work, a second cross-core wake-up per token. One worker costs
-/// the client less CPU and does not widen the TTFT error, and one core keeps up with
-/// the request rates a client drives. The dispatcher runs on the main thread and the
-/// precise timer on its own, so neither waits behind the streams. The mock, the
-/// server side, keeps a worker per core; `TOKIO_WORKER_THREADS` overrides both.
+/// Clients (`bench`, `daemon`) run on one thread: a streamed token arrives alone and
+/// wakes the process, and every other thread a token or a dispatch has to wake (a
+/// second worker, a `block_on` thread, a timer thread) is another cross-thread wake-up,
+/// which on a VM costs more than reading the token. On one thread the dispatcher waits
+/// on a timerfd in the same event loop as the sockets (`runner::FdTimer`), so a
+/// dispatch and a token each cost one wake-up. One core keeps up with the request rates
+/// a client drives. The mock, the server side, keeps a worker per core;
+/// `TOKIO_WORKER_THREADS` overrides both.
 fn worker_threads(command: &Command) -> Option<usize> {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
         return None;
@@ -37,10 +38,15 @@ fn main() -> ExitCode {
         eprintln!("Error: {e:#}");
         return ExitCode::from(llmprobe::exit::USAGE);
     }
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = worker_threads(&cli.command) {
-        builder.worker_threads(n);
-    }
+    let mut builder = match worker_threads(&cli.command) {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(n) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
