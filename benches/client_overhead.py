@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+import peers
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -143,6 +145,9 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
     tag = f"{client}-r{rate:g}-o{output_len}"
     records = os.path.join(workdir, f"{tag}.records.jsonl")
     summary = os.path.join(workdir, f"{tag}.json")
+    if client == "guidellm":
+        return analyse(args, mock, rate, output_len, n, client, records,
+                       *run_peer(args, mock, rate, output_len, n, warmup, workdir, records))
     cmd = client_cmd(args, client, mock, rate, output_len, n, warmup, records, summary)
     if args.chrt:
         cmd = ["chrt", "-f", str(args.chrt)] + cmd
@@ -169,7 +174,32 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
     if code not in (0, 3):
         with open(err_path) as f:
             sys.exit(f"{' '.join(cmd)} exited {code}:\n{f.read()}")
+    cost = {"cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "wall_s": wall, "hwm_mib": hwm_mib, "mock_cpu_s": mock_cpu}
+    return analyse(args, mock, rate, output_len, n, client, records, cost)
 
+
+def run_peer(args, mock, rate, output_len, n, warmup, workdir, records):
+    """GuideLLM through benches/peers.py: its records in llmprobe's shape, and the CPU of
+    its whole process tree while requests were in flight (its start-up, some 20 s of
+    CPU, is left out so the per-request figure is comparable)."""
+    mock_cpu0 = mock.cpu()
+    res = peers.run_guidellm(args.guidellm, mock.url, rate, n, warmup, args.input_len,
+                             output_len, workdir)
+    with open(records, "w") as f:
+        for r in res["records"]:
+            f.write(json.dumps(r) + "\n")
+    share = res["cpu_s_requests"] / res["cpu_s"] if res["cpu_s"] else 1.0
+    return ({"cpu_s": res["cpu_s_requests"], "user_s": res["user_s"] * share,
+             "sys_s": res["sys_s"] * share, "wall_s": res["requests_window_s"],
+             "hwm_mib": res["peak_rss_mib"], "mock_cpu_s": mock.cpu() - mock_cpu0,
+             "cpu_s_all": res["cpu_s"]},)
+
+
+def analyse(args, mock, rate, output_len, n, client, records, cost):
+    """The figures of one run, from its records (every client writes llmprobe's shape)
+    and what it cost."""
+    wall, hwm_mib, mock_cpu = cost["wall_s"], cost["hwm_mib"], cost["mock_cpu_s"]
     ttft_err, itl_err, lag, head, after_head = [], [], [], [], []
     requests = ok = tokens = 0
     with open(records) as f:
@@ -199,7 +229,7 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
                 # Weighted by tokens, as the report's per-token ITL.
                 itl_err.extend([per_token - mock.itl_ms] * c["tokens"])
     counted = n
-    cpu = ru.ru_utime + ru.ru_stime
+    cpu = cost["cpu_s"]
     point = {
         "client": client,
         "rate": rate,
@@ -210,8 +240,8 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
         "streamed_tokens": tokens,
         "wall_s": round(wall, 3),
         "client_cpu_s": round(cpu, 4),
-        "client_user_s": round(ru.ru_utime, 4),
-        "client_sys_s": round(ru.ru_stime, 4),
+        "client_user_s": round(cost["user_s"], 4),
+        "client_sys_s": round(cost["sys_s"], 4),
         "client_peak_rss_mib": round(hwm_mib, 1) if hwm_mib else None,
         "client_cpu_share": round(cpu / wall, 4),
         "client_cpu_us_per_request": round(cpu / requests * 1e6, 2) if requests else None,
@@ -461,7 +491,7 @@ def lens_arg(s):
     return v
 
 
-CLIENTS = ("llmprobe", "floor")
+CLIENTS = ("llmprobe", "floor", "guidellm")
 
 # The floor-relative targets: (rate, output tokens) points and what is compared there.
 TARGET_POINTS = [(200, 1), (20, 64), (1000, 8), (1000, 32)]
@@ -538,6 +568,8 @@ def main():
     ap.add_argument("--floor-bin", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", "target"), "release", "examples", "floor_client"),
         help="the floor reference client (cargo build --release --example floor_client)")
+    ap.add_argument("--guidellm", default=peers.GUIDELLM,
+                    help="GuideLLM executable for --clients ...,guidellm (benches/peers.py)")
     ap.add_argument("--points", type=points_arg, default=None,
                     help="RATE:TOKENS pairs run instead of every rate with every length")
     ap.add_argument("--targets", action="store_true",
@@ -570,8 +602,10 @@ def main():
     if "floor" in args.clients and not os.access(args.floor_bin, os.X_OK):
         sys.exit(f"{args.floor_bin}: not an executable; build with "
                  "`cargo build --release --example floor_client` or pass --floor-bin")
-    if "floor" in args.clients and args.endpoint != "chat":
-        sys.exit("the floor client speaks chat only: --endpoint chat")
+    if "guidellm" in args.clients and not peers.guidellm_available(args.guidellm):
+        sys.exit(f"{args.guidellm}: GuideLLM is not installed there (pip install guidellm)")
+    if any(c != "llmprobe" for c in args.clients) and args.endpoint != "chat":
+        sys.exit("the floor client and the peers are run on chat only: --endpoint chat")
     if args.targets:
         args.points = TARGET_POINTS
     if args.points is None:

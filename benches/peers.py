@@ -1,0 +1,719 @@
+#!/usr/bin/env python3
+"""Peer benchmark clients for benches/client_overhead.py: GuideLLM.
+
+Runs GuideLLM (``guidellm run``, 0.8.x CLI) as a subprocess against a running
+OpenAI-compatible server (``llmprobe mock``) and turns its JSON report into the
+per-request records that ``llmprobe bench --records`` writes, so the harness can put
+the peer's accuracy and cost beside llmprobe's.
+
+    benches/peers.py --mock-url http://127.0.0.1:PORT --ttft-ms 50   # smoke check
+
+Python 3 standard library only (GuideLLM itself lives in its own venv). Linux only
+(/proc, wait4, prctl).
+
+What GuideLLM is asked to do
+----------------------------
+``--backend kind=openai_http,target=URL,model=mock-llm,request_format=/v1/chat/completions``
+(streaming is the backend's default, with ``stream_options.include_usage``),
+``--profile kind=poisson,rate=R``, ``--data kind=synthetic_text,prompt_tokens=N,
+output_tokens=M`` (GuideLLM then sends ``max_completion_tokens=M`` and
+``ignore_eos=true``, so a vLLM-like server streams exactly M tokens),
+``--constraint kind=max_requests,count=n+warmup``, ``--seed kind=static,value=SEED``
+(the Poisson arrivals and the synthetic prompts), ``--output kind=json,path=...``.
+
+Offline: synthetic prompts are cut to N tokens with a tokenizer; ``--tokenizer
+kind=huggingface_auto,model=DIR`` points GuideLLM at a directory holding the repo's
+test tokenizer (tests/fixtures/tokenizer/tiny-bpe.json copied to tokenizer.json, plus
+a one-line tokenizer_config.json) and HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE /
+HF_DATASETS_OFFLINE are set, so nothing is downloaded. N is therefore counted in that
+400-token BPE vocabulary (short tokens: N=32 gives ~10 words, which the mock's usage
+reports as 9-10 prompt tokens; GuideLLM's ``prompt_tokens`` is that usage figure).
+
+Two GuideLLM 0.8.1 defects in its Poisson arrivals (``guidellm/scheduler/strategies.py``)
+------------------------------------------------------------------------------------------
+1. Start race: ``AsyncPoissonStrategy.init_processes_start`` sets the workers' start
+   event (via ``ThroughputStrategy.init_processes_start``) *before* it writes the
+   shared arrival offset; the multiprocessing event's ``notify_all`` waits for the
+   woken workers, and a worker that gets there first reads the placeholder offset -1.0
+   (1970) and pre-draws arrival times in the past (up to its 1024 in-flight slots).
+   Those requests are then sent as soon as they are queued: a burst, not R
+   requests/s. It is intermittent: seen here in one of two stock runs (6 requests
+   sent in 0.18 s at "2 req/s", every ``targeted_start`` near 0).
+2. Same seed in every worker: each worker process builds ``random.Random(seed)``
+   and adds its draws to the shared offset, so with W worker processes (GuideLLM's
+   default is 10, ``GUIDELLM__MAX_WORKER_PROCESSES``) the gaps come in runs of W equal
+   values: a stock run at 2 req/s x 20 requests had 10 gaps of 72.1 ms then 9 of
+   940.1 ms (the first two draws of Random(1)). The mean rate is right but the
+   arrivals are not a Poisson process.
+
+With ``fix_poisson=True`` (the default) GuideLLM is started through a launcher
+(``GUIDELLM_LAUNCHER`` below, run by GuideLLM's own interpreter, then GuideLLM's own
+CLI) that fixes both in the main process: it writes the offset before setting the
+event (the order GuideLLM's own comment intends), and hands each worker process its
+own generator in the strategy that is pickled to it at spawn (the first worker's is
+GuideLLM's own Random(seed), so with one worker the arrivals are stock GuideLLM's; the
+k-th's is Random("seed-k")), so the gaps are independent exponential draws and the run is
+still reproducible up to the order in which workers take arrivals. Nothing else is
+changed. ``fix_poisson=False`` runs the stock ``guidellm`` script; the result's
+``schedule`` block (achieved rate, plausible targets, distinct gaps) shows what the
+arrivals were either way. ``workers`` sets GUIDELLM__MAX_WORKER_PROCESSES (default:
+GuideLLM's own, 10; the worker count is part of the cost being measured).
+
+Mapping of GuideLLM's JSON report to records
+--------------------------------------------
+The report is ``benchmarks[0].requests.{successful,errored,incomplete}``, each a list
+of ``GenerativeRequestStats`` (``sample_size`` is left at None, so every request is
+kept). Times in the report are ``time.time()`` floats taken inside GuideLLM's worker
+processes; records hold them minus one origin per run, ``scheduler_state.start_time``
+(the instant GuideLLM's scheduler starts the clock; Poisson arrival k is at
+origin + sum of k exponential gaps).
+
+- ``t_sched``   = ``info.timings.targeted_start`` - origin (the Poisson arrival time
+  GuideLLM's worker aimed at); None when it is not a plausible time (stock GuideLLM's
+  start race puts it in 1970).
+- ``t_send``    = ``info.timings.request_start`` - origin: GuideLLM's request start,
+  stamped by an httpx trace hook at ``send_request_headers.started`` (the start of
+  writing the request head on an open connection; falls back to just before
+  ``client.stream()`` if the hook does not fire).
+- ``t_headers`` = None: GuideLLM keeps no response-head time. (Its
+  ``first_request_iteration``, the first non-blank SSE line - the mock's role chunk
+  sent with the headers - is in ``peer`` for reference.)
+- ``t_first``   = ``info.timings.first_token_iteration`` - origin: ``time.time()``
+  after the first SSE line carrying content (or reasoning/tool-call) text.
+- ``derived.ttft_ms`` = GuideLLM's own ``time_to_first_token_ms``
+  (= 1000 x (first_token_iteration - request_start)), taken from the report as is.
+- ``chunks``: GuideLLM keeps no per-token or per-chunk arrival times, only
+  ``first_token_iteration``, ``last_token_iteration`` and ``token_iterations`` (the
+  number of content-bearing SSE lines). So a request with T = ``output_tokens`` tokens
+  (the server's usage ``completion_tokens``; ``token_iterations`` if no usage) and at
+  least two token iterations gets two entries: ``{"at": t_first, "tokens": 1}`` and
+  ``{"at": last_token_iteration - origin, "tokens": T - 1}``. A per-token ITL computed
+  from consecutive chunks, (at_2 - at_1) / tokens_2, is then GuideLLM's own
+  ``inter_token_latency_ms`` (the mean over the request), not a per-token spread:
+  per-token ITL percentiles from these records are percentiles of per-request means.
+  One token iteration gives one entry with all T tokens; no token gives [].
+- ``outcome``: "ok" for ``successful``, "error" for ``errored`` and ``incomplete``
+  (cancelled or cut off at the end of the run).
+- ``id``/``warmup``: requests sorted by ``targeted_start`` (by ``request_start``
+  when the targets are implausible) and numbered from 0; GuideLLM's own warmup only
+  drops requests from its statistics (it does not change what is sent), so it is not
+  used: n + warmup requests are sent and the first ``warmup`` are flagged.
+- ``peer``: the raw GuideLLM fields above, for auditing.
+
+CPU and memory of the GuideLLM process tree
+-------------------------------------------
+GuideLLM is a process tree: the main process, a multiprocessing manager, 10 spawned
+worker processes by default, a data-loader worker and the multiprocessing resource
+tracker, which outlives the main process. ``os.wait4`` on ``guidellm`` alone would count
+the main process and only the descendants it reaped, and miss the tracker (re-parented
+to init). So GuideLLM runs
+under a small wrapper (``WRAPPER`` below, run by this Python): the wrapper makes itself
+a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every orphaned descendant is
+re-parented to it; it starts GuideLLM, waits for it, then reaps every remaining
+descendant (killing any still alive 30 s later), and reports
+``getrusage(RUSAGE_CHILDREN)``: user + sys of every process of the tree (each
+reaped process's rusage includes its own reaped children, and every process ends up
+reaped by its parent or by the wrapper), and nothing of the wrapper itself. That is
+``cpu_s``.
+
+While it runs, this module samples the tree from /proc every 0.1 s (children via
+/proc/PID/task/TID/children): ``peak_rss_mib`` is the largest sampled *sum* of VmRSS
+over the tree's processes (a page shared by several processes counts in each, so it
+overstates the tree's memory; a peak between samples can be missed);
+``max_process_rss_mib`` is the largest single process's peak (RUSAGE_CHILDREN
+ru_maxrss). The same samples give the tree's CPU over time (utime + stime +
+cutime + cstime of the live processes plus the wrapper's cutime + cstime), from which
+``cpu_s_startup`` (before the first request start), ``cpu_s_requests`` (from the
+first request start to the last request end, interpolated; 10 ms tick resolution) and
+``cpu_s_after`` (the rest: statistics, the report, shutdown) are split out.
+GuideLLM's startup (Python imports in each of its ~14 processes, the synthetic data)
+is most of ``cpu_s`` in short runs: ~19 s of ~26 s for 20 requests with 10 workers,
+~10 s of ~13 s with 2.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# A venv of its own keeps GuideLLM's dependencies apart:
+#   python3 -m venv ~/.cache/llmprobe/peers && ~/.cache/llmprobe/peers/bin/pip install guidellm
+GUIDELLM = os.environ.get("GUIDELLM") or shutil.which("guidellm") or os.path.expanduser(
+    "~/.cache/llmprobe/peers/bin/guidellm")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKENIZER_FIXTURE = os.path.join(HERE, "..", "tests", "fixtures", "tokenizer", "tiny-bpe.json")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+# Run by GuideLLM's interpreter as `python -c GUIDELLM_LAUNCHER run ...`: the stock CLI
+# with two fixes to its Poisson arrivals (module docstring), both in the main process:
+# (1) init_processes_start writes the shared arrival offset before it sets the workers'
+# start event; (2) each worker process receives its own seeded generator (the first
+# worker Random(seed) as in stock GuideLLM, the k-th Random("seed-k")) with the strategy
+# when it is spawned (the strategy is pickled once per worker start), so
+# the workers' draws are independent instead of W copies of one sequence.
+GUIDELLM_LAUNCHER = r"""
+import random, sys
+from guidellm.scheduler import strategies as s
+def init_processes_start(self, start_time):
+    with self._offset.get_lock():
+        self._offset.value = start_time
+    s.ThroughputStrategy.init_processes_start(self, start_time)
+spawned = [0]
+def getstate(self):
+    state = s.SchedulingStrategy.__getstate__(self)
+    private = state.get("__pydantic_private__")
+    if private and private.get("_offset") is not None:
+        k = spawned[0]
+        seed = self.random_seed if k == 0 else "%d-%d" % (self.random_seed, k)
+        private = dict(private, _random=random.Random(seed))
+        state = dict(state, __pydantic_private__=private)
+        spawned[0] += 1
+    return state
+s.AsyncPoissonStrategy.init_processes_start = init_processes_start
+s.AsyncPoissonStrategy.__getstate__ = getstate
+from guidellm.__main__ import cli
+sys.argv[0] = "guidellm"
+sys.exit(cli())
+"""
+
+# Run by this Python as `python3 -c WRAPPER RESULT_JSON CMD...`: a child subreaper that
+# runs CMD, reaps its whole process tree and writes RUSAGE_CHILDREN to RESULT_JSON.
+WRAPPER = r"""
+import ctypes, json, os, resource, signal, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+    sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed: errno %d" % ctypes.get_errno())
+child = subprocess.Popen(cmd)
+def forward(sig, _frame):
+    try:
+        os.kill(child.pid, sig)
+    except OSError:
+        pass
+signal.signal(signal.SIGTERM, forward)
+signal.signal(signal.SIGINT, forward)
+status = None
+while status is None:
+    try:
+        pid, st = os.waitpid(child.pid, 0)
+        status = st
+    except InterruptedError:
+        pass
+t_exit = time.time()
+def children():
+    pids = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/children" % tid) as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return pids
+orphans, killed, deadline = 0, 0, time.monotonic() + 30.0
+while True:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if pid:
+        orphans += 1
+        continue
+    if time.monotonic() > deadline:
+        for p in children():
+            try:
+                os.kill(p, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5.0
+    time.sleep(0.02)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(out, "w") as f:
+    json.dump({"utime": ru.ru_utime, "stime": ru.ru_stime, "maxrss_kib": ru.ru_maxrss,
+               "returncode": os.waitstatus_to_exitcode(status), "t_exit": t_exit,
+               "orphans_reaped": orphans, "orphans_killed": killed}, f)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if 0 <= code < 256 else 1)
+"""
+
+_available = {}
+
+
+def guidellm_available(path=GUIDELLM):
+    """True when `path --version` runs and names GuideLLM (the answer is cached)."""
+    if path in _available:
+        return _available[path]
+    ok = False
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=120, env=_offline_env())
+            ok = out.returncode == 0 and "guidellm" in (out.stdout + out.stderr).lower()
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+    _available[path] = ok
+    return ok
+
+
+def guidellm_version(path=GUIDELLM):
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=120, env=_offline_env())
+        return (out.stdout or out.stderr).strip().split()[-1]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def _offline_env(extra=None):
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+                "DO_NOT_TRACK": "1"})
+    # GuideLLM reads GUIDELLM__* settings (and a .env in its cwd); only ours apply.
+    for k in list(env):
+        if k.startswith("GUIDELLM_"):
+            del env[k]
+    env.update(extra or {})
+    return env
+
+
+def _interpreter(script):
+    """The interpreter on a console script's shebang line (GuideLLM's venv Python)."""
+    with open(script, "rb") as f:
+        first = f.readline().decode(errors="replace").strip()
+    if first.startswith("#!"):
+        parts = first[2:].split()
+        if parts and os.path.basename(parts[0]) == "env" and len(parts) > 1:
+            return shutil.which(parts[1]) or parts[1]
+        if parts:
+            return parts[0]
+    return os.path.join(os.path.dirname(script), "python3")
+
+
+def _tokenizer_dir(workdir, tokenizer_json=TOKENIZER_FIXTURE):
+    d = os.path.join(workdir, "tokenizer")
+    os.makedirs(d, exist_ok=True)
+    shutil.copyfile(tokenizer_json, os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast"}, f)
+    return d
+
+
+def guidellm_cmd(guidellm, url, rate, total, input_len, output_len, tokenizer_dir,
+                 out_json, seed=1, fix_poisson=True):
+    """The GuideLLM command line (a list)."""
+    prog = ([_interpreter(guidellm), "-c", GUIDELLM_LAUNCHER] if fix_poisson
+            else [guidellm])
+    return prog + [
+        "run",
+        "--backend", f"kind=openai_http,target={url.rstrip('/')},model=mock-llm,"
+                     "request_format=/v1/chat/completions",
+        "--profile", f"kind=poisson,rate={rate:g}",
+        "--data", f"kind=synthetic_text,prompt_tokens={input_len},output_tokens={output_len}",
+        "--tokenizer", f"kind=huggingface_auto,model={tokenizer_dir}",
+        "--constraint", f"kind=max_requests,count={total}",
+        "--seed", f"kind=static,value={seed}",
+        "--output", f"kind=json,path={out_json}",
+        "--disable-console-interactive",
+    ]
+
+
+# ---- /proc sampling of the process tree --------------------------------------------
+
+def _children(pid):
+    out = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _descendants(root):
+    out, stack = [], _children(root)
+    while stack:
+        pid = stack.pop()
+        if pid not in out:
+            out.append(pid)
+            stack += _children(pid)
+    return out
+
+
+def _stat(pid):
+    """(utime + stime, cutime + cstime) in seconds, and RSS bytes; None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    own = (int(fields[11]) + int(fields[12])) / CLK_TCK
+    reaped = (int(fields[13]) + int(fields[14])) / CLK_TCK
+    rss = int(fields[21]) * PAGE
+    return own, reaped, rss
+
+
+def _sample_tree(root):
+    """CPU seconds of everything under `root` (not root's own) and the summed RSS."""
+    st = _stat(root)
+    if st is None:
+        return None
+    cpu, rss, n = st[1], 0, 0
+    stack, seen = _children(root), set()
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        s = _stat(pid)
+        if s is None:
+            continue
+        cpu += s[0] + s[1]
+        rss += s[2]
+        n += 1
+        stack += _children(pid)
+    return cpu, rss, n
+
+
+def _interp(samples, t):
+    """Tree CPU at wall time t, linear between (time, cpu) samples."""
+    if not samples:
+        return None
+    if t <= samples[0][0]:
+        return samples[0][1]
+    for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+        if t0 <= t <= t1:
+            return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+    return samples[-1][1]
+
+
+# ---- conversion ----------------------------------------------------------------------
+
+def _ttft_ms(r):
+    v = r.get("time_to_first_token_ms")
+    if v is not None:
+        return v
+    t = r["info"]["timings"]
+    if t.get("first_token_iteration") is None or t.get("request_start") is None:
+        return None
+    return 1000.0 * (t["first_token_iteration"] - t["request_start"])
+
+
+def convert_report(report, warmup):
+    """GuideLLM's report dict -> (records, origin, schedule summary)."""
+    bench = report["benchmarks"][0]
+    groups = bench["requests"]
+    rows = []
+    for key, outcome in (("successful", "ok"), ("errored", "error"),
+                         ("incomplete", "error")):
+        for r in groups.get(key) or []:
+            rows.append((r, outcome))
+    starts = [r["info"]["timings"].get("request_start") for r, _ in rows]
+    starts = [s for s in starts if s is not None]
+    origin = (bench.get("scheduler_state") or {}).get("start_time")
+    if origin is None or (starts and abs(origin - min(starts)) > 3600):
+        origin = min(starts) if starts else 0.0
+
+    def plausible(t):
+        return t is not None and abs(t - origin) < 1e6
+
+    targets_ok = all(plausible(r["info"]["timings"].get("targeted_start")) for r, _ in rows)
+
+    def key(item):
+        t = item[0]["info"]["timings"]
+        k = t.get("targeted_start") if targets_ok else None
+        if k is None:
+            k = t.get("request_start") or t.get("resolve_start") or t.get("queued") or 0.0
+        return (k, t.get("request_start") or 0.0)
+
+    rows.sort(key=key)
+
+    def rel(t):
+        return None if t is None else t - origin
+
+    records = []
+    for i, (r, outcome) in enumerate(rows):
+        t = r["info"]["timings"]
+        first, last = t.get("first_token_iteration"), t.get("last_token_iteration")
+        iters = t.get("token_iterations") or 0
+        tokens = r.get("output_tokens")
+        if tokens is None:
+            tokens = iters
+        if first is None or not tokens:
+            chunks = []
+        elif iters >= 2 and last is not None and tokens >= 2:
+            chunks = [{"at": rel(first), "tokens": 1}, {"at": rel(last), "tokens": tokens - 1}]
+        else:
+            chunks = [{"at": rel(first), "tokens": tokens}]
+        ttft = _ttft_ms(r)
+        records.append({
+            "id": i,
+            "warmup": i < warmup,
+            "t_sched": rel(t.get("targeted_start")) if targets_ok else None,
+            "t_send": rel(t.get("request_start")),
+            "t_headers": None,
+            "t_first": rel(first),
+            "outcome": outcome,
+            "chunks": chunks,
+            "derived": {"ttft_ms": ttft},
+            "peer": {
+                "request_id": r.get("request_id"),
+                "targeted_start": t.get("targeted_start"),
+                "request_start": t.get("request_start"),
+                "first_request_iteration": t.get("first_request_iteration"),
+                "first_token_iteration": first,
+                "last_token_iteration": last,
+                "request_end": t.get("request_end"),
+                "token_iterations": iters,
+                "output_tokens": r.get("output_tokens"),
+                "prompt_tokens": r.get("prompt_tokens"),
+                "time_to_first_token_ms": r.get("time_to_first_token_ms"),
+                "inter_token_latency_ms": r.get("inter_token_latency_ms"),
+                "error": r["info"].get("error"),
+            },
+        })
+
+    sends = sorted(x["t_send"] for x in records if x["t_send"] is not None)
+    scheds = sorted(x["t_sched"] for x in records if x["t_sched"] is not None)
+    gaps = [round(b - a, 6) for a, b in zip(scheds, scheds[1:])]
+    schedule = {
+        "origin_unix": origin,
+        "targets_plausible": targets_ok,
+        "send_span_s": (sends[-1] - sends[0]) if len(sends) > 1 else None,
+        "sched_span_s": (scheds[-1] - scheds[0]) if len(scheds) > 1 else None,
+        "achieved_rate": ((len(sends) - 1) / (sends[-1] - sends[0])
+                          if len(sends) > 1 and sends[-1] > sends[0] else None),
+        "distinct_gaps": len(set(gaps)) if gaps else None,
+        "gaps": len(gaps),
+    }
+    return records, origin, schedule
+
+
+# ---- the run ---------------------------------------------------------------------------
+
+def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir, seed=1,
+                 fix_poisson=True, workers=None, timeout=None, tokenizer_json=TOKENIZER_FIXTURE,
+                 poll_s=0.1):
+    """Run GuideLLM once: n + warmup requests, Poisson at `rate` req/s, synthetic prompts
+    of `input_len` tokens, `output_len` output tokens, against `url` (model mock-llm,
+    /v1/chat/completions, streamed).
+
+    Returns {"records", "cpu_s", "wall_s", "peak_rss_mib", "cmd", ...}; see the module
+    docstring for the record fields' sources, the CPU method and the
+    `fix_poisson`/`workers` switches. Raises RuntimeError if GuideLLM fails.
+    """
+    os.makedirs(workdir, exist_ok=True)
+    total = n + warmup
+    tag = f"guidellm-r{rate:g}-o{output_len}-n{total}"
+    out_json = os.path.join(workdir, f"{tag}.json")
+    log_path = os.path.join(workdir, f"{tag}.log")
+    ru_path = os.path.join(workdir, f"{tag}.rusage.json")
+    for p in (out_json, ru_path):
+        if os.path.exists(p):
+            os.remove(p)
+    tok = _tokenizer_dir(workdir, tokenizer_json)
+    cmd = guidellm_cmd(guidellm, url, rate, total, input_len, output_len, tok, out_json,
+                       seed=seed, fix_poisson=fix_poisson)
+    extra = {"HF_HOME": os.path.join(workdir, "hf-home")}
+    if workers:
+        extra["GUIDELLM__MAX_WORKER_PROCESSES"] = str(int(workers))
+    env = _offline_env(extra)
+    if timeout is None:
+        timeout = 300.0 + 3.0 * total / rate
+
+    samples, peak_rss, max_procs, terminated = [], 0, 0, False
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        wrapper = subprocess.Popen([sys.executable, "-c", WRAPPER, ru_path] + cmd,
+                                   cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        status = None
+        while True:
+            pid, st, _ru = os.wait4(wrapper.pid, os.WNOHANG)
+            if pid:
+                status = st
+                break
+            s = _sample_tree(wrapper.pid)
+            if s is not None:
+                samples.append((time.time(), s[0]))
+                peak_rss = max(peak_rss, s[1])
+                max_procs = max(max_procs, s[2])
+            elapsed = time.monotonic() - t0
+            if elapsed > timeout and not terminated:
+                os.kill(wrapper.pid, signal.SIGTERM)  # forwarded to GuideLLM
+                terminated = True
+            elif elapsed > timeout + 30 and terminated:
+                for p in _descendants(wrapper.pid) + [wrapper.pid]:
+                    try:
+                        os.kill(p, signal.SIGKILL)
+                    except OSError:
+                        pass
+            time.sleep(poll_s)
+        wrapper.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+
+    if not os.path.exists(ru_path):
+        raise RuntimeError(f"the GuideLLM wrapper failed (exit {wrapper.returncode}); "
+                           f"see {log_path}")
+    with open(ru_path) as f:
+        ru = json.load(f)
+    samples.append((ru["t_exit"], ru["utime"] + ru["stime"]))
+    if ru["returncode"] != 0 or not os.path.exists(out_json):
+        with open(log_path, errors="replace") as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"{' '.join(cmd)} exited {ru['returncode']}; {log_path}:\n{tail}")
+    with open(out_json) as f:
+        report = json.load(f)
+    records, origin, schedule = convert_report(report, warmup)
+
+    peers = [x["peer"] for x in records]
+    first_start = min((p["request_start"] for p in peers if p["request_start"]), default=None)
+    last_end = max((p["request_end"] for p in peers if p["request_end"]), default=None)
+    cpu_total = ru["utime"] + ru["stime"]
+    cpu_startup = cpu_requests = cpu_after = None
+    if first_start is not None and last_end is not None and samples:
+        c0, c1 = _interp(samples, first_start), _interp(samples, last_end)
+        if c0 is not None and c1 is not None:
+            cpu_startup, cpu_requests = c0, max(c1 - c0, 0.0)
+            cpu_after = max(cpu_total - c1, 0.0)
+    return {
+        "records": records,
+        "cpu_s": cpu_total,
+        "user_s": ru["utime"],
+        "sys_s": ru["stime"],
+        "wall_s": wall,
+        "peak_rss_mib": peak_rss / 2**20 if peak_rss else None,
+        "max_process_rss_mib": ru["maxrss_kib"] / 1024.0,
+        "processes": max_procs,
+        "cpu_s_startup": cpu_startup,
+        "cpu_s_requests": cpu_requests,
+        "cpu_s_after": cpu_after,
+        "requests_window_s": (last_end - first_start) if first_start and last_end else None,
+        "orphans_reaped": ru["orphans_reaped"],
+        "orphans_killed": ru["orphans_killed"],
+        "timed_out": terminated,
+        # (unix time, tree CPU seconds) from /proc; the last point is the final rusage.
+        "cpu_timeline": [(round(t, 3), round(c, 2)) for t, c in samples],
+        "cmd": cmd,
+        "env": {k: env[k] for k in sorted(env) if k.startswith(("HF_", "TRANSFORMERS_",
+                                                                  "GUIDELLM_"))},
+        "fix_poisson": fix_poisson,
+        "workers": workers,
+        "schedule": schedule,
+        "report": out_json,
+        "log": log_path,
+    }
+
+
+# ---- smoke check -------------------------------------------------------------------------
+
+def percentile(values, p):
+    """numpy's default (linear) percentile; None when empty."""
+    if not values:
+        return None
+    v = sorted(values)
+    h = (len(v) - 1) * p / 100.0
+    lo = math.floor(h)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (h - lo) * (v[hi] - v[lo])
+
+
+def summarize(res, ttft_ms, itl_ms, output_len):
+    recs = [r for r in res["records"] if not r["warmup"]]
+    ok = [r for r in recs if r["outcome"] == "ok"]
+    err = [r["derived"]["ttft_ms"] - ttft_ms for r in ok if r["derived"]["ttft_ms"] is not None]
+    tokens = sorted({sum(c["tokens"] for c in r["chunks"]) for r in ok})
+    itl = []
+    for r in ok:
+        for a, b in zip(r["chunks"], r["chunks"][1:]):
+            itl.append((b["at"] - a["at"]) * 1e3 / b["tokens"] - itl_ms)
+    return {
+        "requests": len(res["records"]), "counted": len(recs), "ok": len(ok),
+        "token_counts": tokens, "tokens_exact": tokens == [output_len],
+        "ttft_err_ms": {"p50": percentile(err, 50), "p99": percentile(err, 99),
+                        "min": min(err) if err else None, "max": max(err) if err else None},
+        "itl_err_ms": {"p50": percentile(itl, 50), "p99": percentile(itl, 99)},
+    }
+
+
+def fmt(v, digits=3):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mock-url", required=True, help="http://127.0.0.1:PORT")
+    ap.add_argument("--ttft-ms", type=float, default=50.0, help="the mock's TTFT truth")
+    ap.add_argument("--itl-ms", type=float, default=5.0, help="the mock's ITL truth")
+    ap.add_argument("--guidellm", default=GUIDELLM)
+    ap.add_argument("--rate", type=float, default=2.0)
+    ap.add_argument("--num-requests", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=0)
+    ap.add_argument("--input-len", type=int, default=32)
+    ap.add_argument("--output-len", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=None,
+                    help="GUIDELLM__MAX_WORKER_PROCESSES (GuideLLM's default: 10)")
+    ap.add_argument("--stock", action="store_true",
+                    help="run the stock guidellm script (without the two Poisson fixes)")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--json", action="store_true", help="print the records too")
+    args = ap.parse_args()
+
+    if not guidellm_available(args.guidellm):
+        sys.exit(f"GuideLLM not available at {args.guidellm}")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="peers-")
+    try:
+        res = run_guidellm(args.guidellm, args.mock_url, args.rate, args.num_requests,
+                           args.warmup, args.input_len, args.output_len, workdir,
+                           seed=args.seed, fix_poisson=not args.stock, workers=args.workers)
+        s = summarize(res, args.ttft_ms, args.itl_ms, args.output_len)
+        te, ie, sch = s["ttft_err_ms"], s["itl_err_ms"], res["schedule"]
+        print("command:", " ".join("'<launcher>'" if "\n" in a else a for a in res["cmd"]))
+        print(f"requests {s['requests']} (counted {s['counted']}), ok {s['ok']}, "
+              f"output tokens per request {s['token_counts']}"
+              f"{'' if s['tokens_exact'] else ' (NOT exact)'}")
+        print(f"TTFT error vs {args.ttft_ms:g} ms: p50 {fmt(te['p50'])} ms, "
+              f"p99 {fmt(te['p99'])} ms (min {fmt(te['min'])}, max {fmt(te['max'])})")
+        print(f"per-request mean ITL error vs {args.itl_ms:g} ms: p50 {fmt(ie['p50'])} ms, "
+              f"p99 {fmt(ie['p99'])} ms")
+        print(f"schedule: sends over {fmt(sch['send_span_s'])} s (achieved "
+              f"{fmt(sch['achieved_rate'], 2)} req/s, asked {args.rate:g}), targets "
+              f"plausible: {sch['targets_plausible']}, {sch['distinct_gaps']} distinct "
+              f"gaps of {sch['gaps']}")
+        print(f"cost: cpu {res['cpu_s']:.2f} s (user {res['user_s']:.2f}, sys "
+              f"{res['sys_s']:.2f}; startup {fmt(res['cpu_s_startup'], 2)}, requests "
+              f"{fmt(res['cpu_s_requests'], 3)} over {fmt(res['requests_window_s'], 2)} s, "
+              f"after {fmt(res['cpu_s_after'], 2)}), wall {res['wall_s']:.1f} s, peak tree "
+              f"RSS {fmt(res['peak_rss_mib'], 0)} MiB (largest process "
+              f"{res['max_process_rss_mib']:.0f} MiB, {res['processes']} processes)")
+        if args.json:
+            print(json.dumps(res["records"], indent=1))
+        ok = (s["counted"] > 0 and s["ok"] == s["counted"] and s["tokens_exact"]
+              and te["p50"] is not None and 0 <= te["p50"] < 10 and te["min"] > -0.5)
+        print("smoke:", "PASS" if ok else "FAIL")
+        if args.keep or not ok:
+            print("work directory:", workdir)
+    except BaseException:
+        print("work directory:", workdir)
+        raise
+    if ok and not args.keep and not args.workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
