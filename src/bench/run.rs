@@ -537,11 +537,7 @@ impl Bench {
             turns: o.turns.map(|t| report::TurnsInputs {
                 turns: t.count,
                 think_time_s: t.think.mean.as_secs_f64(),
-                think_time_dist: match t.think.dist {
-                    crate::schedule::ThinkDist::Exponential => "exponential",
-                    crate::schedule::ThinkDist::Constant => "constant",
-                }
-                .to_string(),
+                think_time_dist: t.think.dist.as_str().to_string(),
             }),
             trace: o.trace.as_ref().map(|t| report::TraceInputs {
                 path: t.path.display().to_string(),
