@@ -172,8 +172,12 @@ impl Iterator for Arrivals {
 }
 
 /// How a conversation's think time (the pause between an answer and the next user
-/// message) is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// message) is drawn. `bench --think-time-dist` and a daemon scenario's
+/// `think_time_dist` take the same names.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum ThinkDist {
     /// Exponential with the given mean: memoryless, like the arrivals of a Poisson
     /// process.
@@ -182,17 +186,29 @@ pub enum ThinkDist {
     Constant,
 }
 
+impl ThinkDist {
+    pub const ALL: [ThinkDist; 2] = [ThinkDist::Exponential, ThinkDist::Constant];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ThinkDist::Exponential => "exponential",
+            ThinkDist::Constant => "constant",
+        }
+    }
+}
+
 impl FromStr for ThinkDist {
     type Err = UsageError;
 
     fn from_str(s: &str) -> Result<Self, UsageError> {
-        match s {
-            "exponential" => Ok(ThinkDist::Exponential),
-            "constant" => Ok(ThinkDist::Constant),
-            other => Err(UsageError::new(format!(
-                "unknown think-time distribution {other:?}: expected exponential or constant"
-            ))),
-        }
+        ThinkDist::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "unknown think-time distribution {s:?}: expected exponential or constant"
+                ))
+            })
     }
 }
 
@@ -435,5 +451,12 @@ mod tests {
                 .0
                 .contains("exponential or constant")
         );
+        // The command line and the config file know the same names.
+        for d in ThinkDist::ALL {
+            assert_eq!(d.as_str().parse::<ThinkDist>().unwrap(), d);
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+            let back: ThinkDist = serde_json::from_value(d.as_str().into()).unwrap();
+            assert_eq!(back, d);
+        }
     }
 }

@@ -260,7 +260,15 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "think_time_without_turns",
-        "think_time_without_turns.yaml:6:34: targets[0].scenarios[0].think_time: shapes a conversation's later turns: set turns to 2 or more",
+        "think_time_without_turns.yaml:6:34: targets[0].scenarios[0].think_time: shapes a conversation's later turns, and scenario \"talk\" has none: set turns to 2 or more",
+    ),
+    (
+        "think_time_dist_without_turns",
+        "think_time_dist_without_turns.yaml:6:39: targets[0].scenarios[0].think_time_dist: shapes a conversation's later turns, and scenario \"talk\" has none: set turns to 2 or more",
+    ),
+    (
+        "think_time_dist_unknown",
+        "think_time_dist_unknown.yaml:6:49: targets[0].scenarios[0].think_time_dist: unknown variant <value>, expected `exponential` or `constant`",
     ),
     (
         "think_time_negative",
@@ -328,6 +336,42 @@ fn examples_parse_and_validate() {
     assert!((s.rate_hz - 1.0 / 60.0).abs() < 1e-12);
     assert_eq!(s.slo.ttft, Some(std::time::Duration::from_millis(500)));
     assert!(plan.buckets.ttft.contains(&0.5));
+}
+
+/// A conversation scenario's think times: exponential unless it says constant, the
+/// names `bench --think-time-dist` takes.
+#[test]
+fn a_scenario_chooses_its_think_time_distribution() {
+    use llmprobe::schedule::{ThinkDist, ThinkTime};
+    let text = "targets:\n  - name: a\n    base_url: http://127.0.0.1:8000/v1\n    model: m\n    \
+                scenarios:\n      - {name: steady, turns: 3, think_time: 2s, think_time_dist: constant}\n      \
+                - {name: usual, turns: 2}\n";
+    let plan = load_str(text, "c.yaml").unwrap();
+    let think: Vec<Option<ThinkTime>> = plan.targets[0]
+        .scenarios
+        .iter()
+        .map(|s| s.turns.map(|t| t.think))
+        .collect();
+    let secs = std::time::Duration::from_secs;
+    assert_eq!(
+        think,
+        [
+            Some(ThinkTime {
+                mean: secs(2),
+                dist: ThinkDist::Constant
+            }),
+            Some(ThinkTime {
+                mean: secs(1),
+                dist: ThinkDist::Exponential
+            })
+        ]
+    );
+    // The printed config keeps the setting, spelled as in the file.
+    assert!(
+        plan.redacted_yaml.contains("think_time_dist: constant"),
+        "{}",
+        plan.redacted_yaml
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ async fn later_turns_have_their_own_series_and_carry_the_history() {
     let (_dir, path) = config_file(&format!(
         "targets:\n  - name: chat\n    base_url: {base}\n    model: m\n    endpoint: chat\n    \
          rate: 10/s\n    scenarios:\n      - {{name: talk, input_tokens: 40, output_tokens: 8, \
-         turns: 3, think_time: 20ms}}\n"
+         turns: 3, think_time: 20ms, think_time_dist: constant}}\n"
     ));
     let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
         .await

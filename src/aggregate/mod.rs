@@ -714,12 +714,15 @@ mod tests {
             r
         };
         let mut c = Collector::new(Slo::default(), 1);
+        // Sent 3 ms after its due time.
+        let mut late = turn(1, 2, 1_500, Some(96));
+        late.t_send += Duration::from_millis(3);
         // Conversation 0 is warmup; 1 and 2 arrive 1 s apart.
         for r in [
             turn(0, 1, 0, Some(0)),
             turn(0, 2, 5_000, Some(64)),
             turn(1, 1, 1_000, Some(0)),
-            turn(1, 2, 1_500, Some(96)),
+            late,
             turn(2, 1, 2_000, None),
             turn(2, 2, 2_500, Some(160)),
         ] {
@@ -738,5 +741,9 @@ mod tests {
         assert_eq!(t.later.prompt_tokens_mean, Some(200.0));
         assert_eq!(t.later.cache.share(), Some(256.0 / 400.0));
         assert_eq!(t.by_turn[0].ttft.percentile(50.0), Some(0.005));
+        // Each turn's own dispatch lag.
+        assert_eq!(t.by_turn[0].dispatch_lag.max, Some(0.0));
+        assert_eq!(t.later.dispatch_lag.max, Some(0.003));
+        assert_eq!(t.later.dispatch_lag.count, 2);
     }
 }

@@ -49,6 +49,8 @@ struct TurnAcc {
     requests: u64,
     completed: u64,
     ttft: Samples,
+    /// Of every request sent at this turn, failed ones too (as the run's own).
+    dispatch_lag: Samples,
     prompt_tokens: u64,
     cache: CacheShare,
 }
@@ -56,6 +58,7 @@ struct TurnAcc {
 impl TurnAcc {
     fn push(&mut self, r: &RequestRecord) {
         self.requests += 1;
+        self.dispatch_lag.push(r.dispatch_lag().as_secs_f64());
         if !r.is_success() {
             return;
         }
@@ -71,6 +74,7 @@ impl TurnAcc {
         self.requests += o.requests;
         self.completed += o.completed;
         self.ttft.merge(&o.ttft);
+        self.dispatch_lag.merge(&o.dispatch_lag);
         self.prompt_tokens += o.prompt_tokens;
         self.cache.add(&o.cache);
     }
@@ -81,6 +85,7 @@ impl TurnAcc {
             requests: self.requests,
             completed: self.completed,
             ttft: self.ttft.stats(percentiles),
+            dispatch_lag: self.dispatch_lag.stats(percentiles),
             prompt_tokens_mean: (self.completed > 0)
                 .then(|| self.prompt_tokens as f64 / self.completed as f64),
             cache: self.cache,
@@ -98,6 +103,11 @@ pub struct TurnSummary {
     pub completed: u64,
     /// TTFT of the successful ones.
     pub ttft: Stats,
+    /// Dispatch lag of every one sent: turn 1 from the arrival's scheduled time, a later
+    /// turn from its own due time (previous answer + think time). Absent in older
+    /// serializations.
+    #[serde(default)]
+    pub dispatch_lag: Stats,
     /// Mean prompt tokens of the successful ones (server usage when sent).
     pub prompt_tokens_mean: Option<f64>,
     pub cache: CacheShare,

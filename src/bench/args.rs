@@ -186,15 +186,10 @@ pub struct BenchArgs {
     /// server's prefix cache then serves them).
     #[arg(long, help_heading = "Workload")]
     pub no_nonce: bool,
-    /// Multi-turn conversations of N turns: each arrival starts a conversation, and each
-    /// later turn is sent after the previous answer plus a think time, carrying the
-    /// whole history and a new user message of --input-len tokens.
-    #[arg(
-        long,
-        value_name = "N",
-        conflicts_with = "trace",
-        help_heading = "Workload"
-    )]
+    /// Multi-turn conversations of N turns: each arrival (or --trace entry) starts a
+    /// conversation, and each later turn is sent after the previous answer plus a think
+    /// time, carrying the whole history and a new user message of --input-len tokens.
+    #[arg(long, value_name = "N", help_heading = "Workload")]
     pub turns: Option<u32>,
     /// Mean think time between an answer and the next turn (with --turns).
     #[arg(long, value_name = "DUR", help_heading = "Workload")]

@@ -1406,6 +1406,15 @@ mod tests {
         );
         assert!(err(&format!("--mock --trace {trace} --trace-model x")).contains("not BurstGPT"));
         assert!(err("--mock --trace-speedup 2 --rate 1").contains("--trace"));
+        // Conversations start at the trace's entries; a dataset has no place in them.
+        let o = opts(&format!("--mock --trace {trace} --turns 3")).unwrap();
+        assert_eq!((o.turns.unwrap().count, o.stop), (3, Stop::Count(200)));
+        assert!(
+            err(&format!(
+                "--mock --trace {trace} --turns 3 --dataset sharegpt"
+            ))
+            .contains("--dataset sharegpt does not apply")
+        );
     }
 
     #[test]

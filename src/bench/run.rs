@@ -164,9 +164,11 @@ impl Bench {
         };
         // A request asking for more tokens than the client accepts would fail every
         // time as stream_error: say so before the run instead.
-        let max_output = match &opts.trace {
-            Some(t) => t.survey.max_output_tokens,
-            None => workload.max_output_tokens(),
+        // A trace-started conversation's later turns ask --output-len.
+        let max_output = match (&opts.trace, opts.turns) {
+            (Some(t), None) => t.survey.max_output_tokens,
+            (Some(t), Some(_)) => t.survey.max_output_tokens.max(workload.max_output_tokens()),
+            (None, _) => workload.max_output_tokens(),
         };
         if max_output > cfg.limits.max_output_tokens {
             return Err(exit::UsageError::new(format!(
@@ -535,11 +537,7 @@ impl Bench {
             turns: o.turns.map(|t| report::TurnsInputs {
                 turns: t.count,
                 think_time_s: t.think.mean.as_secs_f64(),
-                think_time_dist: match t.think.dist {
-                    crate::schedule::ThinkDist::Exponential => "exponential",
-                    crate::schedule::ThinkDist::Constant => "constant",
-                }
-                .to_string(),
+                think_time_dist: t.think.dist.as_str().to_string(),
             }),
             trace: o.trace.as_ref().map(|t| report::TraceInputs {
                 path: t.path.display().to_string(),
@@ -711,7 +709,7 @@ impl RequestSender {
                 gate.wait().await;
             }
             if let Some(t) = &this.turns {
-                return this.converse(d, t).await;
+                return this.converse(d, t, handed).await;
             }
             let built;
             let prebuilt = this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
@@ -738,13 +736,20 @@ impl RequestSender {
 }
 
 impl RequestSender {
-    /// Arrival `d` as a conversation: its first message is [`Workload::first_turn`]
-    /// (prebuilt when it fits), later ones [`Workload::later_turn`].
-    async fn converse(&self, d: runner::Dispatch, t: &TurnsSender) -> RequestRecord {
+    /// Arrival `d` as a conversation: its first message is the trace entry's request
+    /// (`handed`, with `--trace`) or [`Workload::first_turn`] (prebuilt when it fits),
+    /// later ones [`Workload::later_turn`].
+    async fn converse(
+        &self,
+        d: runner::Dispatch,
+        t: &TurnsSender,
+        handed: Option<RequestSpec>,
+    ) -> RequestRecord {
         let per = t.turns.count;
-        let first = self.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
-        let message = |turn: u32| match (turn, first) {
-            (1, Some(spec)) => Ok(Some(spec.clone())),
+        let prebuilt = self.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
+        let mut first = handed.or_else(|| prebuilt.cloned());
+        let message = |turn: u32| match (turn, first.take()) {
+            (1, Some(spec)) => Ok(Some(spec)),
             (1, None) => self.workload.first_turn(d.id, per).map(Some),
             _ => self.workload.later_turn(d.id, per, turn),
         };
@@ -920,7 +925,6 @@ fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
     (collector, dropped)
 }
 
-/// How closely a replay kept the trace's times: its dispatch lag p99 and max.
 /// The `--self-check` line of a row: this client's own error, before and after.
 fn self_check_line(r: &RateReport) -> Option<String> {
     let sc = r.self_check.as_ref()?;
@@ -954,6 +958,8 @@ fn self_check_line(r: &RateReport) -> Option<String> {
     ))
 }
 
+/// How closely a replay kept the trace's times: its dispatch lag p99 and max. In
+/// conversations only first turns are due at trace times, so only theirs count.
 fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
     let runs = u64::from(r.repeats.max(1));
@@ -965,14 +971,28 @@ fn trace_line(t: &crate::bench::trace::TraceOptions, r: &RateReport) -> String {
     } else {
         (r.requests + r.warmup_excluded, String::new())
     };
+    let turns = r.inputs.as_ref().and_then(|i| i.turns.as_ref());
+    let (sent, lag) = match (turns, &r.turns) {
+        (Some(inputs), Some(per_turn)) => (
+            format!(
+                "{replayed} requests sent in conversations of up to {} turns; first turns' \
+                 dispatch lag",
+                inputs.turns
+            ),
+            &per_turn.first.dispatch_lag_ms,
+        ),
+        _ => (
+            format!("{replayed} requests replayed; dispatch lag"),
+            &r.dispatch_lag_ms,
+        ),
+    };
     format!(
-        "trace {} ({}, speedup {}): {replayed} requests replayed; dispatch lag from the \
-         trace's times p99 {}, max {}{of}",
+        "trace {} ({}, speedup {}): {sent} from the trace's times p99 {}, max {}{of}",
         t.path.display(),
         t.format().as_str(),
         t.selection.speedup,
-        ms(r.dispatch_lag_ms.p99),
-        ms(r.dispatch_lag_ms.max)
+        ms(lag.p99),
+        ms(lag.max)
     )
 }
 
@@ -1163,6 +1183,40 @@ mod tests {
             trace_line(&t, &r).ends_with("100 requests replayed; dispatch lag from the trace's times p99 0.400 ms, max 0.900 ms (means of 5 runs)"),
             "{}",
             trace_line(&t, &r)
+        );
+        // Conversations: only the first turns were due at trace times.
+        r.repeats = 1;
+        r.requests = 300;
+        if let Some(i) = r.inputs.as_mut() {
+            i.turns = Some(crate::report::TurnsInputs {
+                turns: 3,
+                think_time_s: 1.0,
+                think_time_dist: "exponential".into(),
+            });
+        }
+        let first = crate::report::TurnReport {
+            turn: Some(1),
+            requests: 100,
+            completed: 100,
+            ttft_ms: crate::report::test_support::stats(50.0),
+            dispatch_lag_ms: crate::report::LagStats {
+                p50: Some(0.05),
+                p99: Some(0.125),
+                max: Some(0.25),
+            },
+            prompt_tokens_mean: Some(100.0),
+            cache_hit_share: None,
+        };
+        r.turns = Some(crate::report::TurnsReport {
+            later: first.clone(),
+            by_turn: vec![first.clone()],
+            first,
+        });
+        assert_eq!(
+            trace_line(&t, &r),
+            "trace t.jsonl (mooncake, speedup 1): 300 requests sent in conversations of up \
+             to 3 turns; first turns' dispatch lag from the trace's times p99 0.125 ms, max \
+             0.250 ms"
         );
     }
 

@@ -412,7 +412,7 @@ fn scenario(
             count: s.turns,
             think: ThinkTime {
                 mean: s.think_time.unwrap_or(DEFAULT_THINK_TIME),
-                dist: ThinkDist::Exponential,
+                dist: s.think_time_dist.unwrap_or(ThinkDist::Exponential),
             },
         }),
     }

@@ -12,6 +12,7 @@ use super::rate::Rate;
 use crate::check::CheckSpec;
 use crate::client::config::duration_str;
 use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
+use crate::schedule::ThinkDist;
 use crate::secret::Secret;
 
 /// Default listen address of the exporter (the port is llmprobe's own, next to
@@ -409,8 +410,8 @@ pub struct Scenario {
     /// `NAME:later`.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub turns: u32,
-    /// Mean think time between an answer and the conversation's next turn
-    /// (exponential), e.g. `2s`; default 1s.
+    /// Mean think time between an answer and the conversation's next turn, e.g. `2s`;
+    /// default 1s.
     #[serde(
         default,
         with = "opt_duration",
@@ -418,6 +419,10 @@ pub struct Scenario {
     )]
     #[schemars(with = "Option<String>")]
     pub think_time: Option<Duration>,
+    /// How think times are drawn around `think_time`: `exponential` (default) or
+    /// `constant`, as `bench --think-time-dist`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time_dist: Option<ThinkDist>,
 }
 
 /// One message of a scenario's `messages:`.
@@ -461,6 +466,7 @@ impl Default for Scenario {
             nonce: true,
             turns: 1,
             think_time: None,
+            think_time_dist: None,
         }
     }
 }

@@ -162,7 +162,7 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
 /// Most turns a scenario's conversation may have: each resends the whole history.
 pub const MAX_TURNS: u32 = 100;
 
-/// `turns` and `think_time`: a conversation needs an API that answers, and
+/// `turns`, `think_time` and `think_time_dist`: a conversation needs an API that answers, and
 /// `NAME:later` is where its later turns are observed.
 fn conversation(t: &Target, s: &Scenario, sp: &Path) -> Result<(), Violation> {
     if s.turns == 0 {
@@ -183,10 +183,19 @@ fn conversation(t: &Target, s: &Scenario, sp: &Path) -> Result<(), Violation> {
             ),
         ));
     }
-    if s.think_time.is_some() && s.turns < 2 {
+    // Think times come between turns: a single request has none to shape.
+    let think = [
+        ("think_time", s.think_time.is_some()),
+        ("think_time_dist", s.think_time_dist.is_some()),
+    ];
+    if let Some((key, _)) = think.into_iter().find(|(_, set)| *set && s.turns < 2) {
         return Err((
-            sp.key("think_time"),
-            "shapes a conversation's later turns: set turns to 2 or more".into(),
+            sp.key(key),
+            format!(
+                "shapes a conversation's later turns, and scenario {:?} has none: set turns \
+                 to 2 or more",
+                s.name
+            ),
         ));
     }
     if s.name.ends_with(LATER_SUFFIX) {

@@ -45,6 +45,16 @@ fn ms_stats(s: &Stats, percentiles: &[f64]) -> LatencyStats {
     }
 }
 
+/// Dispatch lag's p50, p99 and max in ms (the percentiles are always computed).
+fn lag_ms(lag: &Stats) -> LagStats {
+    let ms = |v: Option<f64>| v.map(|v| v * 1000.0);
+    LagStats {
+        p50: ms(lag.percentile(50.0)),
+        p99: ms(lag.percentile(99.0)),
+        max: ms(lag.max),
+    }
+}
+
 /// One turn's figures in ms.
 fn turn_report(t: &TurnSummary, percentiles: &[f64]) -> TurnReport {
     TurnReport {
@@ -52,6 +62,7 @@ fn turn_report(t: &TurnSummary, percentiles: &[f64]) -> TurnReport {
         requests: t.requests,
         completed: t.completed,
         ttft_ms: ms_stats(&t.ttft, percentiles),
+        dispatch_lag_ms: lag_ms(&t.dispatch_lag),
         prompt_tokens_mean: t.prompt_tokens_mean,
         cache_hit_share: t.cache.share(),
     }
@@ -73,13 +84,7 @@ fn turns_report(t: &TurnsSummary, percentiles: &[f64]) -> Option<TurnsReport> {
 
 /// The report of one rate from its summary (computed with `ctx.percentiles`).
 pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
-    let lag_ms = |v: Option<f64>| v.map(|v| v * 1000.0);
-    let lag = s.latency(Latency::DispatchLag);
-    let dispatch_lag_ms = LagStats {
-        p50: lag_ms(lag.percentile(50.0)),
-        p99: lag_ms(lag.percentile(99.0)),
-        max: lag_ms(lag.max),
-    };
+    let dispatch_lag_ms = lag_ms(s.latency(Latency::DispatchLag));
     let warn_ms = ctx.dispatch_lag_warn.as_secs_f64() * 1000.0;
     let latency = |l: Latency| ms_stats(s.latency(l), &ctx.percentiles);
     let mut report = RateReport {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::latency::LatencyMetric;
-use crate::report::{LatencyStats, RateReport, TurnReport, TurnsReport, percentile_key};
+use crate::report::{LagStats, LatencyStats, RateReport, TurnReport, TurnsReport, percentile_key};
 
 /// Which way a figure improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub const LATENCIES: [&str; 8] = [
 /// Which way `key` improves.
 pub fn better(key: &str) -> Better {
     if key == "offered_rate"
-        || key.starts_with("dispatch_lag_ms")
+        || key.contains("dispatch_lag_ms")
         || key.ends_with("prompt_tokens_mean")
     {
         Better::Neither
@@ -108,9 +108,7 @@ pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
     let mut goodput = Some(r.goodput);
     opt("goodput", &mut goodput);
     opt("goodput_ratio", &mut r.goodput_ratio);
-    opt("dispatch_lag_ms.p50", &mut r.dispatch_lag_ms.p50);
-    opt("dispatch_lag_ms.p99", &mut r.dispatch_lag_ms.p99);
-    opt("dispatch_lag_ms.max", &mut r.dispatch_lag_ms.max);
+    visit_lag("dispatch_lag_ms", &mut r.dispatch_lag_ms, &mut opt);
     (r.achieved_rate, r.output_throughput) = (achieved.unwrap_or(0.0), out.unwrap_or(0.0));
     (r.total_token_throughput, r.goodput) = (total.unwrap_or(0.0), goodput.unwrap_or(0.0));
     for (name, stats) in latencies_mut(r) {
@@ -120,6 +118,11 @@ pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
     if let Some(t) = r.turns.as_mut() {
         for (name, turn) in turns_mut(t) {
             visit_stats(&format!("{name}.ttft_ms"), &mut turn.ttft_ms, &mut opt);
+            visit_lag(
+                &format!("{name}.dispatch_lag_ms"),
+                &mut turn.dispatch_lag_ms,
+                &mut opt,
+            );
             opt(
                 &format!("{name}.prompt_tokens_mean"),
                 &mut turn.prompt_tokens_mean,
@@ -130,6 +133,13 @@ pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
             );
         }
     }
+}
+
+/// A dispatch lag's p50, p99 and max, named `NAME.p50`, ….
+fn visit_lag(name: &str, lag: &mut LagStats, opt: &mut dyn FnMut(&str, &mut Option<f64>)) {
+    opt(&format!("{name}.p50"), &mut lag.p50);
+    opt(&format!("{name}.p99"), &mut lag.p99);
+    opt(&format!("{name}.max"), &mut lag.max);
 }
 
 /// The mean and percentiles of one latency, named `NAME.mean`, `NAME.p99`, ….
@@ -172,11 +182,7 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
             out.insert(k.to_string(), v);
         }
     }
-    for k in ["p50", "p99", "max"] {
-        if let Some(v) = line["dispatch_lag_ms"].get(k).and_then(Value::as_f64) {
-            out.insert(format!("dispatch_lag_ms.{k}"), v);
-        }
-    }
+    json_lag(&mut out, "dispatch_lag_ms", &line["dispatch_lag_ms"]);
     for name in LATENCIES {
         json_stats(&mut out, name, line.get(name));
     }
@@ -191,6 +197,11 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
         .chain(by_turn.map(|t| (format!("turns.by_turn.{}", t["turn"]), t)));
     for (name, t) in named {
         json_stats(&mut out, &format!("{name}.ttft_ms"), t.get("ttft_ms"));
+        json_lag(
+            &mut out,
+            &format!("{name}.dispatch_lag_ms"),
+            &t["dispatch_lag_ms"],
+        );
         for k in ["prompt_tokens_mean", "cache_hit_share"] {
             if let Some(v) = t.get(k).and_then(Value::as_f64) {
                 out.insert(format!("{name}.{k}"), v);
@@ -198,6 +209,15 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
         }
     }
     out
+}
+
+/// A JSON dispatch lag's p50, p99 and max, as `NAME.p50`, ….
+fn json_lag(out: &mut BTreeMap<String, f64>, name: &str, lag: &Value) {
+    for k in ["p50", "p99", "max"] {
+        if let Some(v) = lag.get(k).and_then(Value::as_f64) {
+            out.insert(format!("{name}.{k}"), v);
+        }
+    }
 }
 
 /// The mean and percentiles of a JSON latency object, as `NAME.mean`, `NAME.p99`, ….
@@ -241,6 +261,11 @@ mod tests {
             requests: 10,
             completed: 10,
             ttft_ms: crate::report::test_support::stats(base),
+            dispatch_lag_ms: LagStats {
+                p50: Some(base / 100.0),
+                p99: Some(base / 50.0),
+                max: Some(base / 25.0),
+            },
             prompt_tokens_mean: Some(base * 2.0),
             cache_hit_share: Some(0.5),
         };
@@ -255,6 +280,8 @@ mod tests {
         assert_eq!(typed["turns.later.ttft_ms.p99"], 60.0);
         assert_eq!(typed["turns.by_turn.2.prompt_tokens_mean"], 100.0);
         assert_eq!(typed["turns.first.cache_hit_share"], 0.5);
+        assert_eq!(typed["turns.first.dispatch_lag_ms.p99"], 2.0);
+        assert_eq!(better("turns.first.dispatch_lag_ms.max"), Better::Neither);
         assert_eq!(typed["cache_hit_share"], 0.4);
         assert_eq!(better("turns.later.ttft_ms.p99"), Better::Lower);
         assert_eq!(better("turns.later.cache_hit_share"), Better::Higher);

@@ -209,6 +209,9 @@ pub struct TurnReport {
     pub completed: u64,
     /// TTFT of the successful ones, ms.
     pub ttft_ms: LatencyStats,
+    /// Dispatch lag of every one sent, ms: turn 1 from its arrival's scheduled (or
+    /// trace) time, a later turn from its own due time.
+    pub dispatch_lag_ms: LagStats,
     /// Mean prompt tokens of the successful ones (server usage when sent): the history
     /// grows turn by turn.
     pub prompt_tokens_mean: Option<f64>,
