@@ -563,8 +563,9 @@ def main():
                     help="rates tried (64 output tokens) for the highest sustained rate; "
                          "empty with --no-max-rate")
     ap.add_argument("--no-max-rate", action="store_true")
-    ap.add_argument("--clients", type=clients_arg, default=list(CLIENTS),
-                    help="clients run at each point, one after the other on the same mock")
+    ap.add_argument("--clients", type=clients_arg, default=["llmprobe", "floor"],
+                    help="clients run at each point, one after the other on the same mock "
+                         "(llmprobe, floor, guidellm; default llmprobe,floor)")
     ap.add_argument("--floor-bin", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", "target"), "release", "examples", "floor_client"),
         help="the floor reference client (cargo build --release --example floor_client)")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # benches/client_overhead.py runs end to end (3 s at 50 requests/s against a real
-# `llmprobe mock` process) and writes its JSON and SVG. Not a performance test: it
-# asserts the shape of the output and that every request succeeded, never a timing.
+# `llmprobe mock` process, by llmprobe and by the floor reference client) and writes
+# its JSON and SVG. Not a performance test: it asserts the shape of the output, that
+# every request succeeded and that both clients saw every token, never a timing.
 source "$(dirname "$0")/lib/common.bash"
 cd "$repo_root"
 
@@ -12,8 +13,14 @@ if ! "$bin" bench --help >/dev/null 2>&1; then
   exit 0
 fi
 
+# `cargo test --all-targets` (scripts/test) builds the examples, the floor among them;
+# a debug build is enough for a run that asserts no timing.
+floor=${CARGO_TARGET_DIR:-target}/debug/examples/floor_client
+[ -x "$floor" ] || cargo build --quiet --example floor_client \
+  || fail "cannot build the floor client"
+
 make_scratch
-python3 benches/client_overhead.py --bin "$bin" --rates 50 --output-lens 16 \
+python3 benches/client_overhead.py --bin "$bin" --floor-bin "$floor" --rates 50 --output-lens 16 \
   --seconds 3 --warmup-seconds 0.5 --min-requests 1 --no-max-rate --daemon-minutes 0 \
   --out "$scratch/overhead.json" --svg "$scratch/overhead.svg" >"$scratch/log" 2>&1 \
   || { cat "$scratch/log" >&2; fail "client_overhead.py failed"; }
@@ -21,7 +28,11 @@ python3 benches/client_overhead.py --bin "$bin" --rates 50 --output-lens 16 \
 python3 - "$scratch/overhead.json" <<'PY' || fail "unexpected JSON"
 import json, sys
 d = json.load(open(sys.argv[1]))
-(p,) = d["points"]
+p, floor = d["points"]
+assert (p["client"], floor["client"]) == ("llmprobe", "floor"), d["points"]
+assert floor["ok"] == floor["counted"] == 150, (floor["ok"], floor["counted"])
+assert floor["streamed_tokens"] == 16 * floor["requests"], floor["streamed_tokens"]
+assert floor["ttft_err_ms"]["p50"] > 0 and floor["client_cpu_s"] > 0, floor
 assert p["rate"] == 50 and p["output_len"] == 16, p
 assert p["counted"] == 150 and p["ok"] == p["counted"], (p["ok"], p["counted"])
 assert p["streamed_tokens"] == 16 * p["requests"], p["streamed_tokens"]
