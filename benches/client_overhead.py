@@ -181,8 +181,8 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
 
 def run_peer(args, mock, rate, output_len, n, warmup, workdir, records):
     """GuideLLM through benches/peers.py: its records in llmprobe's shape, and the CPU of
-    its whole process tree while requests were in flight (its start-up, some 20 s of
-    CPU, is left out so the per-request figure is comparable)."""
+    its whole process tree while requests were in flight (its start-up, many seconds
+    of CPU across its processes, is left out so the per-request figure is comparable)."""
     mock_cpu0 = mock.cpu()
     res = peers.run_guidellm(args.guidellm, mock.url, rate, n, warmup, args.input_len,
                              output_len, workdir)

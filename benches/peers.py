@@ -37,14 +37,12 @@ Two GuideLLM 0.8.1 defects in its Poisson arrivals (``guidellm/scheduler/strateg
    woken workers, and a worker that gets there first reads the placeholder offset -1.0
    (1970) and pre-draws arrival times in the past (up to its 1024 in-flight slots).
    Those requests are then sent as soon as they are queued: a burst, not R
-   requests/s. It is intermittent: seen here in one of two stock runs (6 requests
-   sent in 0.18 s at "2 req/s", every ``targeted_start`` near 0).
+   requests/s, with every ``targeted_start`` near 0. It is intermittent.
 2. Same seed in every worker: each worker process builds ``random.Random(seed)``
    and adds its draws to the shared offset, so with W worker processes (GuideLLM's
    default is 10, ``GUIDELLM__MAX_WORKER_PROCESSES``) the gaps come in runs of W equal
-   values: a stock run at 2 req/s x 20 requests had 10 gaps of 72.1 ms then 9 of
-   940.1 ms (the first two draws of Random(1)). The mean rate is right but the
-   arrivals are not a Poisson process.
+   values (the same draws of Random(seed) in each worker). The mean rate is right but
+   the arrivals are not a Poisson process.
 
 With ``fix_poisson=True`` (the default) GuideLLM is started through a launcher
 (``GUIDELLM_LAUNCHER`` below, run by GuideLLM's own interpreter, then GuideLLM's own
@@ -126,9 +124,8 @@ cutime + cstime of the live processes plus the wrapper's cutime + cstime), from 
 ``cpu_s_startup`` (before the first request start), ``cpu_s_requests`` (from the
 first request start to the last request end, interpolated; 10 ms tick resolution) and
 ``cpu_s_after`` (the rest: statistics, the report, shutdown) are split out.
-GuideLLM's startup (Python imports in each of its ~14 processes, the synthetic data)
-is most of ``cpu_s`` in short runs: ~19 s of ~26 s for 20 requests with 10 workers,
-~10 s of ~13 s with 2.
+GuideLLM's startup (Python imports in each of its processes, the synthetic data) is
+most of ``cpu_s`` in short runs, which is why the harness compares ``cpu_s_requests``.
 """
 
 import argparse
