@@ -122,8 +122,10 @@ fn arm(fd: i32, left: Duration) -> io::Result<()> {
         },
         it_value: libc::timespec {
             tv_sec: libc::time_t::try_from(left.as_secs()).unwrap_or(libc::time_t::MAX),
-            // A zero value would disarm the timer: wait at least a nanosecond.
-            tv_nsec: libc::c_long::from(left.subsec_nanos()).max(i64::from(left.as_secs() == 0)),
+            // Under 10^9, so it fits a c_long anywhere. A zero value would disarm the
+            // timer: wait at least a nanosecond.
+            tv_nsec: (left.subsec_nanos() as libc::c_long)
+                .max(libc::c_long::from(left.as_secs() == 0)),
         },
     };
     // SAFETY: `spec` is a valid itimerspec on the stack; a null old-value pointer is
