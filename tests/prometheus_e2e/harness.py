@@ -81,6 +81,23 @@ def misspelt(query: q.Query) -> q.Query:
                    expr=query.expr.replace(name, wrong))
 
 
+# A rule's input can have data a moment before the rule's next evaluation writes its
+# output (a series that appeared since the last one): how long to give it, in
+# evaluation intervals of the test's Prometheus (1 s) and then some.
+RULE_SETTLE_SECONDS = 10
+
+
+def recorded_output(base: str, name: str, settle: float = RULE_SETTLE_SECONDS):
+    """Queries a recording rule's output, giving the rule a few evaluations to write it
+    when its expression already has data."""
+    deadline = time.monotonic() + settle
+    while True:
+        evaluated, n, err = run_query(base, name)
+        if (evaluated and n > 0) or time.monotonic() > deadline:
+            return evaluated, n, err
+        time.sleep(0.5)
+
+
 def check(base: str, queries: list[q.Query], allow_empty: list[str]) -> list[Result]:
     results = []
     for query in queries:
@@ -96,7 +113,7 @@ def check(base: str, queries: list[q.Query], allow_empty: list[str]) -> list[Res
         else:
             results.append(Result(query, True, f"{n} series"))
         if query.kind == "record" and results[-1].ok:
-            evaluated, n, err = run_query(base, query.name)
+            evaluated, n, err = recorded_output(base, query.name)
             if not evaluated or n == 0:
                 results.append(Result(replace(query, source=f"{query.source} (recorded series)"),
                                       False, err or "rule not evaluated by Prometheus: no data"))
