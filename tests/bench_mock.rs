@@ -10,23 +10,8 @@ use assert_cmd::Command;
 use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 
-fn bench() -> Command {
-    let mut c = Command::cargo_bin("llmprobe").unwrap();
-    c.arg("bench").env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn args(s: &str) -> Vec<&str> {
-    s.split_whitespace().collect()
-}
+mod bench_support;
+use bench_support::{args, bench, jsonl};
 
 #[test]
 fn one_rate_exact_counts_keys_and_latency_near_the_mock_truth() {

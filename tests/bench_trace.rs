@@ -3,31 +3,12 @@
 //! traced input length exactly (with a tokenizer) and output length; bad traces exit 2
 //! naming FILE:LINE before anything is sent.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn bench() -> Command {
-    let mut c = Command::cargo_bin("llmprobe").unwrap();
-    c.arg("bench").env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel)
-}
+mod bench_support;
+use bench_support::{bench, fixture, jsonl};
 
 fn sorted_records(path: &Path) -> Vec<Value> {
     let mut recs = jsonl(path);

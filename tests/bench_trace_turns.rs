@@ -9,36 +9,17 @@
 //! before in whole blocks of 16 words. A turn's prompt and answer are the next turn's
 //! prefix, so turn k + 1 finds ⌊(prompt_k + answer_k) / 16⌋·16 tokens cached.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+mod bench_support;
+use bench_support::{bench, fixture, jsonl};
 
 /// Every run: new messages of 30 tokens asking 8, 20 ms of think time.
 const FLAGS: &str = "--mock --mock-ttft-ms 5 --mock-itl-ms 1 --mock-batch-slowdown 0 \
                      --turns 3 --think-time 20ms --think-time-dist constant \
                      --input-len 30 --output-len 8";
-
-fn bench() -> Command {
-    let mut c = Command::cargo_bin("llmprobe").unwrap();
-    c.arg("bench").env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel)
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))

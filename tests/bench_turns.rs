@@ -7,26 +7,10 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn bench() -> Command {
-    let mut c = Command::cargo_bin("llmprobe").unwrap();
-    c.arg("bench").env_remove("OPENAI_API_KEY");
-    c
-}
-
-fn jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn args(s: &str) -> Vec<&str> {
-    s.split_whitespace().collect()
-}
+mod bench_support;
+use bench_support::{args, bench, jsonl};
 
 /// A multi-turn run; its --json-out line, its records and stdout.
 fn turns_run(dir: &Path, extra: &str) -> (Value, Vec<Value>, String) {
