@@ -39,19 +39,9 @@ import tempfile
 import time
 
 import peers
+from peers import percentile
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def percentile(values, p):
-    """numpy's default (linear) percentile of a list; None when empty."""
-    if not values:
-        return None
-    v = sorted(values)
-    h = (len(v) - 1) * p / 100.0
-    lo = math.floor(h)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (h - lo) * (v[hi] - v[lo])
 
 
 def proc_cpu_seconds(pid):
@@ -146,8 +136,8 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
     records = os.path.join(workdir, f"{tag}.records.jsonl")
     summary = os.path.join(workdir, f"{tag}.json")
     if client == "guidellm":
-        return analyse(args, mock, rate, output_len, n, client, records,
-                       *run_peer(args, mock, rate, output_len, n, warmup, workdir, records))
+        cost = run_peer(args, mock, rate, output_len, n, warmup, workdir, records)
+        return analyse(args, mock, rate, output_len, n, client, records, cost)
     cmd = client_cmd(args, client, mock, rate, output_len, n, warmup, records, summary)
     if args.chrt:
         cmd = ["chrt", "-f", str(args.chrt)] + cmd
@@ -190,10 +180,10 @@ def run_peer(args, mock, rate, output_len, n, warmup, workdir, records):
         for r in res["records"]:
             f.write(json.dumps(r) + "\n")
     share = res["cpu_s_requests"] / res["cpu_s"] if res["cpu_s"] else 1.0
-    return ({"cpu_s": res["cpu_s_requests"], "user_s": res["user_s"] * share,
+    return {"cpu_s": res["cpu_s_requests"], "user_s": res["user_s"] * share,
              "sys_s": res["sys_s"] * share, "wall_s": res["requests_window_s"],
              "hwm_mib": res["peak_rss_mib"], "mock_cpu_s": mock.cpu() - mock_cpu0,
-             "cpu_s_all": res["cpu_s"]},)
+             "cpu_s_all": res["cpu_s"]}
 
 
 def analyse(args, mock, rate, output_len, n, client, records, cost):

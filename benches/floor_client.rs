@@ -11,7 +11,9 @@
 //! chunk, records kept in memory and written after the run.
 //!
 //! It writes `--records` in the shape of llmprobe's own `--records` (the fields the
-//! harness reads), so both are analysed by the same code.
+//! harness reads), so both are analysed by the same code. Each text chunk counts as one
+//! token, which is what `llmprobe mock` sends; against a server that batches tokens
+//! into chunks its ITL figures would not be per token.
 //!
 //!     cargo build --release --example floor_client
 //!     target/release/examples/floor_client --url http://127.0.0.1:PORT --rate 20 \

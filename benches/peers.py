@@ -617,7 +617,8 @@ def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir,
 # ---- smoke check -------------------------------------------------------------------------
 
 def percentile(values, p):
-    """numpy's default (linear) percentile; None when empty."""
+    """numpy's default (linear) percentile; None when empty. benches/client_overhead.py
+    uses this one too."""
     if not values:
         return None
     v = sorted(values)

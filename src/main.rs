@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use llmprobe::cli::Command;
 
-/// Worker threads of the runtime for a command; `None` is tokio's default (one per
-/// core, or `TOKIO_WORKER_THREADS`), `Some(1)` a current-thread runtime.
+/// Whether a command runs on a current-thread runtime; otherwise tokio's multi-thread
+/// runtime with its default workers (one per core, or `TOKIO_WORKER_THREADS`).
 ///
 /// Clients (`bench`, `daemon`) run on one thread: a streamed token arrives alone and
 /// wakes the process, and every other thread a token or a dispatch has to wake (a
@@ -17,18 +17,18 @@ use llmprobe::cli::Command;
 /// which on a VM costs more than reading the token. On one thread the dispatcher waits
 /// on a timerfd in the same event loop as the sockets (`runner::FdTimer`), so a
 /// dispatch and a token each cost one wake-up. One core keeps up with the request rates
-/// a client drives. The mock, the server side, keeps a worker per core;
-/// `TOKIO_WORKER_THREADS` overrides both.
-fn worker_threads(command: &Command) -> Option<usize> {
+/// a client drives. The mock, the server side, keeps a worker per core; setting
+/// `TOKIO_WORKER_THREADS` puts every command on the multi-thread runtime.
+fn runs_on_one_thread(command: &Command) -> bool {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
-        return None;
+        return false;
     }
     match command {
-        Command::Mock(_) => None,
+        Command::Mock(_) => false,
         // With --mock the same process serves the streams too.
-        Command::Bench(a) if a.mock => None,
-        Command::Daemon(a) if a.mock => None,
-        _ => Some(1),
+        Command::Bench(a) if a.mock => false,
+        Command::Daemon(a) if a.mock => false,
+        _ => true,
     }
 }
 
@@ -38,14 +38,10 @@ fn main() -> ExitCode {
         eprintln!("Error: {e:#}");
         return ExitCode::from(llmprobe::exit::USAGE);
     }
-    let mut builder = match worker_threads(&cli.command) {
-        Some(1) => tokio::runtime::Builder::new_current_thread(),
-        Some(n) => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(n);
-            b
-        }
-        None => tokio::runtime::Builder::new_multi_thread(),
+    let mut builder = if runs_on_one_thread(&cli.command) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     };
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
