@@ -145,6 +145,7 @@ GUIDELLM = os.environ.get("GUIDELLM") or shutil.which("guidellm") or os.path.exp
     "~/.cache/llmprobe/peers/bin/guidellm")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKENIZER_FIXTURE = os.path.join(HERE, "..", "tests", "fixtures", "tokenizer", "tiny-bpe.json")
+PEER_ENV_PREFIXES = ("GUIDELLM_", "AIPERF_")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -273,9 +274,10 @@ def _offline_env(extra=None):
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
                 "DO_NOT_TRACK": "1"})
-    # GuideLLM reads GUIDELLM__* settings (and a .env in its cwd); only ours apply.
+    # GuideLLM reads GUIDELLM__* settings and AIPerf AIPERF_* ones (each also a .env in
+    # its cwd, the run's work directory); only ours apply.
     for k in list(env):
-        if k.startswith("GUIDELLM_"):
+        if k.startswith(PEER_ENV_PREFIXES):
             del env[k]
     env.update(extra or {})
     return env
@@ -483,10 +485,16 @@ def convert_report(report, warmup):
             },
         })
 
+    return records, origin, _schedule_summary(records, origin, targets_ok)
+
+
+def _schedule_summary(records, origin, targets_ok):
+    """What the arrivals were: the span and rate of the sends, and whether the peer's
+    targets are plausible and how many of their gaps are distinct."""
     sends = sorted(x["t_send"] for x in records if x["t_send"] is not None)
     scheds = sorted(x["t_sched"] for x in records if x["t_sched"] is not None)
     gaps = [round(b - a, 6) for a, b in zip(scheds, scheds[1:])]
-    schedule = {
+    return {
         "origin_unix": origin,
         "targets_plausible": targets_ok,
         "send_span_s": (sends[-1] - sends[0]) if len(sends) > 1 else None,
@@ -496,10 +504,114 @@ def convert_report(report, warmup):
         "distinct_gaps": len(set(gaps)) if gaps else None,
         "gaps": len(gaps),
     }
-    return records, origin, schedule
 
 
 # ---- the run ---------------------------------------------------------------------------
+
+def _default_timeout(total, rate):
+    """Seconds a run may take: start-up and the report, plus thrice the arrivals' span."""
+    return 300.0 + 3.0 * total / rate
+
+
+def _kill_tree(root):
+    for p in _descendants(root) + [root]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _run_tree(cmd, env, workdir, tag, timeout, poll_s=0.1):
+    """Run `cmd` in `workdir` under WRAPPER (a child subreaper that reaps the whole tree)
+    and sample the tree from /proc every `poll_s` s; SIGTERM (forwarded to the peer)
+    after `timeout` s, SIGKILL of the tree 30 s later.
+
+    Returns {"ru": the wrapper's report, "samples": [(unix time, tree CPU s)],
+    "peak_rss", "processes", "timed_out", "wall_s", "log"}. Raises RuntimeError when the
+    wrapper wrote no report.
+    """
+    log_path = os.path.join(workdir, f"{tag}.log")
+    ru_path = os.path.join(workdir, f"{tag}.rusage.json")
+    if os.path.exists(ru_path):
+        os.remove(ru_path)
+    samples, peak_rss, max_procs, terminated = [], 0, 0, False
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        wrapper = subprocess.Popen([sys.executable, "-c", WRAPPER, ru_path] + cmd,
+                                   cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
+        while True:
+            pid, status, _ru = os.wait4(wrapper.pid, os.WNOHANG)
+            if pid:
+                break
+            s = _sample_tree(wrapper.pid)
+            if s is not None:
+                samples.append((time.time(), s[0]))
+                peak_rss = max(peak_rss, s[1])
+                max_procs = max(max_procs, s[2])
+            elapsed = time.monotonic() - t0
+            if elapsed > timeout and not terminated:
+                os.kill(wrapper.pid, signal.SIGTERM)  # forwarded to the peer
+                terminated = True
+            elif elapsed > timeout + 30 and terminated:
+                _kill_tree(wrapper.pid)
+            time.sleep(poll_s)
+    wall = time.monotonic() - t0
+    if not os.path.exists(ru_path):
+        raise RuntimeError(f"the process-tree wrapper failed (exit "
+                           f"{os.waitstatus_to_exitcode(status)}); see {log_path}")
+    with open(ru_path) as f:
+        ru = json.load(f)
+    samples.append((ru["t_exit"], ru["utime"] + ru["stime"]))
+    return {"ru": ru, "samples": samples, "peak_rss": peak_rss, "processes": max_procs,
+            "timed_out": terminated, "wall_s": wall, "log": log_path}
+
+
+def _check_exit(tree, cmd, output):
+    """RuntimeError with the log's tail unless the peer exited 0 and wrote `output`."""
+    if tree["ru"]["returncode"] == 0 and os.path.exists(output):
+        return
+    with open(tree["log"], errors="replace") as f:
+        tail = f.read()[-3000:]
+    raise RuntimeError(f"{' '.join(cmd)} exited {tree['ru']['returncode']}; "
+                       f"{tree['log']}:\n{tail}")
+
+
+def _tree_cost(tree, first_start, last_end):
+    """The tree's CPU and memory (module docstring), its CPU split at the first request
+    start and the last request end (unix times)."""
+    ru, samples, peak_rss = tree["ru"], tree["samples"], tree["peak_rss"]
+    cpu_total = ru["utime"] + ru["stime"]
+    cpu_startup = cpu_requests = cpu_after = None
+    if first_start is not None and last_end is not None:
+        c0, c1 = _interp(samples, first_start), _interp(samples, last_end)
+        if c0 is not None and c1 is not None:
+            cpu_startup, cpu_requests = c0, max(c1 - c0, 0.0)
+            cpu_after = max(cpu_total - c1, 0.0)
+    return {
+        "cpu_s": cpu_total,
+        "user_s": ru["utime"],
+        "sys_s": ru["stime"],
+        "wall_s": tree["wall_s"],
+        "peak_rss_mib": peak_rss / 2**20 if peak_rss else None,
+        "max_process_rss_mib": ru["maxrss_kib"] / 1024.0,
+        "processes": tree["processes"],
+        "cpu_s_startup": cpu_startup,
+        "cpu_s_requests": cpu_requests,
+        "cpu_s_after": cpu_after,
+        "requests_window_s": (last_end - first_start) if first_start and last_end else None,
+        "orphans_reaped": ru["orphans_reaped"],
+        "orphans_killed": ru["orphans_killed"],
+        "timed_out": tree["timed_out"],
+        # (unix time, tree CPU seconds) from /proc; the last point is the final rusage.
+        "cpu_timeline": [(round(t, 3), round(c, 2)) for t, c in samples],
+    }
+
+
+def _env_shown(env):
+    """The environment variables a run's result reports (the peers' and the offline ones)."""
+    return {k: env[k] for k in sorted(env)
+            if k.startswith(("HF_", "TRANSFORMERS_") + PEER_ENV_PREFIXES)}
+
 
 def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir, seed=1,
                  fix_poisson=True, workers=None, timeout=None, tokenizer_json=TOKENIZER_FIXTURE,
@@ -516,11 +628,8 @@ def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir,
     total = n + warmup
     tag = f"guidellm-r{rate:g}-o{output_len}-n{total}"
     out_json = os.path.join(workdir, f"{tag}.json")
-    log_path = os.path.join(workdir, f"{tag}.log")
-    ru_path = os.path.join(workdir, f"{tag}.rusage.json")
-    for p in (out_json, ru_path):
-        if os.path.exists(p):
-            os.remove(p)
+    if os.path.exists(out_json):
+        os.remove(out_json)
     tok = _tokenizer_dir(workdir, tokenizer_json)
     cmd = guidellm_cmd(guidellm, url, rate, total, input_len, output_len, tok, out_json,
                        seed=seed, fix_poisson=fix_poisson)
@@ -528,49 +637,8 @@ def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir,
     if workers:
         extra["GUIDELLM__MAX_WORKER_PROCESSES"] = str(int(workers))
     env = _offline_env(extra)
-    if timeout is None:
-        timeout = 300.0 + 3.0 * total / rate
-
-    samples, peak_rss, max_procs, terminated = [], 0, 0, False
-    t0 = time.monotonic()
-    with open(log_path, "w") as log:
-        wrapper = subprocess.Popen([sys.executable, "-c", WRAPPER, ru_path] + cmd,
-                                   cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
-        status = None
-        while True:
-            pid, st, _ru = os.wait4(wrapper.pid, os.WNOHANG)
-            if pid:
-                status = st
-                break
-            s = _sample_tree(wrapper.pid)
-            if s is not None:
-                samples.append((time.time(), s[0]))
-                peak_rss = max(peak_rss, s[1])
-                max_procs = max(max_procs, s[2])
-            elapsed = time.monotonic() - t0
-            if elapsed > timeout and not terminated:
-                os.kill(wrapper.pid, signal.SIGTERM)  # forwarded to GuideLLM
-                terminated = True
-            elif elapsed > timeout + 30 and terminated:
-                for p in _descendants(wrapper.pid) + [wrapper.pid]:
-                    try:
-                        os.kill(p, signal.SIGKILL)
-                    except OSError:
-                        pass
-            time.sleep(poll_s)
-        wrapper.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.monotonic() - t0
-
-    if not os.path.exists(ru_path):
-        raise RuntimeError(f"the GuideLLM wrapper failed (exit {wrapper.returncode}); "
-                           f"see {log_path}")
-    with open(ru_path) as f:
-        ru = json.load(f)
-    samples.append((ru["t_exit"], ru["utime"] + ru["stime"]))
-    if ru["returncode"] != 0 or not os.path.exists(out_json):
-        with open(log_path, errors="replace") as f:
-            tail = f.read()[-3000:]
-        raise RuntimeError(f"{' '.join(cmd)} exited {ru['returncode']}; {log_path}:\n{tail}")
+    tree = _run_tree(cmd, env, workdir, tag, timeout or _default_timeout(total, rate), poll_s)
+    _check_exit(tree, cmd, out_json)
     with open(out_json) as f:
         report = json.load(f)
     records, origin, schedule = convert_report(report, warmup)
@@ -578,39 +646,16 @@ def run_guidellm(guidellm, url, rate, n, warmup, input_len, output_len, workdir,
     peers = [x["peer"] for x in records]
     first_start = min((p["request_start"] for p in peers if p["request_start"]), default=None)
     last_end = max((p["request_end"] for p in peers if p["request_end"]), default=None)
-    cpu_total = ru["utime"] + ru["stime"]
-    cpu_startup = cpu_requests = cpu_after = None
-    if first_start is not None and last_end is not None and samples:
-        c0, c1 = _interp(samples, first_start), _interp(samples, last_end)
-        if c0 is not None and c1 is not None:
-            cpu_startup, cpu_requests = c0, max(c1 - c0, 0.0)
-            cpu_after = max(cpu_total - c1, 0.0)
     return {
         "records": records,
-        "cpu_s": cpu_total,
-        "user_s": ru["utime"],
-        "sys_s": ru["stime"],
-        "wall_s": wall,
-        "peak_rss_mib": peak_rss / 2**20 if peak_rss else None,
-        "max_process_rss_mib": ru["maxrss_kib"] / 1024.0,
-        "processes": max_procs,
-        "cpu_s_startup": cpu_startup,
-        "cpu_s_requests": cpu_requests,
-        "cpu_s_after": cpu_after,
-        "requests_window_s": (last_end - first_start) if first_start and last_end else None,
-        "orphans_reaped": ru["orphans_reaped"],
-        "orphans_killed": ru["orphans_killed"],
-        "timed_out": terminated,
-        # (unix time, tree CPU seconds) from /proc; the last point is the final rusage.
-        "cpu_timeline": [(round(t, 3), round(c, 2)) for t, c in samples],
+        **_tree_cost(tree, first_start, last_end),
         "cmd": cmd,
-        "env": {k: env[k] for k in sorted(env) if k.startswith(("HF_", "TRANSFORMERS_",
-                                                                  "GUIDELLM_"))},
+        "env": _env_shown(env),
         "fix_poisson": fix_poisson,
         "workers": workers,
         "schedule": schedule,
         "report": out_json,
-        "log": log_path,
+        "log": tree["log"],
     }
 
 
