@@ -632,6 +632,8 @@ def main():
             "input_len": args.input_len,
             "chrt": args.chrt or None,
             "chrt_mock": args.chrt_mock or None,
+            "peer_versions": {c: peers.tool_version(getattr(args, c))
+                              for c in args.clients if c in PEERS},
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         "points": [],

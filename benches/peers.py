@@ -146,9 +146,8 @@ AIPerf 0.13.0's Poisson arrivals (``aiperf/timing/``)
   0.1 s (AIPERF_TIMING_RATE_RAMP_UPDATE_INTERVAL) end on a timerfd, longer ones on the
   event loop's timer.
 - Not a Poisson process under overload: when the loop finds itself more than 10 ms
-  (AIPERF_TIMING_MAX_CATCHUP_SECONDS) behind a target it re-anchors the next target at
-  the present, so the arrivals it is late for are not caught up and the rest of the
-  schedule shifts.
+  (AIPERF_TIMING_MAX_CATCHUP_SECONDS) behind a target it moves that target to the
+  present, so that delay is never caught up: the rest of the schedule shifts by it.
 - An arrival that finds no session or prefill slot issues no credit; there are slots
   to find only with --concurrency / --prefill-concurrency, not set here.
 
@@ -353,7 +352,7 @@ _available = {}
 
 
 def _tool_available(path, probe, marker):
-    """True when `path probe` runs and its output names `marker` (cached per path)."""
+    """True when `path probe` runs and its output names `marker` (the answer is cached)."""
     if (path, probe) in _available:
         return _available[(path, probe)]
     ok = False
