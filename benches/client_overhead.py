@@ -9,6 +9,11 @@ lengths, and measures the client process alone:
   do to read the same streams (std threads, blocking reads, a timestamp per read), so
   every figure is also a ratio to the floor measured in the same run (`--targets` runs
   the points of the floor-relative targets);
+- peers: `--clients ...,guidellm,aiperf` runs GuideLLM and AIPerf on the same points
+  through benches/peers.py, which turns their per-request results into llmprobe's
+  `--records` shape; their cost is the CPU of their whole process tree from the first
+  request start to the last request end (their start-up is left out); when a peer
+  asked for is not installed, nothing is run and the message says how to install it;
 - accuracy: measured TTFT and per-token ITL minus the mock's configured truth, from
   `--records` (p50, p99), and the dispatch lag (t_send - t_sched);
 - cost: the client's CPU time (user + sys) from the kernel (`os.wait4` rusage of the
@@ -135,8 +140,8 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
     tag = f"{client}-r{rate:g}-o{output_len}"
     records = os.path.join(workdir, f"{tag}.records.jsonl")
     summary = os.path.join(workdir, f"{tag}.json")
-    if client == "guidellm":
-        cost = run_peer(args, mock, rate, output_len, n, warmup, workdir, records)
+    if client in PEERS:
+        cost = run_peer(args, mock, client, rate, output_len, n, warmup, workdir, records)
         return analyse(args, mock, rate, output_len, n, client, records, cost)
     cmd = client_cmd(args, client, mock, rate, output_len, n, warmup, records, summary)
     if args.chrt:
@@ -169,13 +174,15 @@ def run_point(args, mock, rate, output_len, workdir, client="llmprobe"):
     return analyse(args, mock, rate, output_len, n, client, records, cost)
 
 
-def run_peer(args, mock, rate, output_len, n, warmup, workdir, records):
-    """GuideLLM through benches/peers.py: its records in llmprobe's shape, and the CPU of
-    its whole process tree while requests were in flight (its start-up, many seconds
-    of CPU across its processes, is left out so the per-request figure is comparable)."""
+def run_peer(args, mock, client, rate, output_len, n, warmup, workdir, records):
+    """A peer (GuideLLM or AIPerf) through benches/peers.py: its records in llmprobe's
+    shape, and the CPU of its whole process tree while requests were in flight (its
+    start-up, many seconds of CPU across its processes, is left out so the per-request
+    figure is comparable)."""
+    run, path = {"guidellm": (peers.run_guidellm, args.guidellm),
+                 "aiperf": (peers.run_aiperf, args.aiperf)}[client]
     mock_cpu0 = mock.cpu()
-    res = peers.run_guidellm(args.guidellm, mock.url, rate, n, warmup, args.input_len,
-                             output_len, workdir)
+    res = run(path, mock.url, rate, n, warmup, args.input_len, output_len, workdir)
     with open(records, "w") as f:
         for r in res["records"]:
             f.write(json.dumps(r) + "\n")
@@ -481,7 +488,8 @@ def lens_arg(s):
     return v
 
 
-CLIENTS = ("llmprobe", "floor", "guidellm")
+PEERS = ("guidellm", "aiperf")
+CLIENTS = ("llmprobe", "floor") + PEERS
 
 # The floor-relative targets: (rate, output tokens) points and what is compared there.
 TARGET_POINTS = [(200, 1), (20, 64), (1000, 8), (1000, 32)]
@@ -555,12 +563,14 @@ def main():
     ap.add_argument("--no-max-rate", action="store_true")
     ap.add_argument("--clients", type=clients_arg, default=["llmprobe", "floor"],
                     help="clients run at each point, one after the other on the same mock "
-                         "(llmprobe, floor, guidellm; default llmprobe,floor)")
+                         "(llmprobe, floor, guidellm, aiperf; default llmprobe,floor)")
     ap.add_argument("--floor-bin", default=os.path.join(
         os.environ.get("CARGO_TARGET_DIR", "target"), "release", "examples", "floor_client"),
         help="the floor reference client (cargo build --release --example floor_client)")
     ap.add_argument("--guidellm", default=peers.GUIDELLM,
                     help="GuideLLM executable for --clients ...,guidellm (benches/peers.py)")
+    ap.add_argument("--aiperf", default=peers.AIPERF,
+                    help="AIPerf executable for --clients ...,aiperf (benches/peers.py)")
     ap.add_argument("--points", type=points_arg, default=None,
                     help="RATE:TOKENS pairs run instead of every rate with every length")
     ap.add_argument("--targets", action="store_true",
@@ -595,6 +605,9 @@ def main():
                  "`cargo build --release --example floor_client` or pass --floor-bin")
     if "guidellm" in args.clients and not peers.guidellm_available(args.guidellm):
         sys.exit(f"{args.guidellm}: GuideLLM is not installed there (pip install guidellm)")
+    if "aiperf" in args.clients and not peers.aiperf_available(args.aiperf):
+        sys.exit(f"{args.aiperf}: AIPerf is not installed there (pip install aiperf, in a "
+                 "venv of its own: benches/peers.py)")
     if any(c != "llmprobe" for c in args.clients) and args.endpoint != "chat":
         sys.exit("the floor client and the peers are run on chat only: --endpoint chat")
     if args.targets:
@@ -619,6 +632,8 @@ def main():
             "input_len": args.input_len,
             "chrt": args.chrt or None,
             "chrt_mock": args.chrt_mock or None,
+            "peer_versions": {c: peers.tool_version(getattr(args, c))
+                              for c in args.clients if c in PEERS},
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         "points": [],
