@@ -121,7 +121,7 @@ struct Bench {
     /// Runs done so far (one per rate, or per probe of the search).
     runs: u32,
     /// `--self-check`'s reference engine, started on first use.
-    reference: Option<ReferenceEngine>,
+    reference: Option<Arc<ReferenceEngine>>,
 }
 
 impl Bench {
@@ -642,11 +642,11 @@ impl Bench {
             return Ok(None);
         }
         if self.reference.is_none() {
-            self.reference = Some(
+            self.reference = Some(Arc::new(
                 ReferenceEngine::start(SELF_CHECK_TRUTH)
                     .await
                     .context("--self-check: cannot start the reference engine")?,
-            );
+            ));
         }
         let Some(engine) = &self.reference else {
             return Ok(None);
@@ -657,7 +657,7 @@ impl Bench {
             20.0
         };
         Ok(Some(
-            selfcheck::measure(engine, SELF_CHECK_PROBES, per_second).await?,
+            selfcheck::measure(engine.clone(), SELF_CHECK_PROBES, per_second).await?,
         ))
     }
 }

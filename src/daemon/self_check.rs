@@ -1,7 +1,7 @@
 //! The daemon's self-check: self-probes of the reference engine (src/selfcheck/) at the
 //! configured Poisson rate, forever, through the same client, runner and timer as every
-//! target's probes, on the same runtime. Each record's errors against the engine's
-//! truth go to the `llmprobe_self_check_*` series.
+//! target's probes, on the same runtime. Each record's errors against what the engine
+//! did go to the `llmprobe_self_check_*` series.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::config::schema::SelfCheckConfig;
 use crate::export::{Metrics, SelfProbe};
 use crate::runner::{self, Dispatch, RunConfig, RunEvent, Stop};
 use crate::schedule::Schedule;
-use crate::selfcheck::{self, ProbeError, ReferenceEngine, Truth};
+use crate::selfcheck::{ReferenceEngine, SelfProbes, Truth};
 
 /// When the first self-probe goes out after a start.
 const FIRST_PROBE: Duration = Duration::from_secs(1);
@@ -61,23 +61,22 @@ fn truth(c: &SelfCheckConfig) -> Truth {
 
 async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: CancellationToken) {
     let engine = match ReferenceEngine::start(truth(&config)).await {
-        Ok(e) => e,
+        Ok(e) => Arc::new(e),
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "self-check disabled: its reference engine did not start");
             return;
         }
     };
-    let (client, workload, schedule) = match (
-        selfcheck::client(&engine),
-        selfcheck::workload(engine.truth(), seed),
+    let (probes, schedule) = match (
+        SelfProbes::new(engine.clone(), seed),
         Schedule::poisson(config.rate.hz()),
     ) {
-        (Ok(c), Ok(w), Ok(s)) => (Arc::new(c), Arc::new(w), s),
-        (Err(e), _, _) | (_, Err(e), _) => {
+        (Ok(p), Ok(s)) => (Arc::new(p), s),
+        (Err(e), _) => {
             tracing::error!(error = %format!("{e:#}"), "self-check disabled");
             return;
         }
-        (_, _, Err(e)) => {
+        (_, Err(e)) => {
             tracing::error!(error = %e, "self-check disabled");
             return;
         }
@@ -104,26 +103,20 @@ async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: Ca
         cancel_grace: Duration::ZERO,
         timer: runner::Timer::Tokio,
     };
+    let sender = probes.clone();
     let probe = move |d: Dispatch| {
-        let client = client.clone();
-        let workload = workload.clone();
-        async move {
-            match workload.spec(d.id) {
-                Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
-                Err(e) => d.unbuilt(&e),
-            }
-        }
+        let probes = sender.clone();
+        async move { probes.send(d).await }
     };
     // The first self-probe soon (the series fill within seconds of a start), but not
     // together with the targets' first probes.
     let arrivals =
         std::iter::once(FIRST_PROBE).chain(schedule.arrivals(seed).map(|t| t + FIRST_PROBE));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let truth = engine.truth();
     let observe = async {
         while let Some(event) = rx.recv().await {
             if let RunEvent::Record(r) = event {
-                let error = ProbeError::of(&r, truth);
+                let error = probes.error(&r);
                 if error.is_none() {
                     tracing::warn!(
                         reason = r.outcome.as_str(),

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::MockConfig;
+use super::emissions::{EmissionLog, EmissionRecorder};
 use super::fault::FaultKind;
 use super::jitter::{Jitter, scale};
 use super::metrics::{E2E_BUCKETS, Histogram, ITL_BUCKETS, Snapshot, TTFT_BUCKETS};
@@ -36,6 +37,8 @@ pub struct Engine {
     pub shutdown: CancellationToken,
     /// What cached prompt tokens are reported from (None: `prefix_cache` off).
     pub prefix_cache: Option<PrefixCache>,
+    /// Where streamed answers' token chunks are noted as they leave (None: nobody asked).
+    pub emissions: Option<Arc<EmissionLog>>,
 }
 
 struct Hists {
@@ -45,6 +48,12 @@ struct Hists {
 }
 
 impl Engine {
+    /// Where the token chunks of the request with `body`, read at `arrival`, are noted
+    /// as they leave; `None` unless a caller asked for the emission log.
+    pub fn recorder(&self, body: &[u8], arrival: Instant) -> Option<EmissionRecorder> {
+        self.emissions.as_ref().map(|log| log.open(body, arrival))
+    }
+
     pub fn new(cfg: MockConfig, timer: Timer, shutdown: CancellationToken) -> Self {
         let slots = cfg
             .max_running
@@ -55,6 +64,7 @@ impl Engine {
             .then(|| PrefixCache::new(cfg.block_size, cfg.num_gpu_blocks));
         Self {
             prefix_cache,
+            emissions: None,
             cfg,
             timer,
             slots,

@@ -31,6 +31,7 @@ use tower::Service;
 
 use super::config::MockConfig;
 use super::embeddings;
+use super::emissions::{EmissionLog, EmissionRecorder};
 use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
@@ -94,6 +95,25 @@ impl Drop for MockServer {
 /// Binds `listen` (port 0 allowed) and serves `config` on the current tokio runtime.
 /// Returns once the socket is listening.
 pub async fn start(config: MockConfig, listen: SocketAddr) -> anyhow::Result<MockServer> {
+    serve(config, listen, None).await
+}
+
+/// Like [`start`], and notes in `log` when each token chunk of each streamed answer
+/// leaves (for an in-process caller judging a client against the engine's actual
+/// timing).
+pub async fn start_with_emissions(
+    config: MockConfig,
+    listen: SocketAddr,
+    log: Arc<EmissionLog>,
+) -> anyhow::Result<MockServer> {
+    serve(config, listen, Some(log)).await
+}
+
+async fn serve(
+    config: MockConfig,
+    listen: SocketAddr,
+    emissions: Option<Arc<EmissionLog>>,
+) -> anyhow::Result<MockServer> {
     config.validate()?;
     let listener = TcpListener::bind(listen)
         .await
@@ -112,7 +132,9 @@ pub async fn start(config: MockConfig, listen: SocketAddr) -> anyhow::Result<Moc
     } else {
         Timer::Tokio
     };
-    let engine = Arc::new(Engine::new(config, timer, cancel.clone()));
+    let mut engine = Engine::new(config, timer, cancel.clone());
+    engine.emissions = emissions;
+    let engine = Arc::new(engine);
     let app = routes(engine);
     let join = tokio::spawn(accept_loop(listener, app, cancel.clone(), grace));
     tracing::debug!(%addr, "mock listening");
@@ -377,6 +399,8 @@ struct Job {
     seed: u64,
     /// Prompt tokens the prefix cache held (None: the cache is off).
     cached: Option<u32>,
+    /// Where its token chunks are noted as they leave (None: nobody asked).
+    emission: Option<EmissionRecorder>,
 }
 
 impl Job {
@@ -490,6 +514,7 @@ async fn generate(
         .then(|| engine.cached_prefix(&req.prompt_words))
         .flatten();
     let job = Job {
+        emission: engine.recorder(&body, arrival),
         cached,
         output_tokens: writer
             .natural_len()
@@ -674,11 +699,13 @@ async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
 
 enum Frame {
     Data(Bytes),
+    /// A chunk carrying tokens: its leaving is noted in the emission log.
+    Tokens(Bytes),
     /// End the connection with a TCP RST once everything before it is flushed.
     Reset,
 }
 
-fn stream_response(job: Job, ctl: ConnCtl) -> Response {
+fn stream_response(mut job: Job, ctl: ConnCtl) -> Response {
     let (tx, rx) = mpsc::channel::<Frame>(8);
     let content_type = if job.fault == Some(FaultKind::WrongContentType) {
         "text/plain; charset=utf-8"
@@ -690,10 +717,19 @@ fn stream_response(job: Job, ctl: ConnCtl) -> Response {
         trickle: job.fault == Some(FaultKind::Trickle),
         timer: job.engine.timer.clone(),
     };
+    // Noted where the body hands a chunk to hyper, which writes it on this same task.
+    let emission = job.emission.take();
     tokio::spawn(run_stream(job, out));
-    let body = futures_util::stream::unfold((rx, ctl), |(mut rx, ctl)| async move {
+    let state = (rx, ctl, emission);
+    let body = futures_util::stream::unfold(state, |(mut rx, ctl, emission)| async move {
         match rx.recv().await {
-            Some(Frame::Data(b)) => Some((Ok::<_, Infallible>(b), (rx, ctl))),
+            Some(Frame::Data(b)) => Some((Ok::<_, Infallible>(b), (rx, ctl, emission))),
+            Some(Frame::Tokens(b)) => {
+                if let Some(e) = &emission {
+                    e.chunk_out();
+                }
+                Some((Ok(b), (rx, ctl, emission)))
+            }
             Some(Frame::Reset) => {
                 ctl.reset();
                 std::future::pending().await
@@ -720,6 +756,14 @@ struct SseOut {
 }
 
 impl SseOut {
+    /// Sends a chunk that carries tokens (trickled, it is only bytes).
+    async fn send_tokens(&self, b: Bytes) -> bool {
+        if self.trickle {
+            return self.send(b).await;
+        }
+        self.tx.send(Frame::Tokens(b)).await.is_ok()
+    }
+
     async fn send(&self, b: Bytes) -> bool {
         if !self.trickle {
             return self.tx.send(Frame::Data(b)).await.is_ok();
@@ -891,7 +935,7 @@ async fn emit_tokens(
         } else {
             w.tokens(from, to, finish, usage)
         };
-        if !out.send(event).await {
+        if !out.send_tokens(event).await {
             return false;
         }
         match job.fault {

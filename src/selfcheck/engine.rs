@@ -4,16 +4,22 @@
 //! makes the client read late, not the reference send late. Both share the process, so
 //! CPU throttling of the whole process delays both ends (the error is then an upper
 //! bound of the client's).
+//!
+//! The engine notes when each token really left it ([`EmissionLog`]): its own lateness
+//! (its timer's wake-up, the hand-over to its HTTP layer) is then part of the truth a
+//! self-probe is judged by, not of the client's error.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use tokio::sync::oneshot;
 
-use crate::mock::{MockConfig, MockFlags};
+use crate::mock::{Emission, EmissionLog, MockConfig, MockFlags};
 
-/// What the reference engine does, which is the truth self-probes are judged by.
+/// What the reference engine is set to do; what it did for each request is in its
+/// [`EmissionLog`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Truth {
     /// From reading the request to writing the first token.
@@ -28,6 +34,7 @@ pub struct Truth {
 pub struct ReferenceEngine {
     base_url: String,
     truth: Truth,
+    emissions: Arc<EmissionLog>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -46,9 +53,11 @@ impl ReferenceEngine {
         })?;
         let (ready_tx, ready_rx) = oneshot::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let emissions = EmissionLog::new();
+        let log = emissions.clone();
         let thread = std::thread::Builder::new()
             .name("llmprobe-self-check".to_string())
-            .spawn(move || serve(config, ready_tx, stop_rx))
+            .spawn(move || serve(config, log, ready_tx, stop_rx))
             .context("starting the self-check's reference engine thread")?;
         let base_url = ready_rx
             .await
@@ -56,6 +65,7 @@ impl ReferenceEngine {
         Ok(ReferenceEngine {
             base_url,
             truth,
+            emissions,
             stop: Some(stop_tx),
             thread: Some(thread),
         })
@@ -67,6 +77,12 @@ impl ReferenceEngine {
 
     pub fn truth(&self) -> Truth {
         self.truth
+    }
+
+    /// What the engine did for the request whose body was `body`: taken, so each
+    /// answer is judged once.
+    pub fn emission(&self, body: &[u8]) -> Option<Emission> {
+        self.emissions.take(body)
     }
 }
 
@@ -84,6 +100,7 @@ impl Drop for ReferenceEngine {
 /// The engine thread: a current-thread runtime serving the mock until `stop`.
 fn serve(
     config: MockConfig,
+    log: Arc<EmissionLog>,
     ready: oneshot::Sender<anyhow::Result<String>>,
     stop: oneshot::Receiver<()>,
 ) {
@@ -98,7 +115,8 @@ fn serve(
         }
     };
     runtime.block_on(async move {
-        match crate::mock::start(config, SocketAddr::from(([127, 0, 0, 1], 0))).await {
+        let listen = SocketAddr::from(([127, 0, 0, 1], 0));
+        match crate::mock::start_with_emissions(config, listen, log).await {
             Ok(server) => {
                 let _ = ready.send(Ok(server.base_url()));
                 let _ = stop.await;

@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::engine::Truth;
 use super::error::ProbeError;
-use crate::record::RequestRecord;
 
 /// Self-probes sent, failed, and their errors (milliseconds).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,9 +24,10 @@ pub struct ErrorFigures {
 }
 
 impl Summary {
-    pub fn add(&mut self, record: &RequestRecord, truth: Truth) {
+    /// Adds one self-probe: its errors, or `None` when it failed.
+    pub fn add(&mut self, error: Option<ProbeError>) {
         self.probes += 1;
-        match ProbeError::of(record, truth) {
+        match error {
             Some(e) => {
                 self.ttft.push(e.ttft);
                 self.itl.extend(e.itl);
