@@ -2,12 +2,11 @@
 //! fixed answer length), served from a thread and a runtime of its own. Its own thread
 //! keeps it out of the way of the runtime under test: a busy or blocked probing runtime
 //! makes the client read late, not the reference send late. Both share the process, so
-//! CPU throttling of the whole process delays both ends (the error is then an upper
-//! bound of the client's).
+//! CPU throttling of the whole process delays both ends.
 //!
 //! The engine notes when each token really left it ([`EmissionLog`]): its own lateness
-//! (its timer's wake-up, the hand-over to its HTTP layer) is then part of the truth a
-//! self-probe is judged by, not of the client's error.
+//! (its timer's wake-up, the hand-over to its HTTP layer, a throttled period) is then
+//! part of the truth a self-probe is judged by, not of the client's error.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
