@@ -604,9 +604,10 @@ def main():
         sys.exit(f"{args.floor_bin}: not an executable; build with "
                  "`cargo build --release --example floor_client` or pass --floor-bin")
     if "guidellm" in args.clients and not peers.guidellm_available(args.guidellm):
-        sys.exit(f"{args.guidellm}: GuideLLM is not installed there (pip install guidellm)")
+        sys.exit(f"{args.guidellm}: GuideLLM is not installed there (pip install "
+                 "guidellm==0.8.1, in a venv of its own: benches/peers.py)")
     if "aiperf" in args.clients and not peers.aiperf_available(args.aiperf):
-        sys.exit(f"{args.aiperf}: AIPerf is not installed there (pip install aiperf, in a "
+        sys.exit(f"{args.aiperf}: AIPerf is not installed there (pip install aiperf==0.13.0, in a "
                  "venv of its own: benches/peers.py)")
     if any(c != "llmprobe" for c in args.clients) and args.endpoint != "chat":
         sys.exit("the floor client and the peers are run on chat only: --endpoint chat")

@@ -240,11 +240,11 @@ import tempfile
 import time
 
 # A venv of its own keeps GuideLLM's dependencies apart:
-#   python3 -m venv ~/.cache/llmprobe/peers && ~/.cache/llmprobe/peers/bin/pip install guidellm
+#   python3 -m venv ~/.cache/llmprobe/peers && ~/.cache/llmprobe/peers/bin/pip install guidellm==0.8.1
 GUIDELLM = os.environ.get("GUIDELLM") or shutil.which("guidellm") or os.path.expanduser(
     "~/.cache/llmprobe/peers/bin/guidellm")
 # AIPerf needs a venv of its own (its pinned dependencies would downgrade GuideLLM's):
-#   python3 -m venv ~/.cache/llmprobe/aiperf && ~/.cache/llmprobe/aiperf/bin/pip install aiperf
+#   python3 -m venv ~/.cache/llmprobe/aiperf && ~/.cache/llmprobe/aiperf/bin/pip install aiperf==0.13.0
 AIPERF = os.environ.get("AIPERF") or shutil.which("aiperf") or os.path.expanduser(
     "~/.cache/llmprobe/aiperf/bin/aiperf")
 # The hub repo name AIPerf is given for the test tokenizer (it is never downloaded:

@@ -133,7 +133,6 @@ async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: Ca
         }
     };
     tokio::join!(runner::run(arrivals, config, None, probe, tx), observe);
-    drop(engine);
 }
 
 #[cfg(test)]

@@ -71,6 +71,10 @@ mod tests {
         output_tokens: 4,
     };
 
+    fn micros(errors: &[Duration]) -> Vec<u128> {
+        errors.iter().map(Duration::as_micros).collect()
+    }
+
     fn record(chunks: &[f64]) -> RequestRecord {
         let mut r = RequestRecord::new(0, Duration::ZERO, ms(10.0));
         r.outcome = Outcome::Ok;
@@ -85,9 +89,8 @@ mod tests {
         // Sent at 10 ms; first token at 60.3 ms: 50.3 ms against 50 ms.
         let e = ProbeError::of(&record(&[60.3, 65.3, 71.3, 75.3]), TRUTH, None).unwrap();
         assert_eq!(e.ttft.as_micros(), 300);
-        let itl: Vec<u128> = e.itl.iter().map(Duration::as_micros).collect();
         // 5.0, 6.0 and 4.0 ms gaps: the late token is counted on both sides.
-        assert_eq!(itl, [0, 1000, 1000]);
+        assert_eq!(micros(&e.itl), [0, 1000, 1000]);
     }
 
     #[test]
@@ -104,13 +107,11 @@ mod tests {
         let r = record(&[60.5, 65.5, 71.5, 75.5]);
         let e = ProbeError::of(&r, TRUTH, Some(&emission)).unwrap();
         assert_eq!(e.ttft.as_micros(), 300);
-        let itl: Vec<u128> = e.itl.iter().map(Duration::as_micros).collect();
-        assert_eq!(itl, [0, 0, 0]);
+        assert_eq!(micros(&e.itl), [0, 0, 0]);
         // Judged by the configured timing instead, the engine's lateness is charged.
         let e = ProbeError::of(&r, TRUTH, None).unwrap();
         assert_eq!(e.ttft.as_micros(), 500);
-        let itl: Vec<u128> = e.itl.iter().map(Duration::as_micros).collect();
-        assert_eq!(itl, [0, 1000, 1000]);
+        assert_eq!(micros(&e.itl), [0, 1000, 1000]);
     }
 
     #[test]
@@ -121,8 +122,7 @@ mod tests {
             chunks: vec![arrival + ms(50.0), arrival + ms(56.0)],
         };
         let e = ProbeError::of(&record(&[60.0, 66.0, 72.0]), TRUTH, Some(&emission)).unwrap();
-        let itl: Vec<u128> = e.itl.iter().map(Duration::as_micros).collect();
-        assert_eq!(itl, [0, 1000]);
+        assert_eq!(micros(&e.itl), [0, 1000]);
     }
 
     #[test]
