@@ -626,3 +626,89 @@ fn ctrl_c_keeps_what_was_measured() {
     let s = &jsonl(&out)[0];
     assert_eq!(s["requests"].as_u64().unwrap() as usize, lines.len());
 }
+
+/// The embedded engine keeps its configured timing, and bench reproduces it: judged by
+/// the engine's own notes (`--mock-notes`), so neither a busy machine's late wake-ups
+/// (the engine's) nor anything else outside the client can fail it. Every deadline is
+/// exactly the absolute schedule (TTFT 50 ms, then 5 ms a token, the answer due at
+/// 50 + 20 × 5 = 150 ms: no batch slowdown by default, nothing relative), no chunk
+/// leaves before its deadline, and the client's TPOT and TTFA are the engine's actual
+/// ones within 0.1 ms and 2 ms.
+#[test]
+fn bench_mock_reproduces_the_configured_tpot_and_ttfa_in_every_reasoning_protocol() {
+    const TTFT: f64 = 50.0;
+    const ITL: f64 = 5.0;
+    const REASONING: usize = 20;
+    const OUTPUT: usize = 30;
+    const REQUESTS: usize = 20;
+    for endpoint in ["chat", "responses", "messages"] {
+        let dir = tempfile::tempdir().unwrap();
+        let records = dir.path().join("records.jsonl");
+        let notes = dir.path().join("notes.jsonl");
+        bench()
+            .args(args(&format!(
+                "--mock --mock-ttft-ms {TTFT} --mock-itl-ms {ITL} \
+                 --mock-reasoning-tokens {REASONING} --endpoint {endpoint} --rate 10 \
+                 --num-requests {REQUESTS} --output-len {OUTPUT} --seed 3"
+            )))
+            .arg("--records")
+            .arg(&records)
+            .arg("--mock-notes")
+            .arg(&notes)
+            .assert()
+            .success();
+        let notes = jsonl(&notes);
+        assert_eq!(notes.len(), REQUESTS, "{endpoint}: one note per answer");
+        let (mut engine_tpot, mut engine_ttfa) = (Vec::new(), Vec::new());
+        for n in &notes {
+            let arrival = n["arrival_ms"].as_f64().unwrap();
+            let chunks = n["chunks"].as_array().unwrap();
+            assert_eq!(chunks.len(), OUTPUT, "{endpoint}: one token a chunk");
+            let at = |i: usize, key: &str| chunks[i][key].as_f64().unwrap();
+            for (i, chunk) in chunks.iter().enumerate() {
+                assert_eq!(chunk["tokens"], 1);
+                let due = TTFT + ITL * i as f64;
+                assert!(
+                    (at(i, "due_ms") - arrival - due).abs() < 0.01,
+                    "{endpoint}: token {i} due {} ms after arrival, the schedule says {due}",
+                    at(i, "due_ms") - arrival
+                );
+                assert!(
+                    at(i, "out_ms") >= at(i, "due_ms"),
+                    "{endpoint}: token {i} early"
+                );
+            }
+            engine_tpot.push((at(OUTPUT - 1, "out_ms") - at(0, "out_ms")) / (OUTPUT - 1) as f64);
+            engine_ttfa.push(at(REASONING, "out_ms") - arrival);
+        }
+        let records = jsonl(&records);
+        assert_eq!(records.len(), REQUESTS);
+        let figure = |key: &str| -> Vec<f64> {
+            records
+                .iter()
+                .map(|r| {
+                    r["derived"][key]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("{key}: {r}"))
+                })
+                .collect()
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let tpot_gap = mean(&figure("tpot_ms")) - mean(&engine_tpot);
+        assert!(
+            tpot_gap.abs() < 0.1,
+            "{endpoint}: client TPOT {:.3} ms, engine's {:.3} ms",
+            mean(&figure("tpot_ms")),
+            mean(&engine_tpot)
+        );
+        // The client's TTFA starts when it sends, the engine's when it has read the
+        // request: the client's can only be longer.
+        let ttfa_gap = mean(&figure("ttfa_ms")) - mean(&engine_ttfa);
+        assert!(
+            (0.0..2.0).contains(&ttfa_gap),
+            "{endpoint}: client TTFA {:.3} ms, engine's {:.3} ms",
+            mean(&figure("ttfa_ms")),
+            mean(&engine_ttfa)
+        );
+    }
+}

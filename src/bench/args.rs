@@ -376,7 +376,8 @@ pub struct BenchArgs {
     /// Mock: time per output token in ms (before batch slowdown).
     #[arg(long, requires = "mock", help_heading = "Mock")]
     pub mock_itl_ms: Option<f64>,
-    /// Mock: ITL grows as itl × (1 + F × running requests).
+    /// Mock: ITL grows as itl × (1 + F × other running requests), so a sweep shows the
+    /// knee a real engine has (default 0: every token takes --mock-itl-ms).
     #[arg(long, requires = "mock", help_heading = "Mock")]
     pub mock_batch_slowdown: Option<f64>,
     /// Mock: requests beyond this many running queue (TTFT grows).
@@ -399,6 +400,11 @@ pub struct BenchArgs {
     /// The answer the mock streams (split into tokens at words; it stops there).
     #[arg(long, value_name = "TEXT", requires = "mock", help_heading = "Mock")]
     pub mock_answer: Option<String>,
+    /// Mock: write the engine's own notes of each streamed answer (when it read the
+    /// request, each token chunk's deadline and when it left) to FILE as JSON lines, to
+    /// judge the client against what the engine really did (docs/mock.md).
+    #[arg(long, value_name = "FILE", requires = "mock", help_heading = "Mock")]
+    pub mock_notes: Option<PathBuf>,
 }
 
 /// `llmprobe report`: work on saved results.

@@ -137,6 +137,8 @@ pub struct MockOptions {
     pub no_usage: bool,
     pub faults: Vec<String>,
     pub answer: Option<String>,
+    /// Where the engine's emission notes go (`--mock-notes`).
+    pub notes: Option<std::path::PathBuf>,
 }
 
 /// Everything `bench` needs to know, checked.
@@ -914,6 +916,7 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
         no_usage: a.mock_no_usage,
         faults: a.mock_faults.clone(),
         answer: a.mock_answer.clone(),
+        notes: a.mock_notes.clone(),
     })
 }
 

@@ -23,7 +23,7 @@ use crate::bench::plan::{self, Executor, RateRun};
 use crate::client::{Client, ClientConfig};
 use crate::conversation::{Conversation, Turns};
 use crate::exit;
-use crate::mock::{self, MockConfig, MockFlags, MockServer};
+use crate::mock::{self, EmissionLog, MockConfig, MockFlags, MockServer};
 use crate::rate::Rate;
 use crate::record::{RequestRecord, Slo};
 use crate::report::jsonl::{JsonlWriter, RecordLine};
@@ -40,10 +40,9 @@ use crate::workload::trace::{TraceReader, TraceSource};
 use crate::workload::trace_prompt::BlockPrompts;
 use crate::workload::{PROMPT_BYTES_PER_TOKEN, RequestSpec, TokenCounter, Workload};
 
-/// Batch slowdown of the `--mock` engine unless `--mock-batch-slowdown` says otherwise:
-/// ITL × (1 + 0.02 × running), so a sweep shows the knee a real engine has (at 48
-/// output tokens, 10 ms ITL: about +9 % ITL at 8 req/s and +50 % at 32 req/s).
-pub const MOCK_BATCH_SLOWDOWN: f64 = 0.02;
+/// Answers whose emission notes `--mock-notes` keeps at most (the latest): bounded
+/// memory however long the run.
+const MOCK_NOTES_CAPACITY: usize = 65_536;
 
 /// How long in-flight requests may finish after Ctrl-C before they are cancelled.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -69,12 +68,17 @@ fn run_nonce(base: u64, run: u32) -> u32 {
 pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     let now = SystemTime::now();
     let opts = BenchOptions::from_args(args, &compact_utc(now))?;
+    let notes = opts
+        .mock
+        .as_ref()
+        .and_then(|m| m.notes.clone())
+        .map(|path| (path, EmissionLog::with_capacity(MOCK_NOTES_CAPACITY)));
     let mock = match &opts.mock {
         Some(m) => {
             let cfg = MockConfig::from_flags(MockFlags {
                 ttft: m.ttft,
                 itl: m.itl,
-                batch_slowdown: Some(m.batch_slowdown.unwrap_or(MOCK_BATCH_SLOWDOWN)),
+                batch_slowdown: m.batch_slowdown,
                 max_running: m.max_running,
                 no_usage: m.no_usage,
                 tokens_per_chunk: m.tokens_per_chunk,
@@ -86,11 +90,11 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 ..MockFlags::default()
             })?;
             let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-            Some(
-                mock::start(cfg, addr)
-                    .await
-                    .context("cannot start the mock engine")?,
-            )
+            let started = match &notes {
+                Some((_, log)) => mock::start_with_emissions(cfg, addr, log.clone()).await,
+                None => mock::start(cfg, addr).await,
+            };
+            Some(started.context("cannot start the mock engine")?)
         }
         None => None,
     };
@@ -101,7 +105,20 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(m) = mock {
         m.shutdown().await;
     }
+    // Written even when the run failed: the notes say what the engine did meanwhile.
+    if let Some((path, log)) = notes {
+        write_mock_notes(&path, &log)?;
+    }
     result
+}
+
+/// `--mock-notes`: the engine's notes of each streamed answer, one JSON line each.
+fn write_mock_notes(path: &std::path::Path, log: &EmissionLog) -> anyhow::Result<()> {
+    let mut out = JsonlWriter::create(path).context("--mock-notes")?;
+    for line in log.drain_lines() {
+        out.write(&line)?;
+    }
+    Ok(())
 }
 
 struct Bench {

@@ -115,8 +115,6 @@ impl MockArgs {
             num_gpu_blocks: Some(self.num_gpu_blocks),
             block_size: Some(self.block_size),
             stall: Some(millis("--stall-ms", self.stall_ms)?),
-            // A process always runs in real time (see `MockConfig::precise_timer`).
-            precise_timer: true,
             answer: self.answer.clone(),
             no_prefix_cache: self.no_prefix_cache,
         })
@@ -221,7 +219,7 @@ mod tests {
             (4, Some(3), false)
         );
         assert_eq!(c.faults.len(), 2);
-        // The process runs in real time: precise timer; embedders (paused-clock tests)
+        // A front end runs in real time: precise timer; embedders (paused-clock tests)
         // get tokio's unless they ask.
         assert!(c.precise_timer && !MockConfig::default().precise_timer);
         assert_eq!(

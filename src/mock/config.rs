@@ -65,7 +65,9 @@ pub struct MockConfig {
     /// Write chunks on time to tens of microseconds instead of tokio's whole-millisecond
     /// timer ticks: a dedicated timer thread (`runner::PreciseTimer`, no busy-waiting)
     /// finishes each wait. Real time only: it must stay off under a paused tokio clock
-    /// (tests), so it is off by default and on in the `llmprobe mock` process.
+    /// (tests), so it is off in [`Default`] and on in every mock a front end starts
+    /// ([`MockConfig::from_flags`]: `llmprobe mock`, `bench --mock`, `daemon --mock`, the
+    /// self-check's reference engine).
     pub precise_timer: bool,
     /// The answer text, split into tokens at words; the answer stops (`stop`) when it
     /// ends. Unset: numbered tokens ` tok0 tok1 …` up to the length limit.
@@ -215,6 +217,7 @@ impl MockConfig {
     }
 
     /// The checked configuration that `flags` describe; unset flags keep the defaults.
+    /// A front end runs in real time, so its mock paces tokens with the precise timer.
     pub fn from_flags(flags: MockFlags) -> Result<Self, UsageError> {
         let d = Self::default();
         let config = Self {
@@ -235,7 +238,7 @@ impl MockConfig {
             block_size: flags.block_size.unwrap_or(d.block_size),
             stall: flags.stall.unwrap_or(d.stall),
             shutdown_grace: d.shutdown_grace,
-            precise_timer: flags.precise_timer,
+            precise_timer: true,
             answer: flags.answer,
             prefix_cache: !flags.no_prefix_cache,
         };
@@ -268,8 +271,6 @@ pub struct MockFlags {
     pub num_gpu_blocks: Option<u32>,
     pub block_size: Option<u32>,
     pub stall: Option<Duration>,
-    /// See [`MockConfig::precise_timer`]: only for a process that runs in real time.
-    pub precise_timer: bool,
     pub answer: Option<String>,
     /// Report no cached prompt tokens (see [`MockConfig::prefix_cache`]).
     pub no_prefix_cache: bool,
@@ -295,7 +296,11 @@ mod tests {
     #[test]
     fn unset_flags_keep_the_defaults() {
         let c = MockConfig::from_flags(MockFlags::default()).unwrap();
-        let d = MockConfig::default();
+        // A front end's mock runs in real time: the precise timer, whatever the flags.
+        let d = MockConfig {
+            precise_timer: true,
+            ..MockConfig::default()
+        };
         assert_eq!(format!("{c:?}"), format!("{d:?}"));
     }
 

@@ -124,21 +124,26 @@ impl Engine {
 
     /// Waits for a batch slot (FIFO) unless `gone` resolves first (client left or
     /// shutdown), then counts the request as running. `arrival` is when the body was read.
+    /// The answer's schedule starts at `arrival` when a slot was free (whatever the
+    /// runtime took to get here), else when one became free: queueing is what delays it.
     pub async fn admit(
         self: &Arc<Self>,
         prompt_tokens: u32,
         arrival: Instant,
         gone: impl std::future::Future<Output = ()>,
     ) -> Option<Running> {
-        let permit = match &self.slots {
-            None => None,
-            Some(sem) => {
-                let _waiting = CountGuard::new(&self.waiting);
-                tokio::select! {
-                    p = sem.clone().acquire_owned() => Some(p.ok()?),
-                    _ = gone => return None,
+        let (permit, start) = match &self.slots {
+            None => (None, arrival),
+            Some(sem) => match sem.clone().try_acquire_owned() {
+                Ok(p) => (Some(p), arrival),
+                Err(_) => {
+                    let _waiting = CountGuard::new(&self.waiting);
+                    tokio::select! {
+                        p = sem.clone().acquire_owned() => (Some(p.ok()?), Instant::now()),
+                        _ = gone => return None,
+                    }
                 }
-            }
+            },
         };
         self.running.fetch_add(1, Ordering::SeqCst);
         self.prompt_tokens_total
@@ -147,7 +152,7 @@ impl Engine {
             engine: self.clone(),
             _permit: permit,
             arrival,
-            start: Instant::now(),
+            start,
             context_tokens: u64::from(prompt_tokens),
             blocks_held: 0,
             first: None,

@@ -32,7 +32,7 @@ pub use config::{
     DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
     MockFlags, parse_fault_flags,
 };
-pub use emissions::{Emission, EmissionLog};
+pub use emissions::{ChunkLine, Emission, EmissionLine, EmissionLog, EmittedChunk};
 pub use fault::{FAULT_HEADER, FAULT_NAMES, FaultKind, FaultSpec};
 pub use jitter::Jitter;
 pub use server::{MockServer, TRICKLE_BYTE_GAP, start, start_with_emissions};

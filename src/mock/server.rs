@@ -699,8 +699,12 @@ async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
 
 enum Frame {
     Data(Bytes),
-    /// A chunk carrying tokens: its leaving is noted in the emission log.
-    Tokens(Bytes),
+    /// A chunk of `tokens` tokens due at `due`: its leaving is noted in the emission log.
+    Tokens {
+        bytes: Bytes,
+        due: Instant,
+        tokens: u32,
+    },
     /// End the connection with a TCP RST once everything before it is flushed.
     Reset,
 }
@@ -724,11 +728,11 @@ fn stream_response(mut job: Job, ctl: ConnCtl) -> Response {
     let body = futures_util::stream::unfold(state, |(mut rx, ctl, emission)| async move {
         match rx.recv().await {
             Some(Frame::Data(b)) => Some((Ok::<_, Infallible>(b), (rx, ctl, emission))),
-            Some(Frame::Tokens(b)) => {
+            Some(Frame::Tokens { bytes, due, tokens }) => {
                 if let Some(e) = &emission {
-                    e.chunk_out();
+                    e.chunk_out(due, tokens);
                 }
-                Some((Ok(b), (rx, ctl, emission)))
+                Some((Ok(bytes), (rx, ctl, emission)))
             }
             Some(Frame::Reset) => {
                 ctl.reset();
@@ -756,12 +760,14 @@ struct SseOut {
 }
 
 impl SseOut {
-    /// Sends a chunk that carries tokens (trickled, it is only bytes).
-    async fn send_tokens(&self, b: Bytes) -> bool {
+    /// Sends a chunk that carries `tokens` tokens, due at `due` (trickled, it is only
+    /// bytes).
+    async fn send_tokens(&self, bytes: Bytes, due: Instant, tokens: u32) -> bool {
         if self.trickle {
-            return self.send(b).await;
+            return self.send(bytes).await;
         }
-        self.tx.send(Frame::Tokens(b)).await.is_ok()
+        let frame = Frame::Tokens { bytes, due, tokens };
+        self.tx.send(frame).await.is_ok()
     }
 
     async fn send(&self, b: Bytes) -> bool {
@@ -935,7 +941,7 @@ async fn emit_tokens(
         } else {
             w.tokens(from, to, finish, usage)
         };
-        if !out.send_tokens(event).await {
+        if !out.send_tokens(event, due, k).await {
             return false;
         }
         match job.fault {

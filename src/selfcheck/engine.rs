@@ -46,8 +46,6 @@ impl ReferenceEngine {
             itl: Some(truth.itl),
             output_tokens: Some(truth.output_tokens),
             batch_slowdown: Some(0.0),
-            // On time to tens of microseconds: its own lateness must not count as ours.
-            precise_timer: true,
             ..MockFlags::default()
         })?;
         let (ready_tx, ready_rx) = oneshot::channel();

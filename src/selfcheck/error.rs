@@ -59,6 +59,7 @@ impl ProbeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::EmittedChunk;
     use crate::record::Outcome;
 
     fn ms(v: f64) -> Duration {
@@ -93,12 +94,22 @@ mod tests {
         assert_eq!(micros(&e.itl), [0, 1000, 1000]);
     }
 
+    /// A one-token chunk that left `at_ms` after `arrival` (its due time plays no part
+    /// in the error).
+    fn chunk(arrival: tokio::time::Instant, at_ms: f64) -> EmittedChunk {
+        EmittedChunk {
+            due: arrival,
+            out: arrival + ms(at_ms),
+            tokens: 1,
+        }
+    }
+
     #[test]
     fn the_engines_own_lateness_is_not_the_clients() {
         // The engine handed its first token over 0.2 ms late and its third 1 ms late;
         // the client read each 0.3 ms after it left.
         let arrival = tokio::time::Instant::now();
-        let at = |v: f64| arrival + ms(v);
+        let at = |v: f64| chunk(arrival, v);
         let emission = Emission {
             arrival,
             chunks: vec![at(50.2), at(55.2), at(61.2), at(65.2)],
@@ -119,7 +130,7 @@ mod tests {
         let arrival = tokio::time::Instant::now();
         let emission = Emission {
             arrival,
-            chunks: vec![arrival + ms(50.0), arrival + ms(56.0)],
+            chunks: vec![chunk(arrival, 50.0), chunk(arrival, 56.0)],
         };
         let e = ProbeError::of(&record(&[60.0, 66.0, 72.0]), TRUTH, Some(&emission)).unwrap();
         assert_eq!(micros(&e.itl), [0, 1000]);
