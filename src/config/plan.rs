@@ -71,6 +71,9 @@ pub struct CapacityPlan {
     /// GPUs per replica (tensor parallel size), for the live cost.
     pub gpus_per_replica: u32,
     pub gpu_hourly: Option<f64>,
+    /// The engine scheduler's limit on running sequences (`max_num_seqs`): the live
+    /// max sequences never exceed it, whatever room the KV cache has.
+    pub max_num_seqs: u32,
 }
 
 /// One runner: a target × scenario.
@@ -372,6 +375,7 @@ fn capacity_plan(t: &Target, path: &Path) -> Result<Option<CapacityPlan>, (Path,
                 },
                 gpus_per_replica: report.inputs.tp.max(1),
                 gpu_hourly: Some(report.inputs.gpu_hourly),
+                max_num_seqs: report.inputs.max_num_seqs,
             })
         }
     })

@@ -50,13 +50,7 @@ pub fn gauges(
         .and_then(|r| r.generation_tokens_per_second)
         .or(cur.gen_throughput);
     let server_ttft = rates.and_then(|r| r.ttft_mean_seconds);
-    // llama.cpp's slots are a hard limit on running requests, whatever the KV room.
-    let live_max_seqs = cur
-        .total_slots
-        .or(match (cur.kv_cache_tokens, plan.context_tokens) {
-            (Some(t), Some(context)) => Some(t / f64::from(context.max(1))),
-            _ => None,
-        });
+    let live_max_seqs = live_max_sequences(plan, cur);
     // Live cost of one engine (one replica of `tp` GPUs) at the rate it generates now:
     // $/h × GPUs / 3600 / (tok/s) × 1e6 (the cost rule of docs/capacity.md).
     let cost = plan.capacity.as_ref().and_then(|c| {
@@ -105,6 +99,29 @@ pub fn gauges(
         },
         headroom,
     )
+}
+
+/// The most sequences the engine runs at once, from what it says now: its KV room in
+/// sequences (vLLM's own `kv_cache_max_concurrency`, else live KV tokens over the
+/// capacity block's context) or its scheduler's own limit (llama.cpp's slots), the
+/// smaller when both; then capped by the capacity block's `max_num_seqs` — a KV cache
+/// with room for 512 sequences runs no more than `--max-num-seqs`. `None` when the
+/// engine says neither: the config alone is no live figure.
+pub fn live_max_sequences(plan: &TargetPlan, cur: &EngineSnapshot) -> Option<f64> {
+    let kv_room = cur
+        .kv_max_concurrency
+        .or(match (cur.kv_cache_tokens, plan.context_tokens) {
+            (Some(t), Some(context)) => Some(t / f64::from(context.max(1))),
+            _ => None,
+        });
+    let live = match (kv_room, cur.total_slots) {
+        (Some(kv), Some(slots)) => kv.min(slots),
+        (kv, slots) => kv.or(slots)?,
+    };
+    Some(match plan.capacity {
+        Some(c) => live.min(f64::from(c.max_num_seqs)),
+        None => live,
+    })
 }
 
 /// How much more load the engine takes, 0..1: 0 as soon as requests queue (vLLM's
@@ -261,7 +278,52 @@ mod tests {
             },
             gpus_per_replica: 4,
             gpu_hourly: hourly,
+            max_num_seqs: 256,
         }
+    }
+
+    #[test]
+    fn live_max_sequences_take_the_engines_own_figure_capped_by_the_scheduler() {
+        // vLLM on CPU: KV for 512 sequences of max_model_len, --max-num-seqs 8.
+        let cur = EngineSnapshot {
+            kv_cache_tokens: Some(1_048_576.0),
+            kv_max_concurrency: Some(512.0),
+            ..EngineSnapshot::default()
+        };
+        let mut p = plan(None);
+        p.context_tokens = Some(8192);
+        // Without a capacity block nothing says the scheduler's limit: the engine's own
+        // figure, not KV tokens over the context.
+        assert_eq!(live_max_sequences(&p, &cur), Some(512.0));
+        let mut capped = model(100.0, None);
+        capped.max_num_seqs = 8;
+        p.capacity = Some(capped);
+        assert_eq!(live_max_sequences(&p, &cur), Some(8.0));
+        assert_eq!(
+            gauges(&p, None, &cur, None).0.max_concurrent_sequences,
+            Some(8.0)
+        );
+        // A KV cache smaller than the scheduler's limit is the bound.
+        capped.max_num_seqs = 1024;
+        p.capacity = Some(capped);
+        assert_eq!(live_max_sequences(&p, &cur), Some(512.0));
+        // Older vLLM without the label: KV tokens over the capacity context, capped.
+        let old = EngineSnapshot {
+            kv_max_concurrency: None,
+            ..cur
+        };
+        assert_eq!(live_max_sequences(&p, &old), Some(128.0));
+        capped.max_num_seqs = 100;
+        p.capacity = Some(capped);
+        assert_eq!(live_max_sequences(&p, &old), Some(100.0));
+        // llama.cpp's slots are its scheduler's own limit.
+        let llama = EngineSnapshot {
+            total_slots: Some(4.0),
+            ..EngineSnapshot::default()
+        };
+        assert_eq!(live_max_sequences(&p, &llama), Some(4.0));
+        // The config alone is no live figure.
+        assert_eq!(live_max_sequences(&p, &EngineSnapshot::default()), None);
     }
 
     #[test]

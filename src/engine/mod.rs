@@ -6,7 +6,8 @@
 //!
 //! Metric sources:
 //! - vLLM `vllm/v1/metrics/loggers.py`: `vllm:num_requests_running`,
-//!   `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, `vllm:cache_config_info`,
+//!   `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`, `vllm:cache_config_info`
+//!   (its labels: KV blocks, block size, `kv_cache_max_concurrency`),
 //!   `vllm:generation_tokens_total`, `vllm:time_to_first_token_seconds`.
 //! - SGLang `python/sglang/srt/metrics/collector.py`: `sglang:num_running_reqs`,
 //!   `sglang:num_queue_reqs`, `sglang:token_usage`, `sglang:max_total_num_tokens`,
@@ -60,6 +61,10 @@ pub struct EngineSnapshot {
     /// llama.cpp's parallel slots (`total_slots` of `GET /props`): the most requests
     /// it runs at once.
     pub total_slots: Option<f64>,
+    /// The engine's own count of full-length sequences its KV cache holds at once
+    /// (vLLM: `kv_cache_max_concurrency` of `vllm:cache_config_info`, KV tokens over its
+    /// `max_model_len`; summed over ranks like the KV tokens).
+    pub kv_max_concurrency: Option<f64>,
     /// Output tokens generated since the engine started (a counter).
     pub generation_tokens_total: Option<f64>,
     /// SGLang's own generation throughput gauge, tokens/s.
@@ -158,6 +163,9 @@ fn read_vllm_sglang(
                 add(&mut snap.kv_cache_tokens, tokens);
             } else if let (Some(blocks), Some(size)) = (num("num_gpu_blocks"), num("block_size")) {
                 add(&mut snap.kv_cache_tokens, blocks * size);
+            }
+            if let Some(seqs) = num("kv_cache_max_concurrency").filter(|v| v.is_finite()) {
+                add(&mut snap.kv_max_concurrency, seqs);
             }
         }
         (EngineKind::Sglang, "max_total_num_tokens") => add(&mut snap.kv_cache_tokens, v),
@@ -436,6 +444,17 @@ mod tests {
         assert_eq!(s.running, Some(5.0));
         assert!((s.kv_usage_ratio.unwrap() - 0.3).abs() < 1e-12);
         assert_eq!(s.kv_cache_tokens, Some(3200.0));
+        assert_eq!(s.kv_max_concurrency, None);
+    }
+
+    #[test]
+    fn reads_vllms_own_max_concurrency() {
+        // As vLLM 0.32 (CPU) writes it: a float label beside the block counts.
+        let text = "vllm:cache_config_info{block_size=\"16\",kv_cache_max_concurrency=\"512.0\",\
+                    num_gpu_blocks=\"65536\"} 1.0\n";
+        let s = parse(text).unwrap();
+        assert_eq!(s.kv_cache_tokens, Some(1_048_576.0));
+        assert_eq!(s.kv_max_concurrency, Some(512.0));
     }
 
     #[test]
