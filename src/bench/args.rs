@@ -402,7 +402,7 @@ pub struct BenchArgs {
     pub mock_answer: Option<String>,
     /// Mock: write the engine's own notes of each streamed answer (when it read the
     /// request, each token chunk's deadline and when it left) to FILE as JSON lines, to
-    /// judge the client against what the engine really did (docs/mock.md).
+    /// judge the client against what the engine really did (docs/bench.md).
     #[arg(long, value_name = "FILE", requires = "mock", help_heading = "Mock")]
     pub mock_notes: Option<PathBuf>,
 }
