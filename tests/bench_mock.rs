@@ -1,8 +1,11 @@
 //! `llmprobe bench` end to end: the binary against its in-process mock (`--mock`, bound
-//! to 127.0.0.1:0). The mock's configured TTFT/ITL are the ground truth; counts are
-//! exact. TTFT and E2E can only come out above the truth (the mock starts its clock when
-//! it has read the request), so their bounds allow a few ms above it for a loaded CI
-//! box; per-token figures (TPOT, ITL) can land on either side by read jitter.
+//! to 127.0.0.1:0). Counts are exact. The mock's configured TTFT/ITL are a floor, not a
+//! value: TTFT and the time to the last token can only come out above it (the mock
+//! starts its clock when it has read the request and is never early), by however much
+//! the machine delays the mock and the client, which a busy CI box makes tens of
+//! milliseconds. So timings are checked against that floor, against ten times the truth
+//! (nonsense), and against the records (the summary's figures are the records'); how
+//! close to the truth they come on a quiet machine is a benchmark (BENCHMARKS.md).
 
 use std::path::Path;
 
@@ -11,7 +14,7 @@ use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 
 mod bench_support;
-use bench_support::{args, bench, jsonl};
+use bench_support::{args, bench, derived, jsonl, mean, percentile, same};
 
 #[test]
 fn one_rate_exact_counts_keys_and_latency_near_the_mock_truth() {
@@ -67,25 +70,38 @@ fn one_rate_exact_counts_keys_and_latency_near_the_mock_truth() {
             assert!(s[metric].get(k).is_some(), "missing {metric}.{k}");
         }
     }
-    // Truth: TTFT 40 ms, 5 ms per token, 8 tokens → E2E 75 ms.
-    let ttft = s["ttft_ms"]["p50"].as_f64().unwrap();
-    assert!((40.0..45.0).contains(&ttft), "TTFT p50 {ttft}");
-    let itl = s["itl_ms"]["p50"].as_f64().unwrap();
-    assert!((4.5..6.5).contains(&itl), "ITL p50 {itl}");
-    let tpot = s["tpot_ms"]["mean"].as_f64().unwrap();
-    assert!((4.5..6.5).contains(&tpot), "TPOT mean {tpot}");
-    let e2e = s["e2el_ms"]["p50"].as_f64().unwrap();
-    assert!((75.0..85.0).contains(&e2e), "E2E p50 {e2e}");
-
     // Records: one line per request sent, warmup included and flagged.
     let recs = jsonl(&records);
     assert_eq!(recs.len(), 33);
     assert_eq!(recs.iter().filter(|r| r["warmup"] == true).count(), 3);
+    // Truth: TTFT 40 ms, 5 ms per token, 8 tokens → the last token 75 ms after the
+    // mock read the request. Every request's TTFT and E2E are at least that.
     for r in &recs {
         assert_eq!(r["outcome"], "ok");
         assert_eq!(r["derived"]["output_tokens"], 8);
         assert!(r["t_first"].as_f64().unwrap() > r["t_send"].as_f64().unwrap());
+        let d = &r["derived"];
+        assert!(d["ttft_ms"].as_f64().unwrap() >= 40.0, "{r}");
+        assert!(d["e2el_ms"].as_f64().unwrap() >= 75.0, "{r}");
     }
+    // The summary's figures are the records' (numpy percentiles, warmup left out).
+    let (ttfts, e2es) = (derived(&recs, "ttft_ms"), derived(&recs, "e2el_ms"));
+    let ttft = s["ttft_ms"]["p50"].as_f64().unwrap();
+    assert!(same(ttft, percentile(&ttfts, 50.0)), "TTFT p50 {ttft}");
+    let e2e = s["e2el_ms"]["p50"].as_f64().unwrap();
+    assert!(same(e2e, percentile(&e2es, 50.0)), "E2E p50 {e2e}");
+    let tpot = s["tpot_ms"]["mean"].as_f64().unwrap();
+    assert!(
+        same(tpot, mean(&derived(&recs, "tpot_ms"))),
+        "TPOT mean {tpot}"
+    );
+    // And nothing absurd: within ten times the truth.
+    assert!(ttft < 400.0, "TTFT p50 {ttft}");
+    assert!(e2e < 750.0, "E2E p50 {e2e}");
+    // (A gap can be 0: two tokens read at once by a client woken late.)
+    let itl = s["itl_ms"]["p50"].as_f64().unwrap();
+    assert!((0.0..50.0).contains(&itl), "ITL p50 {itl}");
+    assert!((0.0..50.0).contains(&tpot), "TPOT mean {tpot}");
 
     // The vLLM-compatible file.
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&vllm).unwrap()).unwrap();
@@ -237,6 +253,7 @@ fn failures_are_counted_by_reason() {
 fn max_concurrency_makes_arrivals_wait_and_the_wait_shows_as_lag() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("c.jsonl");
+    let records = dir.path().join("r.jsonl");
     bench()
         .args(args(
             "--mock --mock-ttft-ms 20 --mock-itl-ms 1 --rate inf --num-requests 6 \
@@ -244,6 +261,8 @@ fn max_concurrency_makes_arrivals_wait_and_the_wait_shows_as_lag() {
         ))
         .arg("--json-out")
         .arg(&out)
+        .arg("--records")
+        .arg(&records)
         .assert()
         .success();
     let s = &jsonl(&out)[0];
@@ -254,9 +273,42 @@ fn max_concurrency_makes_arrivals_wait_and_the_wait_shows_as_lag() {
     let lag_max = s["dispatch_lag_ms"]["max"].as_f64().unwrap();
     assert!(lag_max >= 100.0, "{lag_max}");
     assert_eq!(s["client_behind"], true);
-    // TTFT from the send stays at the server's truth; from the schedule it includes the wait.
-    assert!(s["ttft_ms"]["p50"].as_f64().unwrap() < 40.0);
-    assert!(s["ttft_from_sched_ms"]["p99"].as_f64().unwrap() >= 100.0);
+    // TTFT from the send excludes the wait (at least the server's 20 ms, however late
+    // the machine made it); from the schedule it includes the wait: per request, the
+    // two differ by exactly the dispatch lag.
+    let recs = jsonl(&records);
+    assert_eq!(recs.len(), 6);
+    for r in &recs {
+        let t = |k: &str| r[k].as_f64().unwrap() * 1e3;
+        let d = |k: &str| r["derived"][k].as_f64().unwrap();
+        assert!(
+            (d("ttft_ms") - (t("t_first") - t("t_send"))).abs() < 1e-6,
+            "{r}"
+        );
+        assert!(
+            (d("ttft_from_sched_ms") - (t("t_first") - t("t_sched"))).abs() < 1e-6,
+            "{r}"
+        );
+        assert!(
+            (d("dispatch_lag_ms") - (t("t_send") - t("t_sched"))).abs() < 1e-6,
+            "{r}"
+        );
+        assert!(d("ttft_ms") >= 20.0, "{r}");
+    }
+    let ttft = s["ttft_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        same(ttft, percentile(&derived(&recs, "ttft_ms"), 50.0)),
+        "{ttft}"
+    );
+    let from_sched = s["ttft_from_sched_ms"]["p99"].as_f64().unwrap();
+    assert!(
+        same(
+            from_sched,
+            percentile(&derived(&recs, "ttft_from_sched_ms"), 99.0)
+        ),
+        "{from_sched}"
+    );
+    assert!(from_sched >= 100.0, "{from_sched}");
 }
 
 #[test]
@@ -431,14 +483,16 @@ fn report_merge_of_sequential_runs_keeps_their_rate() {
 fn find_max_rate_brackets_the_mock_capacity() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("search.jsonl");
-    // 4 slots × (10 ms + 8 × 2 ms) ≈ 150 req/s of capacity; beyond it requests queue
-    // and TTFT grows far past 30 ms.
+    // 2 slots × (10 ms + 15 × 2 ms) = 50 req/s of capacity. At 20 req/s the median
+    // request does not queue: TTFT 10 ms, a tenth of the gate. Well beyond capacity the
+    // median of 30 requests queues behind 7 pairs of 40 ms (the mock is never early):
+    // far past 100 ms, however quiet the machine.
     let assert = bench()
         .args(args(
-            "--mock --mock-ttft-ms 10 --mock-itl-ms 2 --mock-max-running 4 \
-             --mock-batch-slowdown 0 --input-len 16 --output-len 8 --num-requests 30 \
+            "--mock --mock-ttft-ms 10 --mock-itl-ms 2 --mock-max-running 2 \
+             --mock-batch-slowdown 0 --input-len 16 --output-len 16 --num-requests 30 \
              --find-max-rate --rate 20 --max-rate-precision 50% --max-rate-limit 2000 \
-             --gate ttft-p50<=30ms",
+             --gate ttft-p50<=100ms",
         ))
         .arg("--json-out")
         .arg(&out)
@@ -491,12 +545,15 @@ fn find_max_rate_with_no_passing_rate_exits_3() {
 fn loadgen_example_runs_verbatim() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("example.jsonl");
+    let records = dir.path().join("records.jsonl");
     let assert = bench()
         .args(args(
             "--mock --rate 8 --num-requests 100 --slo-ttft-ms 200 --slo-tpot-ms 20",
         ))
         .arg("--json-out")
         .arg(&out)
+        .arg("--records")
+        .arg(&records)
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
@@ -506,12 +563,27 @@ fn loadgen_example_runs_verbatim() {
     assert_eq!(s["total_output_tokens"], 100 * 128);
     assert_eq!(s["inputs"]["slo"]["ttft_ms"], 200.0);
     assert_eq!(s["inputs"]["slo"]["tpot_ms"], 20.0);
-    // The mock's TTFT is 50 ms and its ITL ~10–13 ms at this load: all good.
-    assert!(
-        s["goodput_ratio"].as_f64().unwrap() >= 0.95,
-        "{}",
-        s["goodput_ratio"]
-    );
+    // The mock's TTFT is 50 ms and its ITL ~10–13 ms at this load, so on a quiet machine
+    // nearly every request is good; how many is the machine's business. What is tested:
+    // a request is good exactly when it met both objectives, and the summary counts them.
+    let recs = jsonl(&records);
+    assert_eq!(recs.len(), 100);
+    let mut good = 0;
+    for r in &recs {
+        let d = &r["derived"];
+        let (ttft, tpot) = (
+            d["ttft_ms"].as_f64().unwrap(),
+            d["tpot_ms"].as_f64().unwrap(),
+        );
+        assert!(ttft >= 50.0, "{r}");
+        assert_eq!(d["good"], ttft <= 200.0 && tpot <= 20.0, "{r}");
+        good += u64::from(d["good"] == true);
+    }
+    assert_eq!(s["good"].as_u64(), Some(good));
+    assert!(same(
+        s["goodput_ratio"].as_f64().unwrap(),
+        good as f64 / 100.0
+    ));
 }
 
 #[test]
@@ -597,7 +669,7 @@ fn ctrl_c_keeps_what_was_measured() {
     let records = dir.path().join("r.jsonl");
     let out = dir.path().join("s.jsonl");
     let bin = assert_cmd::cargo::cargo_bin("llmprobe");
-    let child = std::process::Command::new(bin)
+    let mut child = std::process::Command::new(bin)
         .args(args(
             "bench --mock --mock-ttft-ms 5 --mock-itl-ms 1 --rate 50 --duration 60s \
              --input-len 16 --output-len 4",
@@ -610,7 +682,21 @@ fn ctrl_c_keeps_what_was_measured() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Interrupted once more than ten requests are on disk (each line is flushed as it is
+    // written), not after a fixed time a busy machine may spend starting up.
+    let complete_lines = || {
+        std::fs::read_to_string(&records)
+            .map(|t| t.matches('\n').count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while complete_lines() <= 10 {
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("fewer than 11 records after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

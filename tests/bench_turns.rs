@@ -116,10 +116,10 @@ fn check_turns(line: &Value, records: &[Value], stdout: &str) {
         assert_eq!(f(&t["prompt_tokens_mean"]), prompt_tokens(k) as f64);
         let share = cached_tokens(k) as f64 / prompt_tokens(k) as f64;
         assert!((f(&t["cache_hit_share"]) - share).abs() < 1e-12, "{t}");
-        // The mock's TTFT is 40 ms from when it has read the request; the upper
-        // bound only guards against nonsense on a loaded machine.
+        // The mock's TTFT is 40 ms from when it has read the request: a floor; the
+        // upper bound, ten times it, only guards against nonsense on a loaded machine.
         let p50 = f(&t["ttft_ms"]["p50"]);
-        assert!((40.0..200.0).contains(&p50), "turn {k}: TTFT p50 {p50}");
+        assert!((40.0..400.0).contains(&p50), "turn {k}: TTFT p50 {p50}");
     }
     let all: u64 = (1..=4).map(cached_tokens).sum();
     let prompts: u64 = (1..=4).map(prompt_tokens).sum();
@@ -154,7 +154,8 @@ fn without_reported_cached_tokens_there_is_no_cache_hit_share() {
 
 /// Open loop: conversations overlap (each lasts about half a second at 20 new ones a
 /// second), yet every conversation starts on its own schedule. A closed loop would
-/// start them hundreds of milliseconds late.
+/// start the second about half a second late and the tenth seconds late; an open loop
+/// on a busy machine is late by milliseconds, so 500 ms tells them apart.
 #[test]
 fn a_conversation_in_progress_does_not_delay_the_next_ones_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,7 +175,7 @@ fn a_conversation_in_progress_does_not_delay_the_next_ones_start() {
     assert_eq!(firsts.len(), 10);
     for r in firsts {
         let lag = f(&r["t_send"]) - f(&r["t_sched"]);
-        assert!(lag < 0.1, "conversation {} started {lag} s late", r["id"]);
+        assert!(lag < 0.5, "conversation {} started {lag} s late", r["id"]);
     }
 }
 

@@ -96,9 +96,11 @@ targets:
     // 10 requests of 150 ms between two scrapes.
     let ttft = value(&s, "llmprobe_engine_ttft_mean_seconds", &t).unwrap();
     assert!((ttft - 0.15).abs() < 1e-9, "{ttft}");
-    // 1000 tokens per scrape interval (about 200 ms): about 5000 tok/s.
+    // 1000 tokens per scrape interval: 200 ms at the earliest (the ticker delays, never
+    // hurries), so at most 5000 tok/s; a busy machine stretches the interval, so the
+    // floor allows ten times 200 ms.
     let tps = value(&s, "llmprobe_engine_generation_tokens_per_second", &t).unwrap();
-    assert!((1000.0..=6000.0).contains(&tps), "{tps}");
+    assert!((500.0..=6000.0).contains(&tps), "{tps}");
     // Live cost: $3.6/h × 2 GPUs / 3600 / tps × 1e6.
     let cost = value(
         &s,
@@ -219,9 +221,10 @@ async fn llamacpp_slots_from_props_give_headroom() {
     // llama.cpp exports neither KV capacity nor a TTFT histogram.
     assert_eq!(value(&s, "llmprobe_engine_kv_cache_tokens", &t), None);
     assert_eq!(value(&s, "llmprobe_engine_ttft_mean_seconds", &t), None);
-    // 300 tokens per scrape interval (about 200 ms).
+    // 300 tokens per scrape interval (200 ms at the earliest, up to ten times that on
+    // a busy machine).
     let tps = value(&s, "llmprobe_engine_generation_tokens_per_second", &t).unwrap();
-    assert!((300.0..=1800.0).contains(&tps), "{tps}");
+    assert!((150.0..=1800.0).contains(&tps), "{tps}");
     d.shutdown().await.unwrap();
 }
 
@@ -287,7 +290,8 @@ async fn tgi_metrics_become_engine_gauges() {
         value(&s, "llmprobe_capacity_headroom_ratio", &t),
         Some(0.75)
     );
+    // 1000 tokens per scrape interval, as for SGLang.
     let tps = value(&s, "llmprobe_engine_generation_tokens_per_second", &t).unwrap();
-    assert!((1000.0..=6000.0).contains(&tps), "{tps}");
+    assert!((500.0..=6000.0).contains(&tps), "{tps}");
     d.shutdown().await.unwrap();
 }

@@ -50,18 +50,33 @@ async fn self_check_series_fill_and_follow_reloads() {
     // Seven ITL errors per 8-token answer.
     let itl = value(&s, "llmprobe_self_check_itl_error_seconds_count", &[]).unwrap();
     assert_eq!(itl, 7.0 * count);
-    // Even a debug build on a busy machine is within 250 ms of a loopback engine.
-    assert_eq!(bucket(&s, ttft, "0.25"), count);
+    // Judged against what the engine did for each probe; a debug build on a busy
+    // machine is within a second of a loopback engine (the bucket bound is a sanity
+    // check, the error itself is a benchmark: BENCHMARKS.md).
+    assert_eq!(bucket(&s, ttft, "1"), count);
     assert!(value(&s, "llmprobe_self_check_dispatch_lag_seconds_count", &[]).unwrap() >= count);
 
-    // Off on reload: the count stops.
+    // Off on reload: the count stops. Self-probes in flight at the reload may still end
+    // (later on a busy machine), so wait for the count to hold still for 800 ms, which
+    // at 20 probes/s it never does while probing goes on.
     std::fs::write(&path, config("{enabled: false}")).unwrap();
     d.reload().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let after = value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap();
-    assert_eq!(before, after);
+    let probes =
+        || async { value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap() };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut before = probes().await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let after = probes().await;
+        if after == before {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "self-probes still counted 20 s after the self-check was turned off"
+        );
+        before = after;
+    }
 
     // A broken reference engine is a config error with its position; the old config stays.
     std::fs::write(&path, config("{output_tokens: 1}")).unwrap();
@@ -137,9 +152,12 @@ fn bench_self_check_reports_the_clients_own_error() {
             ttft["p99_ms"].as_f64().unwrap(),
         );
         // Never negative (the engine never answers early); a debug build on a busy
-        // machine stays far under a quarter second.
-        assert!(0.0 <= p50 && p50 <= p99 && p99 < 250.0, "{ttft}");
-        assert!(s["itl_error_ms"]["p99_ms"].as_f64().unwrap() < 250.0, "{s}");
+        // machine stays far under a second (how far is a benchmark: BENCHMARKS.md).
+        assert!(0.0 <= p50 && p50 <= p99 && p99 < 1000.0, "{ttft}");
+        assert!(
+            s["itl_error_ms"]["p99_ms"].as_f64().unwrap() < 1000.0,
+            "{s}"
+        );
     }
     // Without the flag the row has no self_check.
     let plain = dir.path().join("p.jsonl");

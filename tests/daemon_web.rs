@@ -449,9 +449,15 @@ async fn bcrypt_cost_is_paid_once_per_credential() {
     };
     let (s, first) = timed("pw").await;
     assert_eq!(s, Ok(200));
-    let (s, cached) = timed("pw").await;
-    assert_eq!(s, Ok(200));
-    eprintln!("bcrypt cost 10: first check {first:?}, cached {cached:?}");
+    // The fastest of a few cached checks: one request can be held up by a busy machine
+    // for as long as a bcrypt costs, five in a row do not all.
+    let mut cached = Duration::MAX;
+    for _ in 0..5 {
+        let (s, t) = timed("pw").await;
+        assert_eq!(s, Ok(200));
+        cached = cached.min(t);
+    }
+    eprintln!("bcrypt cost 10: first check {first:?}, fastest cached {cached:?}");
     assert!(
         cached < first,
         "a cached credential must not pay bcrypt again ({cached:?} vs {first:?})"

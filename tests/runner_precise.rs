@@ -26,8 +26,10 @@ async fn precise_timer_serves_several_waiters_earliest_first() {
     let timer = PreciseTimer::spawn().unwrap();
     let start = std::time::Instant::now();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    // Submitted latest deadline first.
-    for ms in [30u64, 20, 10] {
+    // Submitted latest deadline first. The deadlines are 200 ms apart: all three must
+    // be waiting before the first is due, and each woken waiter must report before the
+    // next is due, which a busy machine delays by milliseconds, not by hundreds of them.
+    for ms in [600u64, 400, 200] {
         let (timer, tx) = (timer.clone(), tx.clone());
         tokio::spawn(async move {
             let deadline = start + Duration::from_millis(ms);
@@ -42,7 +44,7 @@ async fn precise_timer_serves_several_waiters_earliest_first() {
     while let Some(ms) = rx.recv().await {
         order.push(ms);
     }
-    assert_eq!(order, vec![10, 20, 30]);
+    assert_eq!(order, vec![200, 400, 600]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

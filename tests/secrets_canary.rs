@@ -14,7 +14,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use assert_cmd::cargo::CommandCargoExt;
@@ -72,21 +72,41 @@ fn llmprobe() -> Command {
 }
 
 /// A spawned server binary; stdout after the first line and stderr are drained by
-/// threads (so trace logging never blocks on a full pipe) and returned at the end.
+/// threads (so trace logging never blocks on a full pipe) and returned at the end;
+/// what stderr said so far can be looked at meanwhile.
 struct Server {
     child: Child,
     addr: SocketAddr,
     stdout: std::thread::JoinHandle<String>,
     stderr: std::thread::JoinHandle<String>,
+    stderr_so_far: Arc<Mutex<Vec<u8>>>,
     first_line: String,
 }
 
-fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
-    })
+fn drain(r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    drain_shared(r).0
+}
+
+/// Reads `r` to its end in a thread, appending each piece to a shared buffer as it
+/// comes: the handle gives the whole text at the end, the buffer what came so far.
+fn drain_shared(
+    mut r: impl Read + Send + 'static,
+) -> (std::thread::JoinHandle<String>, Arc<Mutex<Vec<u8>>>) {
+    let so_far = Arc::new(Mutex::new(Vec::new()));
+    let buf = so_far.clone();
+    let handle = std::thread::spawn(move || {
+        let mut piece = [0u8; 8192];
+        loop {
+            match r.read(&mut piece) {
+                Ok(0) => break,
+                Ok(n) => buf.lock().unwrap().extend_from_slice(&piece[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
+    });
+    (handle, so_far)
 }
 
 fn spawn(mut cmd: Command, prefix: &str) -> Server {
@@ -95,7 +115,7 @@ fn spawn(mut cmd: Command, prefix: &str) -> Server {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let stderr = drain(child.stderr.take().expect("stderr"));
+    let (stderr, stderr_so_far) = drain_shared(child.stderr.take().expect("stderr"));
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut first_line = String::new();
     out.read_line(&mut first_line).expect("first line");
@@ -114,11 +134,17 @@ fn spawn(mut cmd: Command, prefix: &str) -> Server {
         addr,
         stdout: drain(out),
         stderr,
+        stderr_so_far,
         first_line,
     }
 }
 
 impl Server {
+    /// Whether stderr has said `text` yet.
+    fn stderr_says(&self, text: &str) -> bool {
+        String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).contains(text)
+    }
+
     /// SIGTERM, wait, and (stdout, stderr).
     fn stop(mut self) -> (String, String) {
         let _ = Command::new("kill")
@@ -655,9 +681,18 @@ async fn the_web_config_never_shows_a_password_hash_or_key() {
         .expect("POST");
     assert_eq!(reload.status().as_u16(), 200);
     // A plaintext password where the hash belongs: refused at the next check (every 5 s),
-    // the running web config kept.
+    // the running web config kept. Waited for in the daemon's log, ten checks at most.
     std::fs::write(&web_file, web(&pasted)).unwrap();
-    tokio::time::sleep(llmprobe::web::WEB_CONFIG_CHECK_INTERVAL + Duration::from_secs(2)).await;
+    let deadline = std::time::Instant::now() + 10 * llmprobe::web::WEB_CONFIG_CHECK_INTERVAL;
+    while !(daemon.stderr_says("web config not reloaded")
+        && daemon.stderr_says("basic_auth_users.prometheus"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the refused web config was not logged within ten checks"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let still = client
         .get(format!("{base}/-/healthy"))
         .basic_auth("prometheus", Some(&password))

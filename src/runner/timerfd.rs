@@ -174,13 +174,15 @@ mod tests {
         assert!(Instant::now() >= deadline);
     }
 
-    /// Concurrent waits each get a descriptor of their own.
+    /// Concurrent waits each get a descriptor of their own. The late deadline is far
+    /// enough out that a busy machine's wake-up delay for the early one (milliseconds)
+    /// cannot reach it.
     #[tokio::test(flavor = "current_thread")]
     async fn concurrent_waits_do_not_share_a_descriptor() {
         let timer = FdTimer::new();
         let start = Instant::now();
         let (a, b) = (
-            start + Duration::from_millis(30),
+            start + Duration::from_millis(500),
             start + Duration::from_millis(5),
         );
         let (ta, tb) = tokio::join!(

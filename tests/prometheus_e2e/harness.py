@@ -98,15 +98,29 @@ def recorded_output(base: str, name: str, settle: float = RULE_SETTLE_SECONDS):
         time.sleep(0.5)
 
 
-def check(base: str, queries: list[q.Query], allow_empty: list[str]) -> list[Result]:
+# A live Prometheus may not yet have scraped what a panel shows (a series that needs two
+# scrapes, or the daemon's second engine scrape) when the checks start, later on a busy
+# machine: a query without data is asked again until this many seconds after the first
+# check began (tens of scrape and evaluation intervals), then reported.
+LIVE_SETTLE_SECONDS = 30
+
+
+def check(base: str, queries: list[q.Query], allow_empty: list[str],
+          settle: float = 0) -> list[Result]:
     results = []
+    settle_until = time.monotonic() + settle
     for query in queries:
+        allowed = any(a in query.source for a in allow_empty)
         evaluated, n, err = run_query(base, query.expr)
+        while (evaluated and n == 0 and query.kind != "alert" and not allowed
+               and time.monotonic() < settle_until):
+            time.sleep(0.5)
+            evaluated, n, err = run_query(base, query.expr)
         if not evaluated:
             results.append(Result(query, False, err))
         elif query.kind == "alert":
             results.append(Result(query, True, f"evaluated ({n} firing series)"))
-        elif n == 0 and any(a in query.source for a in allow_empty):
+        elif n == 0 and allowed:
             results.append(Result(query, True, "no data (allowed by --allow-empty)"))
         elif n == 0:
             results.append(Result(query, False, "no data"))
@@ -267,7 +281,8 @@ def main() -> int:
             print(f"error: {e}", file=sys.stderr)
             return 1
     panel = next(x for x in queries if x.kind == "panel")
-    results = check(args.prometheus, queries, args.allow_empty)
+    results = check(args.prometheus, queries, args.allow_empty,
+                    settle=LIVE_SETTLE_SECONDS if args.wait else 0)
     # Prometheus must have loaded exactly the rules this harness read from alerts/.
     expected = sum(1 for x in queries if x.kind in ("record", "alert"))
     try:

@@ -7,9 +7,12 @@
 # refuses OpenAI embeddings). Then the daemon probes one scenario per protocol for ~20 s
 # with `engine_metrics_url` on llama-server's own `/metrics`.
 # Checked: zero failures, output token counts equal to the server's usage (each
-# protocol's own usage fields), TTFT and ITL > 0 and below a few seconds when streamed
-# (10 s for TTFT: the CI machine is shared and CPU-bound), no TTFT when not streamed,
-# and the engine view (busy versus total slots) from the `llamacpp:` metrics.
+# protocol's own usage fields), TTFT and ITL > 0 when streamed, no TTFT when not
+# streamed, and the engine view (busy versus total slots) from the `llamacpp:` metrics.
+# How fast a CPU engine answers is the machine's business: a few hundred ms to a first
+# token when quiet, tens of seconds with five targets queueing for its two slots on a
+# busy shared CI machine (seen: means of 8-14 s). Timeouts and the upper bounds on
+# timings (sanity only: seconds, not milliseconds) are therefore minutes.
 #
 # A crash of the engine reads as one: every step checks that llama-server is still
 # alive, and a dead server fails the check with its exit status (and signal) and the
@@ -112,7 +115,7 @@ for r in recs:
             errors.append(f"request {rid}: an embedding with output: {chunks} {usage}")
         if not r.get("usage_prompt_tokens"):
             errors.append(f"request {rid}: no prompt tokens in the embeddings usage")
-        if not 0 < r["t_end"] - r["t_send"] < 10:
+        if not 0 < r["t_end"] - r["t_send"] < 300:
             errors.append(f"request {rid}: E2E {r['t_end'] - r['t_send']:.3f} s")
         continue
     if r.get("token_source") not in ("usage", "continuous_usage"):
@@ -127,11 +130,11 @@ for r in recs:
         continue
     ttft = r["t_first"] - r["t_send"]
     # Sanity bounds, not performance ones: a CPU-starved server is slow, not wrong.
-    if not 0 < ttft < 30:
+    if not 0 < ttft < 300:
         errors.append(f"request {rid}: TTFT {ttft:.3f} s")
     ats = [c["at"] for c in chunks]
     gaps = [b - a for a, b in zip(ats, ats[1:])]
-    if gaps and (min(gaps) < 0 or max(gaps) > 20):
+    if gaps and (min(gaps) < 0 or max(gaps) > 300):
         errors.append(f"request {rid}: chunk gaps {min(gaps):.4f}..{max(gaps):.4f} s")
 if errors:
     print("\n".join(errors), file=sys.stderr)
@@ -157,7 +160,7 @@ run_bench() {
   local rc=0
   "$bin" bench --base-url "$url" --model gemma-3-270m --endpoint "$endpoint" "$@" \
     --rate 1 --max-concurrency 1 --num-requests "$n" --input-len 32 --output-len "$out_len" --seed 7 \
-    --timeout 60s --records "$scratch/records-$name.jsonl" \
+    --timeout 300s --records "$scratch/records-$name.jsonl" \
     --json-out "$scratch/summary-$name.jsonl" --no-progress \
     >"$scratch/bench-$name.out" 2>"$scratch/bench-$name.err" || rc=$?
   server_alive "during bench $name"
@@ -191,7 +194,7 @@ targets:
     model: gemma-3-270m
     endpoint: chat
     rate: 0.4/s
-    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    timeouts: {first_token: 300s, idle: 60s, total: 600s}
     engine_metrics_url: $base/metrics
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 16}
@@ -201,7 +204,7 @@ targets:
     model: gemma-3-270m
     endpoint: embeddings
     rate: 0.3/s
-    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    timeouts: {first_token: 300s, idle: 60s, total: 600s}
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 1}
 EOF
@@ -214,7 +217,7 @@ EOF
     model: gemma-3-270m
     endpoint: chat
     rate: 0.4/s
-    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    timeouts: {first_token: 300s, idle: 60s, total: 600s}
     scenarios:
       - name: arithmetic
         prompt: 'What is 2 + 2? Reply in JSON as {"answer": N}.'
@@ -241,7 +244,7 @@ EOF
     model: gemma-3-270m
     endpoint: $endpoint
     rate: 0.3/s
-    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    timeouts: {first_token: 300s, idle: 60s, total: 600s}
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 16}
 EOF
@@ -259,6 +262,42 @@ for _ in $(seq 1 100); do
 done
 [ -n "$url" ] || fail "daemon did not print its address"
 sleep "$daemon_secs"
+# The counts the checks below need (two probes of each target, a streamed and a whole
+# answer, judged answers of both checked scenarios, an engine scrape) come from a CPU
+# engine that a busy machine slows down: polled for, up to ten minutes, rather than
+# assumed after the probing time.
+python3 - "$url" 600 <<'PY' || { cat "$scratch/daemon.err" >&2; fail "the daemon's probes did not all complete"; }
+import re, sys, time, urllib.request
+url, limit = sys.argv[1], float(sys.argv[2])
+deadline = time.monotonic() + limit
+def missing():
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    series = []
+    for m in re.finditer(r'^(\w+)\{([^}]*)\} (\S+)$', text, re.M):
+        series.append((m.group(1), dict(re.findall(r'(\w+)="([^"]*)"', m.group(2))), float(m.group(3))))
+    def val(name, target, **extra):
+        return sum(v for n, l, v in series if n == name and l.get("target") == target
+                   and all(l.get(k) == x for k, x in extra.items()))
+    out = []
+    for t in ("llama-chat", "llama-completions", "llama-responses", "llama-messages", "llama-embeddings"):
+        if val("llmprobe_requests_total", t) < 2:
+            out.append(f"{t}: probes")
+    for t in ("llama-chat", "llama-completions", "llama-responses", "llama-messages"):
+        if val("llmprobe_ttft_seconds_count", t, scenario="short") < 1:
+            out.append(f"{t}: a streamed answer")
+    if val("llmprobe_request_duration_seconds_count", "llama-chat", scenario="whole") < 1:
+        out.append("llama-chat: a whole answer")
+    for scenario, check in (("arithmetic", "expect_json_schema"), ("impossible", "expect_regex")):
+        if val("llmprobe_check_runs_total", "llama-json", scenario=scenario, check=check) < 1:
+            out.append(f"llama-json/{scenario}: a judged answer")
+    if val("llmprobe_engine_scrape_success", "llama-chat") != 1:
+        out.append("llama-chat: an engine scrape")
+    return out
+while todo := missing():
+    if time.monotonic() > deadline:
+        sys.exit(f"still missing after {limit:.0f} s: {todo}")
+    time.sleep(1)
+PY
 server_alive "while the daemon probed it"
 curl -sf "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
 python3 - "$scratch/metrics.txt" "$slots" <<'EOF' || { cat "$scratch/daemon.err" >&2; fail "daemon metrics"; }
@@ -289,9 +328,9 @@ for t in ("llama-chat", "llama-completions", "llama-responses", "llama-messages"
         errors.append(f"{t}: failures {fails}")
     if not (n <= out <= 16 * n):
         errors.append(f"{t}: {out:.0f} output tokens for {n:.0f} probes of 16")
-    if ttft_n < 1 or not 0 < ttft_s / ttft_n < 10:
+    if ttft_n < 1 or not 0 < ttft_s / ttft_n < 300:
         errors.append(f"{t}: TTFT mean {ttft_s}/{ttft_n}")
-    if itl_n < 1 or not 0 < itl_s / itl_n < 2:
+    if itl_n < 1 or not 0 < itl_s / itl_n < 60:
         errors.append(f"{t}: ITL mean {itl_s}/{itl_n}")
     if not errors:
         print(f"{t}: {n:.0f} probes, 0 failed, {out/n:.1f} tokens/probe, "

@@ -36,17 +36,27 @@ done
 say "daemon --mock at $url; probing for ${LLMPROBE_STATUS_WAIT:-8} s"
 sleep "${LLMPROBE_STATUS_WAIT:-8}"
 
-# The scenarios the page must show: every one /metrics has probed.
+# The scenarios the page must show: every one /metrics has probed. What the checks
+# below need (a probe of every scenario, five of the mock target's, a good engine
+# scrape) takes a couple of seconds at the demo's rate; on a busy machine it is polled
+# for, up to two minutes, rather than assumed after the sleep.
 python3 - "$url" >"$scratch/scenarios" <<'PY' || fail "reading /metrics"
-import re, sys, urllib.request
-text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decode()
-pairs = set()
-for labels in re.findall(r'^llmprobe_requests_total\{([^}]*)\}', text, re.M):
-    l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-    pairs.add((l["target"], l["scenario"]))
-assert pairs, "no llmprobe_requests_total series"
+import re, sys, time, urllib.request
+deadline = time.monotonic() + 120
+while True:
+    text = urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=10).read().decode()
+    done = {}
+    for labels, value in re.findall(r'^llmprobe_requests_total\{([^}]*)\} (\S+)$', text, re.M):
+        l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        done[(l["target"], l["scenario"])] = float(value)
+    scraped = re.search(r'^llmprobe_engine_scrape_success\{[^}]*target="mock"[^}]*\} 1$', text, re.M)
+    mock = sum(v for (t, _), v in done.items() if t == "mock")
+    if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped:
+        break
+    assert time.monotonic() < deadline, f"not every scenario probed within 2 minutes: {done}"
+    time.sleep(0.5)
 # One row per target × scenario: the scenario names, repeated as often as targets have them.
-print("\n".join(sorted(s for _, s in pairs)))
+print("\n".join(sorted(s for _, s in done)))
 PY
 say "scenarios: $(tr '\n' ' ' <"$scratch/scenarios")"
 
