@@ -719,9 +719,10 @@ fn ctrl_c_keeps_what_was_measured() {
 /// exactly the absolute schedule (TTFT 50 ms, then 5 ms a token, the answer due at
 /// 50 + 20 × 5 = 150 ms: no batch slowdown by default, nothing relative), no chunk
 /// leaves before its deadline, and the client's TPOT and TTFA are the engine's actual
-/// ones, give or take the client's own lateness: TPOT within 0.1 ms (a busy machine
-/// made it 0.01 ms), TTFA never shorter and at most 50 ms longer (a busy machine made
-/// the mean 0.7-4.4 ms longer; how close it comes is a benchmark, not a test).
+/// ones, give or take the client's own lateness: TPOT within 0.1 ms on the mean, TTFA
+/// never shorter, its shortest within 2 ms of the engine's shortest (a systematic error
+/// moves every request; a busy machine's late reads move only some), its mean at most
+/// 50 ms longer (how close the mean comes is a benchmark, not a test).
 #[test]
 fn bench_mock_reproduces_the_configured_tpot_and_ttfa_in_every_reasoning_protocol() {
     const TTFT: f64 = 50.0;
@@ -790,10 +791,21 @@ fn bench_mock_reproduces_the_configured_tpot_and_ttfa_in_every_reasoning_protoco
             mean(&engine_tpot)
         );
         // The client's TTFA starts when it sends, the engine's when it has read the
-        // request: the client's can only be longer.
-        let ttfa_gap = mean(&figure("ttfa_ms")) - mean(&engine_ttfa);
+        // request: each request's is longer, so the shortest client TTFA is too. A busy
+        // machine delays some requests' reads by milliseconds (the mean's excess is a
+        // benchmark), but a systematic client error delays every request, the least
+        // delayed one included: the shortest TTFAs must agree within 2 ms.
+        let shortest = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let best_gap = shortest(&figure("ttfa_ms")) - shortest(&engine_ttfa);
         assert!(
-            (0.0..50.0).contains(&ttfa_gap),
+            (0.0..2.0).contains(&best_gap),
+            "{endpoint}: shortest client TTFA {:.3} ms, shortest engine TTFA {:.3} ms",
+            shortest(&figure("ttfa_ms")),
+            shortest(&engine_ttfa)
+        );
+        let mean_gap = mean(&figure("ttfa_ms")) - mean(&engine_ttfa);
+        assert!(
+            (0.0..50.0).contains(&mean_gap),
             "{endpoint}: client TTFA {:.3} ms, engine's {:.3} ms",
             mean(&figure("ttfa_ms")),
             mean(&engine_ttfa)
