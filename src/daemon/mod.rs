@@ -425,39 +425,67 @@ pub async fn run_until_signalled(
     web: WebOptions,
     lifecycle: bool,
 ) -> anyhow::Result<()> {
+    // Before the listening line: a script that signals as soon as it reads the line
+    // must find the handlers in place, not the default action that kills the process.
+    let signals = Signals::install()?;
     let daemon = Daemon::start_with(source, listen, web, lifecycle).await?;
     println!(
         "llmprobe daemon listening on {}://{}",
         daemon.scheme(),
         daemon.addr()
     );
-    wait_for_signals(&daemon).await?;
+    signals.wait(&daemon).await?;
     daemon.shutdown().await
 }
 
+/// The signals the daemon acts on.
 #[cfg(unix)]
-async fn wait_for_signals(daemon: &Daemon) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let reloader = daemon.reloader();
-    loop {
-        tokio::select! {
-            _ = hup.recv() => {
-                tracing::info!("SIGHUP: reloading the configuration");
-                // The outcome is logged and exported by the control task.
-                let _ = request_reload(&reloader).await;
+struct Signals {
+    hup: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            hup: signal(SignalKind::hangup()).context("installing the SIGHUP handler")?,
+            term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        })
+    }
+
+    /// Reloads on SIGHUP; returns on SIGTERM or SIGINT.
+    async fn wait(mut self, daemon: &Daemon) -> anyhow::Result<()> {
+        let reloader = daemon.reloader();
+        loop {
+            tokio::select! {
+                _ = self.hup.recv() => {
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    // The outcome is logged and exported by the control task.
+                    let _ = request_reload(&reloader).await;
+                }
+                _ = self.term.recv() => return Ok(()),
+                _ = self.int.recv() => return Ok(()),
             }
-            _ = term.recv() => return Ok(()),
-            _ = int.recv() => return Ok(()),
         }
     }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signals(_daemon: &Daemon) -> anyhow::Result<()> {
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        Ok(Signals)
+    }
+
+    async fn wait(self, _daemon: &Daemon) -> anyhow::Result<()> {
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+    }
 }
 
 /// What the `llmprobe daemon` command line asks for (the CLI layer fills it from its
