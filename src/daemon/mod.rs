@@ -11,6 +11,8 @@
 pub mod budget;
 pub mod demo;
 pub mod engine;
+pub mod failure_lines;
+pub mod failure_log;
 pub mod self_check;
 pub mod source;
 pub mod target;
@@ -83,10 +85,12 @@ impl Daemon {
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = mpsc::channel(4);
         let (scrape_interval, scrape_interval_rx) = watch::channel(plan.engine_scrape_interval);
+        let (summary_interval, summary_interval_rx) = watch::channel(plan.failure_summary_interval);
         let shared = Shared {
             metrics: metrics.clone(),
             status: status.clone(),
             engine_scrape_interval: scrape_interval_rx,
+            failure_summary_interval: summary_interval_rx,
             run_nonce: run_nonce(),
         };
         let mut control = Control {
@@ -94,6 +98,7 @@ impl Daemon {
             shared,
             grace_period: plan.grace_period,
             scrape_interval,
+            summary_interval,
             plan: None,
             targets: BTreeMap::new(),
             self_check: None,
@@ -188,6 +193,8 @@ struct Control {
     grace_period: Duration,
     /// Publishes the engine scrape interval to running scrapers.
     scrape_interval: watch::Sender<Duration>,
+    /// Publishes the failure log's summary interval to running targets.
+    summary_interval: watch::Sender<Duration>,
     plan: Option<Plan>,
     targets: BTreeMap<String, RunningTarget>,
     self_check: Option<self_check::RunningSelfCheck>,
@@ -305,13 +312,15 @@ impl Control {
             );
         }
         // Shared settings apply to running targets in place: the grace period when a
-        // target stops, the scrape interval through the watch channel.
+        // target stops, the intervals through their watch channels.
         self.grace_period = plan.grace_period;
         self.scrape_interval.send_if_modified(|v| {
             let changed = *v != plan.engine_scrape_interval;
             *v = plan.engine_scrape_interval;
             changed
         });
+        self.summary_interval
+            .send_replace(plan.failure_summary_interval);
         self.apply_self_check(plan.self_check.as_ref());
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
