@@ -1,5 +1,5 @@
 //! The failure log's lines as tracing events: each activity's wording, and the fields a
-//! log collector filters on (`target`, `scenario` and `replica` where present,
+//! log collector filters on (`target`, `scenario`, `replica` and `check` where present,
 //! `reason`, and a probe's `probe_id`). A failure that makes no line of its own is
 //! still logged at debug level, so `--log-level debug` shows every attempt.
 
@@ -13,6 +13,8 @@ use super::failure_log::{FailureKey, Line};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Activity {
     Probe,
+    /// One answer check of the probes that were answered; its reason is the check.
+    AnswerCheck,
     EngineScrape,
 }
 
@@ -20,6 +22,7 @@ impl Activity {
     fn noun(self) -> &'static str {
         match self {
             Activity::Probe => "probe",
+            Activity::AnswerCheck => "answer check",
             Activity::EngineScrape => "engine scrape",
         }
     }
@@ -27,6 +30,7 @@ impl Activity {
     fn nouns(self) -> &'static str {
         match self {
             Activity::Probe => "probes",
+            Activity::AnswerCheck => "answer checks",
             Activity::EngineScrape => "engine scrapes",
         }
     }
@@ -35,6 +39,7 @@ impl Activity {
     fn failed(self) -> &'static str {
         match self {
             Activity::Probe => "probe failed",
+            Activity::AnswerCheck => "answer check failed",
             Activity::EngineScrape => "engine scrape failed",
         }
     }
@@ -60,6 +65,7 @@ pub fn failure(activity: Activity, key: &FailureKey, attempt: Attempt<'_>, lines
             target = %key.target,
             scenario = key.scenario.as_deref().map(display),
             replica = key.replica.as_deref().map(display),
+            check = key.check,
             reason = attempt.reason,
             probe_id = attempt.id,
             error = attempt.error,
@@ -73,11 +79,13 @@ pub fn failure(activity: Activity, key: &FailureKey, attempt: Attempt<'_>, lines
 pub fn write(activity: Activity, key: &FailureKey, attempt: Attempt<'_>, line: &Line) {
     let scenario = key.scenario.as_deref().map(display);
     let replica = key.replica.as_deref().map(display);
+    let check = key.check;
     match line {
         Line::Failed { reason, previous } => tracing::warn!(
             target = %key.target,
             scenario,
             replica,
+            check,
             reason,
             previous_reason = previous,
             probe_id = attempt.id,
@@ -100,6 +108,7 @@ pub fn write(activity: Activity, key: &FailureKey, attempt: Attempt<'_>, line: &
                 target = %key.target,
                 scenario,
                 replica,
+                check,
                 reason,
                 failures,
                 succeeded,
@@ -113,6 +122,7 @@ pub fn write(activity: Activity, key: &FailureKey, attempt: Attempt<'_>, line: &
             target = %key.target,
             scenario,
             replica,
+            check,
             failures,
             over_seconds = over.as_secs_f64(),
             probe_id = attempt.id,

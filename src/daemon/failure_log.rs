@@ -1,5 +1,6 @@
 //! Failure logging by state change, as pure logic: which failures and recoveries of a
-//! repeating activity (a scenario's probes, an engine's scrapes) reach the log. The
+//! repeating activity (a scenario's probes or one of its answer checks, an engine's
+//! scrapes) reach the log. The
 //! first failure says so at once, repeats of the same reason are folded into one
 //! summary per interval, a new reason is a new state, and the first success after
 //! failures the log has told of is a recovery. The caller writes the [`Line`]s (see
@@ -12,12 +13,13 @@ use tokio::time::Instant;
 
 /// Whose failures these are: a stream of attempts that succeed or fail together.
 /// `scenario` is absent for an engine scrape, `replica` until replicas are
-/// discovered; an absent part is not logged.
+/// discovered, `check` but for an answer check's stream; an absent part is not logged.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FailureKey {
     pub target: String,
     pub scenario: Option<String>,
     pub replica: Option<String>,
+    pub check: Option<&'static str>,
 }
 
 impl FailureKey {
@@ -27,6 +29,7 @@ impl FailureKey {
             target: target.to_string(),
             scenario: None,
             replica: None,
+            check: None,
         }
     }
 
@@ -35,6 +38,14 @@ impl FailureKey {
         FailureKey {
             scenario: Some(scenario.to_string()),
             ..FailureKey::target(target)
+        }
+    }
+
+    /// One answer check of the probes of this stream.
+    pub fn with_check(&self, check: &'static str) -> FailureKey {
+        FailureKey {
+            check: Some(check),
+            ..self.clone()
         }
     }
 }

@@ -511,16 +511,9 @@ impl Consumer {
                 .add(t.as_secs_f64());
         }
         let error = shown_error(r, &self.secrets);
-        self.log_outcome(r, good, error.as_deref().unwrap_or(""));
-        for c in r.failed_checks() {
-            tracing::warn!(
-                target = %self.target,
-                scenario = %self.scenario.name,
-                check = c.check.as_str(),
-                reason = c.reason.as_deref().unwrap_or(""),
-                "answer check failed"
-            );
-        }
+        let now = Instant::now();
+        self.log_outcome(r, good, error.as_deref().unwrap_or(""), now);
+        self.log_checks(r, now);
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
         status.record_probe(r, good, error, crate::export::unix_now());
         status.record_checks(&r.checks);
@@ -528,10 +521,9 @@ impl Consumer {
 
     /// Logs a probe's outcome: every one at debug level, failures by state change
     /// (the failure log) at warn.
-    fn log_outcome(&mut self, r: &RequestRecord, good: bool, error: &str) {
+    fn log_outcome(&mut self, r: &RequestRecord, good: bool, error: &str, now: Instant) {
         self.failures
             .set_interval(*self.summary_interval.borrow_and_update());
-        let now = Instant::now();
         let attempt = Attempt {
             id: Some(r.id),
             reason: r.outcome.as_str(),
@@ -556,6 +548,31 @@ impl Consumer {
                 .failures
                 .failure(&self.key, now, r.outcome.as_str(), error);
             failure_lines::failure(Activity::Probe, &self.key, attempt, &lines);
+        }
+    }
+
+    /// Logs a probe's answer checks by state change, each check a stream of its own
+    /// whose reason is the check.
+    fn log_checks(&mut self, r: &RequestRecord, now: Instant) {
+        for c in &r.checks {
+            let check = c.check.as_str();
+            let key = self.key.with_check(check);
+            let error = c.reason.as_deref().map_or_else(String::new, |why| {
+                secret::scrub(why, self.secrets.iter().map(Secret::expose))
+            });
+            let attempt = Attempt {
+                id: Some(r.id),
+                reason: check,
+                error: &error,
+            };
+            if c.passed {
+                if let Some(line) = self.failures.success(&key, now) {
+                    failure_lines::write(Activity::AnswerCheck, &key, attempt, &line);
+                }
+            } else {
+                let lines = self.failures.failure(&key, now, check, &error);
+                failure_lines::failure(Activity::AnswerCheck, &key, attempt, &lines);
+            }
         }
     }
 }
