@@ -1,7 +1,8 @@
 //! The daemon's logs as production reads them: no colour codes when stderr is not a
 //! terminal, JSON lines as flat objects with the probe's fields, and a failing target
-//! logged by state change (its first failure, a summary per interval, its recovery)
-//! while `/metrics` counts every failure and debug level still shows every probe.
+//! or answer check logged by state change (its first failure, a summary per interval,
+//! its recovery) while `/metrics` counts every failure and debug level still shows
+//! every probe.
 
 mod daemon_support;
 
@@ -214,14 +215,18 @@ targets:
         "--config",
         path.to_str().unwrap(),
     ]);
-    let summaries = |lines: &[String], what: &str| {
+    // Summaries of the probes carry their scenario, the engine scraper's none.
+    let summaries = |lines: &[String], probes: bool| {
         lines
             .iter()
-            .filter(|l| l.contains(&format!("{what} failed with connect in the last")))
+            .filter(|l| {
+                l.contains("failed with connect in the last")
+                    && l.contains("\"scenario\":\"s\"") == probes
+            })
             .count()
     };
     d.wait_for_log("two summaries of each", |l| {
-        summaries(l, "probes") >= 2 && summaries(l, "engine scrapes") >= 2
+        summaries(l, true) >= 2 && summaries(l, false) >= 2
     })
     .await;
     let mock = llmprobe::mock::start(
@@ -250,6 +255,17 @@ targets:
             .filter(|o| text(o, "target") == "down" && text(o, "message").contains(message))
             .collect()
     };
+    // A summary: a WARN line over a span, for the probes (`scenario`) or the scraper.
+    let summaries_of = |probes: bool| -> Vec<&serde_json::Map<String, Value>> {
+        all.iter()
+            .filter(|o| {
+                text(o, "target") == "down"
+                    && text(o, "level") == "WARN"
+                    && o.contains_key("over_seconds")
+                    && o.contains_key("scenario") == probes
+            })
+            .collect()
+    };
     let at = |level: &str, list: &[&serde_json::Map<String, Value>]| {
         list.iter().filter(|o| text(o, "level") == level).count()
     };
@@ -264,10 +280,10 @@ targets:
         ("s", "connect")
     );
     assert!(first.get("probe_id").is_some_and(Value::is_u64));
-    let repeated = of("probes failed with connect");
+    let repeated = summaries_of(true);
     assert!(repeated.len() >= 2);
     for o in &repeated {
-        assert_eq!(text(o, "level"), "WARN");
+        assert_eq!(text(o, "reason"), "connect");
         assert!(number(o, "over_seconds") >= 1.0, "{o:?}");
     }
     let recovered = of("probe recovered after");
@@ -286,7 +302,10 @@ targets:
     // Engine scrapes: the same rule.
     let scrape_failed = of("engine scrape failed");
     assert_eq!(at("WARN", &scrape_failed), 1, "{scrape_failed:?}");
-    for o in of("engine scrapes failed with connect") {
+    let repeated = summaries_of(false);
+    assert!(repeated.len() >= 2);
+    for o in &repeated {
+        assert_eq!(text(o, "reason"), "connect");
         assert!(number(o, "over_seconds") >= 1.0, "{o:?}");
     }
     let scrape_recovered = of("engine scrape recovered after");
@@ -305,4 +324,66 @@ targets:
         (shown as f64) < failures / 2.0,
         "{shown} lines for {failures} failures"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_answer_check_is_logged_once_then_summarised() {
+    let mock = llmprobe::mock::start(
+        llmprobe::mock::MockConfig::default(),
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
+    let (_dir, path) = config_file(&format!(
+        "failure_summary_interval: 1s
+self_check: {{enabled: false}}
+targets:
+  - name: wrong
+    base_url: {}
+    model: mock-llm
+    rate: 20/s
+    scenarios:
+      - {{name: s, output_tokens: 4, checks: {{expect_regex: '^never$', expect_model: mock-llm}}}}
+",
+        mock.base_url()
+    ));
+    let d = Daemon::spawn(&[
+        "--log-format",
+        "json",
+        "daemon",
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path.to_str().unwrap(),
+    ]);
+    d.wait_for_log("two summaries", |l| {
+        l.iter()
+            .filter(|l| l.contains("answer checks failed with expect_regex"))
+            .count()
+            >= 2
+    })
+    .await;
+    let all = objects(&d.terminate());
+    mock.shutdown().await;
+    let checks: Vec<_> = all
+        .iter()
+        .filter(|o| text(o, "target") == "wrong" && o.contains_key("check"))
+        .collect();
+    let failed: Vec<_> = checks
+        .iter()
+        .filter(|o| text(o, "message") == "answer check failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{checks:?}");
+    assert_eq!(
+        (text(failed[0], "check"), text(failed[0], "reason")),
+        ("expect_regex", "expect_regex")
+    );
+    assert!(text(failed[0], "error").contains("^never$"), "{failed:?}");
+    assert!(failed[0].get("probe_id").is_some_and(Value::is_u64));
+    // The passing check never logs; the failing one is summarised an interval apart.
+    assert!(checks.iter().all(|o| text(o, "check") == "expect_regex"));
+    for o in checks.iter().filter(|o| o.contains_key("over_seconds")) {
+        assert_eq!(text(o, "level"), "WARN");
+        assert!(number(o, "over_seconds") >= 1.0, "{o:?}");
+    }
 }

@@ -140,10 +140,13 @@ for line in open(metrics_path):
     if m and 'target="llama"' in m.group(1):
         failures += float(m.group(2))
 
-def stream(failed, repeated, recovered, scenario):
-    """The failure log of one stream, checked; returns its lines."""
+def summary(o):
+    return o["level"] == "WARN" and "over_seconds" in o
+
+def stream(failed, recovered, scenario):
+    """The failure log of one stream, checked; returns its lines and its recovery."""
     mine = [o for o in lines if o.get("target") == "llama" and o.get("scenario") == scenario
-            and (o["message"] == failed or repeated in o["message"] or o["message"].startswith(recovered))]
+            and (o["message"] == failed or summary(o) or o["message"].startswith(recovered))]
     for o in mine:
         print(f'  {o["timestamp"]} {o["level"]:5} {o["message"]}'
               + (f' reason={o["reason"]}' if "reason" in o else "")
@@ -170,7 +173,7 @@ def stream(failed, repeated, recovered, scenario):
     # right before the WARN of the next one.
     summaries = 0
     for i, o in enumerate(mine):
-        if repeated not in o["message"]:
+        if not summary(o):
             continue
         closes = i + 1 < len(mine) and mine[i + 1]["message"] == failed \
             and mine[i + 1].get("previous_reason") == o["reason"]
@@ -184,10 +187,9 @@ def stream(failed, repeated, recovered, scenario):
     return mine, rec
 
 print("probes (target=llama, scenario=short):")
-probe_lines, probe_rec = stream("probe failed", "probes failed with", "probe recovered after", "short")
+probe_lines, probe_rec = stream("probe failed", "probe recovered after", "short")
 print("engine scrapes (target=llama):")
-scrape_lines, scrape_rec = stream("engine scrape failed", "engine scrapes failed with",
-                                  "engine scrape recovered after", None)
+scrape_lines, scrape_rec = stream("engine scrape failed", "engine scrape recovered after", None)
 if probe_rec is not None:
     if probe_rec["failures"] != failures:
         errors.append(f"the recovery counts {probe_rec['failures']} failures, /metrics {failures:.0f}")
