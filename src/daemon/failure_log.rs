@@ -1,10 +1,10 @@
 //! Failure logging by state change, as pure logic: which failures and recoveries of a
 //! repeating activity (a scenario's probes or one of its answer checks, an engine's
-//! scrapes) reach the log. The
-//! first failure says so at once, repeats of the same reason are folded into one
-//! summary per interval, a new reason is a new state, and the first success after
-//! failures the log has told of is a recovery. The caller writes the [`Line`]s (see
-//! `failure_lines`); every count on `/metrics` stays exact, only the log is summarised.
+//! scrapes) reach the log. The first failure says so at once, repeats of the same
+//! reason are folded into one summary per interval, a new reason is a new state, and
+//! the first success after failures the log has told of is a recovery. The caller
+//! writes the [`Line`]s (see `failure_lines`); every count on `/metrics` stays exact,
+//! only the log is summarised.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -60,7 +60,7 @@ pub enum Line {
         previous: Option<&'static str>,
     },
     /// Failures of one reason not in any line yet, over the time since the stream's last
-    /// line, with the successes between them (a flapping stream has some).
+    /// line, with the successes since that line (a flapping stream has some).
     Repeated {
         reason: &'static str,
         failures: u64,
