@@ -247,6 +247,10 @@ const BAD: &[(&str, &str)] = &[
         "zero_scrape_interval.yaml:1:25: engine_scrape_interval: must be greater than zero",
     ),
     (
+        "zero_failure_summary_interval",
+        "zero_failure_summary_interval.yaml:1:27: failure_summary_interval: must be greater than zero",
+    ),
+    (
         "zero_slo",
         "zero_slo.yaml:6:21: targets[0].scenarios[0].slo.tpot: must be greater than zero",
     ),

@@ -28,6 +28,8 @@ pub struct Plan {
     pub listen: String,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
+    /// How often the log summarises a failure that keeps repeating.
+    pub failure_summary_interval: Duration,
     /// The self-check, when enabled.
     pub self_check: Option<SelfCheckConfig>,
     /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
@@ -178,6 +180,7 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         listen: cfg.listen.clone(),
         grace_period: cfg.grace_period,
         engine_scrape_interval: cfg.engine_scrape_interval,
+        failure_summary_interval: cfg.failure_summary_interval,
         self_check: cfg.self_check.enabled.then(|| cfg.self_check.clone()),
         buckets,
         targets,

@@ -38,6 +38,12 @@ pub struct Config {
     #[serde(default = "default_scrape_interval", with = "duration_str")]
     #[schemars(with = "String")]
     pub engine_scrape_interval: Duration,
+    /// How often a failure that keeps repeating (a target's probes, its engine scrapes)
+    /// is summarised in the log: its first occurrence is logged at once, then one line
+    /// per interval while it lasts, and one when it recovers.
+    #[serde(default = "default_failure_summary_interval", with = "duration_str")]
+    #[schemars(with = "String")]
+    pub failure_summary_interval: Duration,
     /// Extra histogram bucket upper bounds in seconds, per metric. They extend vLLM's own
     /// buckets (never replace them); every configured SLO threshold is added in any case.
     #[serde(default)]
@@ -64,6 +70,10 @@ fn default_grace_period() -> Duration {
 
 fn default_scrape_interval() -> Duration {
     Duration::from_secs(15)
+}
+
+fn default_failure_summary_interval() -> Duration {
+    Duration::from_secs(60)
 }
 
 /// Histogram buckets (seconds) per latency metric.

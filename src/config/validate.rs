@@ -34,6 +34,12 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
             "must be greater than zero".into(),
         ));
     }
+    if cfg.failure_summary_interval.is_zero() {
+        return Err((
+            root.key("failure_summary_interval"),
+            "must be greater than zero".into(),
+        ));
+    }
     buckets(&cfg.buckets, &root.key("buckets"))?;
     self_check(&cfg.self_check, &root.key("self_check"))?;
     let defaults = root.key("defaults");

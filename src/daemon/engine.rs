@@ -1,8 +1,8 @@
 //! The engine scraper of a target: reads the engine's own `/metrics` (vLLM, SGLang,
 //! llama.cpp or TGI, parsed by `crate::engine`) every interval and publishes live load,
 //! live KV capacity, headroom, live cost per million tokens and the client/server TTFT
-//! gap. A failed scrape sets `llmprobe_engine_scrape_success 0` and is logged; it never
-//! stops the target.
+//! gap. A failed scrape sets `llmprobe_engine_scrape_success 0` and is logged by state
+//! change (the failure log); it never stops the target.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,6 +11,8 @@ use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
+use super::failure_lines::{self, Activity, Attempt};
+use super::failure_log::{FailureKey, FailureLog};
 use crate::config::TargetPlan;
 use crate::engine::{self, EngineSnapshot};
 use crate::export::{EngineGauges, Metrics};
@@ -147,16 +149,36 @@ pub fn headroom(cur: &EngineSnapshot, max_seqs: Option<f64>) -> Option<f64> {
     free.map(|f| f.clamp(0.0, 1.0))
 }
 
+/// What a target's scrape loop works with.
+pub struct Scraper {
+    pub plan: TargetPlan,
+    pub url: String,
+    pub metrics: Arc<Metrics>,
+    /// The scrape interval; a reload changes it in place.
+    pub interval: watch::Receiver<Duration>,
+    /// How often the log summarises failing scrapes.
+    pub summary_interval: watch::Receiver<Duration>,
+    /// Client-side TTFTs since the last scrape, for the client/server gap.
+    pub ttft_window: Arc<Mutex<TtftWindow>>,
+    pub stop: CancellationToken,
+    /// Held while publishing (see `RunningTarget::publish`).
+    pub publish: Arc<Mutex<()>>,
+}
+
 /// Builds the scrape loop of a target (its HTTP client uses the target's TLS settings).
 pub fn scrape_loop(
-    plan: TargetPlan,
-    url: String,
-    metrics: Arc<Metrics>,
-    mut interval: watch::Receiver<Duration>,
-    ttft_window: Arc<Mutex<TtftWindow>>,
-    stop: CancellationToken,
-    publish: Arc<Mutex<()>>,
+    scraper: Scraper,
 ) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    let Scraper {
+        plan,
+        url,
+        metrics,
+        mut interval,
+        mut summary_interval,
+        ttft_window,
+        stop,
+        publish,
+    } = scraper;
     let http = reqwest::Client::builder()
         .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
         .no_proxy()
@@ -171,9 +193,15 @@ pub fn scrape_loop(
         let mut every = *interval.borrow_and_update();
         let mut tick = ticker(every);
         let mut watching = true;
-        let mut prev: Option<(EngineSnapshot, Instant)> = None;
-        // The last /props problem logged: logged again only when it changes.
-        let mut slots_warned: Option<String> = None;
+        let mut publisher = Publisher {
+            key: FailureKey::target(&plan.name),
+            failures: FailureLog::new(*summary_interval.borrow_and_update()),
+            plan,
+            metrics,
+            ttft_window,
+            prev: None,
+            slots_warned: None,
+        };
         loop {
             tokio::select! {
                 biased;
@@ -199,59 +227,103 @@ pub fn scrape_loop(
                 () = stop.cancelled() => break,
                 r = engine::scrape(&http, &url, timeout) => r,
             };
-            let took = started.elapsed().as_secs_f64();
+            let ended = Instant::now();
             // Checked under the lock the control task takes to remove this target's
             // series after cancelling it: a stopped scraper publishes nothing more.
             let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
             if stop.is_cancelled() {
                 break;
             }
-            match result {
-                Ok(engine::Scrape {
-                    snapshot: snap,
-                    slots_error,
-                }) => {
-                    if let Some(why) = slots_error.as_deref()
-                        && slots_error != slots_warned
-                    {
-                        tracing::warn!(
-                            target = %plan.name,
-                            error = %scrub(why, plan.secrets.iter().map(Secret::expose)),
-                            "llama.cpp slot count unavailable (GET /props); max sequences \
-                             fall back to the capacity block, if any"
-                        );
-                    }
-                    slots_warned = slots_error;
-                    let client_mean = ttft_window
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .take_mean();
-                    let p = prev
-                        .as_ref()
-                        .map(|(s, at)| (s, started.saturating_duration_since(*at)));
-                    let (g, headroom) = gauges(&plan, p, &snap, client_mean);
-                    metrics.set_engine(&plan.name, &plan.model, true, took, &g);
-                    metrics.set_headroom(&plan.name, &plan.model, headroom);
-                    prev = Some((snap, started));
-                }
-                Err(e) => {
-                    metrics.set_engine(
-                        &plan.name,
-                        &plan.model,
-                        false,
-                        took,
-                        &EngineGauges::default(),
-                    );
-                    metrics.set_headroom(&plan.name, &plan.model, None);
-                    tracing::warn!(
-                        target = %plan.name,
-                        error = %scrub(&format!("{e:#}"), plan.secrets.iter().map(Secret::expose)),
-                        "engine scrape failed"
-                    );
-                }
-            }
+            publisher
+                .failures
+                .set_interval(*summary_interval.borrow_and_update());
+            publisher.publish(result, started, ended);
         }
     })
+}
+
+/// What a target's scrapes publish and log, and what the next scrape needs of the last.
+struct Publisher {
+    plan: TargetPlan,
+    metrics: Arc<Metrics>,
+    ttft_window: Arc<Mutex<TtftWindow>>,
+    prev: Option<(EngineSnapshot, Instant)>,
+    /// The last /props problem logged: logged again only when it changes.
+    slots_warned: Option<String>,
+    key: FailureKey,
+    failures: FailureLog,
+}
+
+impl Publisher {
+    /// Publishes one scrape that ran from `started` to `ended`.
+    fn publish(
+        &mut self,
+        result: Result<engine::Scrape, engine::ScrapeError>,
+        started: Instant,
+        ended: Instant,
+    ) {
+        let took = ended.saturating_duration_since(started).as_secs_f64();
+        let (plan, metrics) = (&self.plan, &self.metrics);
+        let scrub_secrets = |text: &str| scrub(text, plan.secrets.iter().map(Secret::expose));
+        match result {
+            Ok(engine::Scrape {
+                snapshot: snap,
+                slots_error,
+            }) => {
+                if let Some(why) = slots_error.as_deref()
+                    && slots_error != self.slots_warned
+                {
+                    tracing::warn!(
+                        target = %plan.name,
+                        error = %scrub_secrets(why),
+                        "llama.cpp slot count unavailable (GET /props); max sequences \
+                         fall back to the capacity block, if any"
+                    );
+                }
+                self.slots_warned = slots_error;
+                let client_mean = self
+                    .ttft_window
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take_mean();
+                let p = self
+                    .prev
+                    .as_ref()
+                    .map(|(s, at)| (s, started.saturating_duration_since(*at)));
+                let (g, headroom) = gauges(plan, p, &snap, client_mean);
+                metrics.set_engine(&plan.name, &plan.model, true, took, &g);
+                metrics.set_headroom(&plan.name, &plan.model, headroom);
+                self.prev = Some((snap, started));
+                if let Some(line) = self.failures.success(&self.key, ended) {
+                    let attempt = Attempt {
+                        id: None,
+                        reason: "",
+                        error: "",
+                    };
+                    failure_lines::write(Activity::EngineScrape, &self.key, attempt, &line);
+                }
+            }
+            Err(e) => {
+                metrics.set_engine(
+                    &plan.name,
+                    &plan.model,
+                    false,
+                    took,
+                    &EngineGauges::default(),
+                );
+                metrics.set_headroom(&plan.name, &plan.model, None);
+                let error = scrub_secrets(&format!("{e:#}"));
+                let reason = e.reason.as_str();
+                let lines = self.failures.failure(&self.key, ended, reason, &error);
+                let attempt = Attempt {
+                    id: None,
+                    reason,
+                    error: &error,
+                };
+                failure_lines::failure(Activity::EngineScrape, &self.key, attempt, &lines);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

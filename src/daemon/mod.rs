@@ -11,6 +11,8 @@
 pub mod budget;
 pub mod demo;
 pub mod engine;
+pub mod failure_lines;
+pub mod failure_log;
 pub mod self_check;
 pub mod source;
 pub mod target;
@@ -83,10 +85,12 @@ impl Daemon {
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = mpsc::channel(4);
         let (scrape_interval, scrape_interval_rx) = watch::channel(plan.engine_scrape_interval);
+        let (summary_interval, summary_interval_rx) = watch::channel(plan.failure_summary_interval);
         let shared = Shared {
             metrics: metrics.clone(),
             status: status.clone(),
             engine_scrape_interval: scrape_interval_rx,
+            failure_summary_interval: summary_interval_rx,
             run_nonce: run_nonce(),
         };
         let mut control = Control {
@@ -94,6 +98,7 @@ impl Daemon {
             shared,
             grace_period: plan.grace_period,
             scrape_interval,
+            summary_interval,
             plan: None,
             targets: BTreeMap::new(),
             self_check: None,
@@ -188,6 +193,8 @@ struct Control {
     grace_period: Duration,
     /// Publishes the engine scrape interval to running scrapers.
     scrape_interval: watch::Sender<Duration>,
+    /// Publishes the failure log's summary interval to running targets.
+    summary_interval: watch::Sender<Duration>,
     plan: Option<Plan>,
     targets: BTreeMap<String, RunningTarget>,
     self_check: Option<self_check::RunningSelfCheck>,
@@ -305,13 +312,15 @@ impl Control {
             );
         }
         // Shared settings apply to running targets in place: the grace period when a
-        // target stops, the scrape interval through the watch channel.
+        // target stops, the intervals through their watch channels.
         self.grace_period = plan.grace_period;
         self.scrape_interval.send_if_modified(|v| {
             let changed = *v != plan.engine_scrape_interval;
             *v = plan.engine_scrape_interval;
             changed
         });
+        self.summary_interval
+            .send_replace(plan.failure_summary_interval);
         self.apply_self_check(plan.self_check.as_ref());
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
@@ -425,39 +434,67 @@ pub async fn run_until_signalled(
     web: WebOptions,
     lifecycle: bool,
 ) -> anyhow::Result<()> {
+    // Before the listening line: a script that signals as soon as it reads the line
+    // must find the handlers in place, not the default action that kills the process.
+    let signals = Signals::install()?;
     let daemon = Daemon::start_with(source, listen, web, lifecycle).await?;
     println!(
         "llmprobe daemon listening on {}://{}",
         daemon.scheme(),
         daemon.addr()
     );
-    wait_for_signals(&daemon).await?;
+    signals.wait(&daemon).await?;
     daemon.shutdown().await
 }
 
+/// The signals the daemon acts on.
 #[cfg(unix)]
-async fn wait_for_signals(daemon: &Daemon) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    let reloader = daemon.reloader();
-    loop {
-        tokio::select! {
-            _ = hup.recv() => {
-                tracing::info!("SIGHUP: reloading the configuration");
-                // The outcome is logged and exported by the control task.
-                let _ = request_reload(&reloader).await;
+struct Signals {
+    hup: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            hup: signal(SignalKind::hangup()).context("installing the SIGHUP handler")?,
+            term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        })
+    }
+
+    /// Reloads on SIGHUP; returns on SIGTERM or SIGINT.
+    async fn wait(mut self, daemon: &Daemon) -> anyhow::Result<()> {
+        let reloader = daemon.reloader();
+        loop {
+            tokio::select! {
+                _ = self.hup.recv() => {
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    // The outcome is logged and exported by the control task.
+                    let _ = request_reload(&reloader).await;
+                }
+                _ = self.term.recv() => return Ok(()),
+                _ = self.int.recv() => return Ok(()),
             }
-            _ = term.recv() => return Ok(()),
-            _ = int.recv() => return Ok(()),
         }
     }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signals(_daemon: &Daemon) -> anyhow::Result<()> {
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        Ok(Signals)
+    }
+
+    async fn wait(self, _daemon: &Daemon) -> anyhow::Result<()> {
+        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+    }
 }
 
 /// What the `llmprobe daemon` command line asks for (the CLI layer fills it from its

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::TokenBudget;
-use super::engine::{TtftWindow, scrape_loop};
+use super::engine::{Scraper, TtftWindow, scrape_loop};
+use super::failure_lines::{self, Activity, Attempt};
+use super::failure_log::{FailureKey, FailureLog};
 use crate::client::{Client, ClientConfig};
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::conversation::{Conversation, Turns};
@@ -42,6 +44,8 @@ pub struct Shared {
     pub status: Arc<StatusBoard>,
     /// The engine scrape interval; a reload changes it without restarting targets.
     pub engine_scrape_interval: watch::Receiver<Duration>,
+    /// How often the log summarises a repeating failure; a reload changes it in place.
+    pub failure_summary_interval: watch::Receiver<Duration>,
     /// Part of every prompt nonce: fresh per daemon start, so a restarted daemon does
     /// not send the prompts of its previous life into a warm prefix cache.
     pub run_nonce: u32,
@@ -114,15 +118,16 @@ pub fn start(
         tasks.extend(start_scenario(&starting, scenario, (position + i, count))?);
     }
     if let Some(url) = plan.engine_metrics_url.clone() {
-        tasks.push(tokio::spawn(scrape_loop(
-            plan.clone(),
+        tasks.push(tokio::spawn(scrape_loop(Scraper {
+            plan: plan.clone(),
             url,
-            shared.metrics.clone(),
-            shared.engine_scrape_interval.clone(),
+            metrics: shared.metrics.clone(),
+            interval: shared.engine_scrape_interval.clone(),
+            summary_interval: shared.failure_summary_interval.clone(),
             ttft_window,
-            stop.clone(),
-            publish.clone(),
-        )?));
+            stop: stop.clone(),
+            publish: publish.clone(),
+        })?));
     }
     tracing::info!(
         target = %plan.name,
@@ -223,9 +228,14 @@ fn start_scenario(
     let runner = tokio::spawn(async move {
         runner::run(arrivals, config, admission, probe, tx).await;
     });
+    let summary_interval = t.shared.failure_summary_interval.clone();
+    let failures = FailureLog::new(*summary_interval.borrow());
     let consumer = tokio::spawn(consume(
         rx,
         Consumer {
+            key: FailureKey::scenario(&plan.name, &scenario.name),
+            failures,
+            summary_interval,
             target: plan.name.clone(),
             scenario: scenario.clone(),
             series,
@@ -436,6 +446,10 @@ impl Prober {
 }
 
 struct Consumer {
+    /// Whose failures the log tells of, and when.
+    key: FailureKey,
+    failures: FailureLog,
+    summary_interval: watch::Receiver<Duration>,
     target: String,
     scenario: ScenarioPlan,
     series: Arc<ScenarioSeries>,
@@ -449,7 +463,7 @@ struct Consumer {
     stop: CancellationToken,
 }
 
-async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, c: Consumer) {
+async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, mut c: Consumer) {
     while let Some(event) = rx.recv().await {
         match event {
             RunEvent::Record(r) => c.record(&r),
@@ -463,7 +477,7 @@ async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, c: Consumer) {
 }
 
 impl Consumer {
-    fn record(&self, r: &RequestRecord) {
+    fn record(&mut self, r: &RequestRecord) {
         // Probes cut off by our own stop (reload, shutdown) say nothing about the target.
         if r.outcome == Outcome::Cancelled && self.stop.is_cancelled() {
             return;
@@ -497,37 +511,69 @@ impl Consumer {
                 .add(t.as_secs_f64());
         }
         let error = shown_error(r, &self.secrets);
+        let now = Instant::now();
+        self.log_outcome(r, good, error.as_deref().unwrap_or(""), now);
+        self.log_checks(r, now);
+        let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        status.record_probe(r, good, error, crate::export::unix_now());
+        status.record_checks(&r.checks);
+    }
+
+    /// Logs a probe's outcome: every one at debug level, failures by state change
+    /// (the failure log) at warn.
+    fn log_outcome(&mut self, r: &RequestRecord, good: bool, error: &str, now: Instant) {
+        self.failures
+            .set_interval(*self.summary_interval.borrow_and_update());
+        let attempt = Attempt {
+            id: Some(r.id),
+            reason: r.outcome.as_str(),
+            error,
+        };
         if r.is_success() {
             tracing::debug!(
                 target = %self.target,
                 scenario = %self.scenario.name,
+                probe_id = r.id,
                 ttft_ms = r.ttft().map(|d| d.as_secs_f64() * 1e3),
                 e2e_ms = r.e2e().map(|d| d.as_secs_f64() * 1e3),
                 output_tokens = r.output_tokens(),
                 good,
                 "probe ok"
             );
+            if let Some(line) = self.failures.success(&self.key, now) {
+                failure_lines::write(Activity::Probe, &self.key, attempt, &line);
+            }
         } else {
-            tracing::warn!(
-                target = %self.target,
-                scenario = %self.scenario.name,
-                reason = r.outcome.as_str(),
-                error = error.as_deref().unwrap_or(""),
-                "probe failed"
-            );
+            let lines = self
+                .failures
+                .failure(&self.key, now, r.outcome.as_str(), error);
+            failure_lines::failure(Activity::Probe, &self.key, attempt, &lines);
         }
-        for c in r.failed_checks() {
-            tracing::warn!(
-                target = %self.target,
-                scenario = %self.scenario.name,
-                check = c.check.as_str(),
-                reason = c.reason.as_deref().unwrap_or(""),
-                "answer check failed"
-            );
+    }
+
+    /// Logs a probe's answer checks by state change, each check a stream of its own
+    /// whose reason is the check.
+    fn log_checks(&mut self, r: &RequestRecord, now: Instant) {
+        for c in &r.checks {
+            let check = c.check.as_str();
+            let key = self.key.with_check(check);
+            let error = c.reason.as_deref().map_or_else(String::new, |why| {
+                secret::scrub(why, self.secrets.iter().map(Secret::expose))
+            });
+            let attempt = Attempt {
+                id: Some(r.id),
+                reason: check,
+                error: &error,
+            };
+            if c.passed {
+                if let Some(line) = self.failures.success(&key, now) {
+                    failure_lines::write(Activity::AnswerCheck, &key, attempt, &line);
+                }
+            } else {
+                let lines = self.failures.failure(&key, now, check, &error);
+                failure_lines::failure(Activity::AnswerCheck, &key, attempt, &lines);
+            }
         }
-        let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        status.record_probe(r, good, error, crate::export::unix_now());
-        status.record_checks(&r.checks);
     }
 }
 

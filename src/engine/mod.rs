@@ -26,12 +26,15 @@
 //!   `tgi_request_generated_tokens` (a histogram of tokens per finished request: its
 //!   `_sum` is a generated-tokens counter). TGI exports no TTFT histogram.
 
+mod scrape_error;
 pub mod text;
 
 use std::time::Duration;
 
 use anyhow::Context;
 use futures_util::StreamExt;
+
+pub use scrape_error::{ScrapeError, ScrapeFailure};
 
 /// Which engine a scrape came from, recognised by its metric namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,13 +215,13 @@ pub struct Scrape {
 }
 
 /// Fetches and parses `url` (an engine's `/metrics`), and for llama.cpp its slot count
-/// from `/props` in whatever time is left. Errors say what failed: the connection, the
-/// HTTP status, the size limit or the format.
+/// from `/props` in whatever time is left. Errors say what failed (the connection, the
+/// HTTP status, the size limit or the format) and carry that as their reason.
 pub async fn scrape(
     http: &reqwest::Client,
     url: &str,
     timeout: Duration,
-) -> anyhow::Result<Scrape> {
+) -> Result<Scrape, ScrapeError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let fetch = async {
         let body = get_bounded(
@@ -229,20 +232,28 @@ pub async fn scrape(
             "engine metrics",
         )
         .await?;
-        let text = String::from_utf8(body).context("engine metrics body is not UTF-8")?;
-        let snap = parse(&text)?;
+        let format = |e: anyhow::Error| ScrapeError::new(ScrapeFailure::Format, e);
+        let text = String::from_utf8(body)
+            .context("engine metrics body is not UTF-8")
+            .map_err(format)?;
+        let snap = parse(&text).map_err(|e| format(e.into()))?;
         if snap.kind.is_none() {
             // A wrong URL (node-exporter, the gateway's own metrics) must not pass as a
             // successful engine scrape with no data.
-            anyhow::bail!(
+            return Err(format(anyhow::anyhow!(
                 "no vllm:, sglang:, llamacpp: or tgi_ metrics found at the engine metrics URL"
-            );
+            )));
         }
         Ok(snap)
     };
     let mut snapshot = tokio::time::timeout_at(deadline, fetch)
         .await
-        .map_err(|_| anyhow::anyhow!("engine metrics scrape timed out after {timeout:?}"))??;
+        .map_err(|_| {
+            ScrapeError::new(
+                ScrapeFailure::Timeout,
+                anyhow::anyhow!("engine metrics scrape timed out after {timeout:?}"),
+            )
+        })??;
     let mut slots_error = None;
     if snapshot.kind == Some(EngineKind::LlamaCpp) {
         match tokio::time::timeout_at(deadline, llamacpp_total_slots(http, url)).await {
@@ -312,26 +323,43 @@ async fn get_bounded(
     accept: &str,
     limit: usize,
     what: &str,
-) -> anyhow::Result<Vec<u8>> {
-    let resp = http
+) -> Result<Vec<u8>, ScrapeError> {
+    let resp = match http
         .get(url)
         .header(reqwest::header::ACCEPT, accept)
         .send()
         .await
-        .map_err(reqwest::Error::without_url)
-        .with_context(|| format!("{what} request failed"))?;
+    {
+        Ok(resp) => resp,
+        Err(e) => {
+            let reason = if e.is_timeout() {
+                ScrapeFailure::Timeout
+            } else {
+                ScrapeFailure::Connect
+            };
+            let e = anyhow::Error::new(e.without_url()).context(format!("{what} request failed"));
+            return Err(ScrapeError::new(reason, e));
+        }
+    };
     let status = resp.status();
     if !status.is_success() {
-        anyhow::bail!("{what} answered HTTP {status}");
+        return Err(ScrapeError::new(
+            ScrapeFailure::of_status(status),
+            anyhow::anyhow!("{what} answered HTTP {status}"),
+        ));
     }
+    let body_error = |e| ScrapeError::new(ScrapeFailure::Body, e);
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(piece) = stream.next().await {
         let piece = piece
             .map_err(reqwest::Error::without_url)
-            .with_context(|| format!("reading {what} body"))?;
+            .with_context(|| format!("reading {what} body"))
+            .map_err(body_error)?;
         if body.len() + piece.len() > limit {
-            anyhow::bail!("{what} body exceeds {limit} bytes");
+            return Err(body_error(anyhow::anyhow!(
+                "{what} body exceeds {limit} bytes"
+            )));
         }
         body.extend_from_slice(&piece);
     }
@@ -524,6 +552,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(format!("{err:#}").contains("HTTP 502"), "{err:#}");
+        assert_eq!(err.reason, ScrapeFailure::Http5xx);
         let err = scrape(&http, &format!("http://{addr}/not-an-engine"), t)
             .await
             .unwrap_err();
@@ -531,6 +560,7 @@ mod tests {
             format!("{err:#}").contains("no vllm:, sglang:, llamacpp: or tgi_ metrics found"),
             "{err:#}"
         );
+        assert_eq!(err.reason, ScrapeFailure::Format);
         // A port that was just released: nothing listens there.
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let closed_addr = closed.local_addr().unwrap();
@@ -544,6 +574,7 @@ mod tests {
         .unwrap_err();
         assert!(!format!("{err:#} {err:?}").contains("CANARY"), "{err:#}");
         assert!(format!("{err:#}").contains("request failed"), "{err:#}");
+        assert_eq!(err.reason, ScrapeFailure::Connect);
     }
 
     #[test]
