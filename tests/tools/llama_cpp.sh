@@ -253,14 +253,7 @@ EOF
 "$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 daemon_pid=$!
 pids+=("$daemon_pid")
-url=
-for _ in $(seq 1 100); do
-  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
-  [ -n "$url" ] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon.err" >&2; fail "daemon exited"; }
-  sleep 0.1
-done
-[ -n "$url" ] || fail "daemon did not print its address"
+wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.err"
 sleep "$daemon_secs"
 # The counts the checks below need (two probes of each target, a streamed and a whole
 # answer, judged answers of both checked scenarios, an engine scrape) come from a CPU

@@ -78,14 +78,7 @@ EOF
 "$bin" --log-format json daemon --config "$scratch/daemon.yaml" \
   >"$scratch/daemon.out" 2>"$scratch/daemon.log" &
 daemon_pid=$!
-url=
-for _ in $(seq 1 6000); do
-  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
-  [ -n "$url" ] && break
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon.log" >&2; fail "daemon exited"; }
-  sleep 0.1
-done
-[ -n "$url" ] || fail "daemon did not print its address"
+wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.log" 6000
 
 # metric NAME: the sum of NAME{target="llama",...} on /metrics.
 metric() {

@@ -36,13 +36,7 @@ YAML
 "$bin" daemon --config "$scratch/daemon.yaml" --listen 127.0.0.1:0 \
   >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 pid=$!
-url=
-for _ in $(seq 100); do
-  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$scratch/daemon.err" >&2; fail "the daemon did not start"; }
+wait_for_daemon "$pid" "$scratch/daemon.out" "$scratch/daemon.err"
 
 # window FROM TO: the TTFT-error p99 upper bound (a bucket bound) between two scrapes,
 # their probe count, failures and throttled periods.

@@ -26,13 +26,7 @@ trap 'exit 1' INT TERM HUP PIPE
 "$bin" daemon --mock --mock-fault http_500:0.05 --listen 127.0.0.1:0 \
   >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 pid=$!
-url=
-for _ in $(seq 100); do
-  url=$(sed -n 's/^llmprobe daemon listening on //p' "$scratch/daemon.out")
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { cat "$scratch/daemon.err" >&2; fail "the daemon did not start"; }
+wait_for_daemon "$pid" "$scratch/daemon.out" "$scratch/daemon.err"
 say "daemon --mock at $url; probing for ${LLMPROBE_STATUS_WAIT:-8} s"
 sleep "${LLMPROBE_STATUS_WAIT:-8}"
 

@@ -43,3 +43,19 @@ make_scratch() {
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/llmprobe-$check_name.XXXXXX")
   trap 'rm -rf "$scratch"' EXIT
 }
+
+# wait_for_daemon PID OUT ERR [TRIES]: waits, polling every 0.1 s for TRIES tries (600,
+# a minute, by default), for the daemon of PID to print its address to OUT, and sets
+# $url to it; fails, showing ERR, if the daemon exits first or never prints it.
+wait_for_daemon() {
+  local pid=$1 out=$2 err=$3 tries=${4:-600}
+  url=
+  for _ in $(seq "$tries"); do
+    url=$(sed -n 's/^llmprobe daemon listening on //p' "$out")
+    [ -n "$url" ] && return 0
+    kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; fail "daemon exited"; }
+    sleep 0.1
+  done
+  cat "$err" >&2
+  fail "daemon did not print its address"
+}
