@@ -10,7 +10,8 @@
 use std::time::Duration;
 
 use llmprobe::aggregate::Collector;
-use llmprobe::record::{RequestRecord, Slo};
+use llmprobe::latency::Slo;
+use llmprobe::record::RequestRecord;
 use llmprobe::runner::{self, Dispatch, FdTimer, PreciseTimer, RunConfig, Spins, Stop, Timer};
 use llmprobe::schedule::Schedule;
 use tokio::sync::mpsc;

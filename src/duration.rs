@@ -35,6 +35,31 @@ pub fn parse(s: &str) -> Result<Duration, DurationError> {
     humantime::parse_duration(t).map_err(DurationError::Span)
 }
 
+/// Serde for an optional human duration in a config file (`500ms`, `2m`, or bare
+/// seconds), written back in humantime's format.
+pub mod opt_duration {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.collect_str(&humantime::format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            None => Ok(None),
+            Some(text) => super::parse(&text).map(Some).map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
+                ))
+            }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

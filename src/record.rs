@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::latency::{Latency, Slo};
+
 /// How a request ended. `Ok` is the only success; every other variant is a failure
 /// reason with a stable snake_case name used as the Prometheus `reason` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -173,59 +175,6 @@ fn is_true(v: &bool) -> bool {
 
 fn yes() -> bool {
     true
-}
-
-/// Latency objectives a request must meet to count as good. `None` = not configured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Slo {
-    #[serde(with = "opt_secs", default)]
-    pub ttft: Option<Duration>,
-    #[serde(with = "opt_secs", default)]
-    pub tpot: Option<Duration>,
-    #[serde(with = "opt_secs", default)]
-    pub e2e: Option<Duration>,
-    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
-    pub ttfa: Option<Duration>,
-}
-
-impl Slo {
-    pub fn is_empty(&self) -> bool {
-        Sli::ALL.into_iter().all(|sli| self.limit(sli).is_none())
-    }
-
-    /// The configured threshold of one SLI, if any.
-    pub fn limit(&self, sli: Sli) -> Option<Duration> {
-        match sli {
-            Sli::Ttft => self.ttft,
-            Sli::Tpot => self.tpot,
-            Sli::E2e => self.e2e,
-            Sli::Ttfa => self.ttfa,
-        }
-    }
-}
-
-/// A latency an objective can bound: one field of [`Slo`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sli {
-    Ttft,
-    Tpot,
-    E2e,
-    /// Time to first answer token (reasoning models).
-    Ttfa,
-}
-
-impl Sli {
-    /// Every SLI, in the order of [`Slo`]'s fields.
-    pub const ALL: [Sli; 4] = [Sli::Ttft, Sli::Tpot, Sli::E2e, Sli::Ttfa];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sli::Ttft => "ttft",
-            Sli::Tpot => "tpot",
-            Sli::E2e => "e2e",
-            Sli::Ttfa => "ttfa",
-        }
-    }
 }
 
 /// An answer check: what a correct answer must look like (docs/measurement.md). The
@@ -671,23 +620,44 @@ impl RequestRecord {
     pub fn is_good(&self, slo: &Slo) -> bool {
         self.is_success()
             && self.checks_passed()
-            && Sli::ALL
-                .into_iter()
-                .all(|sli| slo.limit(sli).is_none_or(|limit| self.meets(sli, limit)))
+            && slo.iter().all(|(l, limit)| self.meets(l, limit))
     }
 
-    /// Whether this request met one objective: it succeeded and its `sli` is at most
-    /// `limit`. A request with a single output token has no TPOT and so meets any TPOT
-    /// objective; a missing TTFT or E2E meets nothing.
-    pub fn meets(&self, sli: Sli, limit: Duration) -> bool {
+    /// Whether this request met one objective: it succeeded and its latency `l` is at
+    /// most `limit`. Without a value of `l` it meets the objective only where the
+    /// catalogue says so (a one-token answer has no TPOT, so it meets any TPOT
+    /// objective; a missing TTFT or E2E meets nothing).
+    pub fn meets(&self, l: Latency, limit: Duration) -> bool {
         if !self.is_success() {
             return false;
         }
-        match sli {
-            Sli::Ttft => self.ttft().is_some_and(|v| v <= limit),
-            Sli::Tpot => self.tpot().is_none_or(|v| v <= limit),
-            Sli::E2e => self.e2e().is_some_and(|v| v <= limit),
-            Sli::Ttfa => self.ttfa().is_some_and(|v| v <= limit),
+        let mut value = None;
+        self.samples(l, |v, _| value = Some(v));
+        match value {
+            Some(v) => v <= limit,
+            None => l.objective().is_some_and(|o| o.missing_meets),
+        }
+    }
+
+    /// Calls `sample(value, weight)` for each value latency `l` takes in this record:
+    /// none, one (weight 1), or, for ITL and chunk gaps, one per gap (ITL weighted by
+    /// the tokens that share it).
+    pub fn samples(&self, l: Latency, mut sample: impl FnMut(Duration, u32)) {
+        let mut one = |v: Option<Duration>| {
+            if let Some(v) = v {
+                sample(v, 1);
+            }
+        };
+        match l {
+            Latency::Ttft => one(self.ttft()),
+            Latency::Ttfa => one(self.ttfa()),
+            Latency::Tpot => one(self.tpot()),
+            Latency::E2e => one(self.e2e()),
+            Latency::TtftFromSched => one(self.ttft_from_sched()),
+            Latency::E2eFromSched => one(self.e2e_from_sched()),
+            Latency::DispatchLag => one(Some(self.dispatch_lag())),
+            Latency::Itl => self.itl().for_each(|(d, tokens)| sample(d, tokens)),
+            Latency::ChunkGap => self.chunk_gaps().for_each(|d| sample(d, 1)),
         }
     }
 }
@@ -818,8 +788,8 @@ mod tests {
         r.push_delta(ms(50), 0, 4, Some(1));
         r.resolve_tokens(Some(TokenSource::Tokenizer));
         assert_eq!((r.ttft(), r.ttfa()), (Some(ms(50)), None));
-        assert!(!r.meets(Sli::Ttfa, ms(1000)));
-        assert!(r.meets(Sli::Ttft, ms(1000)));
+        assert!(!r.meets(Latency::Ttfa, ms(1000)));
+        assert!(r.meets(Latency::Ttft, ms(1000)));
     }
 
     #[test]
@@ -1022,11 +992,13 @@ mod tests {
     #[test]
     fn goodput_requires_success_and_every_slo() {
         let r = spec_decode_record(); // ttft 50 ms, tpot 2.5 ms, e2e 90 ms
-        let slo = |ttft: Option<u64>, tpot: Option<u64>, e2e: Option<u64>| Slo {
-            ttft: ttft.map(ms),
-            tpot: tpot.map(Duration::from_micros),
-            e2e: e2e.map(ms),
-            ttfa: None,
+        let slo = |ttft: Option<u64>, tpot: Option<u64>, e2e: Option<u64>| {
+            let mut slo = Slo::default();
+            slo.set(Latency::Ttft, ttft.map(ms)).unwrap();
+            slo.set(Latency::Tpot, tpot.map(Duration::from_micros))
+                .unwrap();
+            slo.set(Latency::E2e, e2e.map(ms)).unwrap();
+            slo
         };
         assert!(r.is_good(&Slo::default()));
         assert!(r.is_good(&slo(Some(50), Some(2500), Some(90))));
@@ -1060,20 +1032,20 @@ mod tests {
     #[test]
     fn meets_checks_one_objective_of_a_successful_request() {
         let r = spec_decode_record(); // ttft 50 ms, tpot 2.5 ms, e2e 90 ms
-        assert!(r.meets(Sli::Ttft, ms(50)) && !r.meets(Sli::Ttft, ms(49)));
-        assert!(r.meets(Sli::Tpot, Duration::from_micros(2500)));
-        assert!(!r.meets(Sli::Tpot, Duration::from_micros(2499)));
-        assert!(r.meets(Sli::E2e, ms(90)) && !r.meets(Sli::E2e, ms(89)));
+        assert!(r.meets(Latency::Ttft, ms(50)) && !r.meets(Latency::Ttft, ms(49)));
+        assert!(r.meets(Latency::Tpot, Duration::from_micros(2500)));
+        assert!(!r.meets(Latency::Tpot, Duration::from_micros(2499)));
+        assert!(r.meets(Latency::E2e, ms(90)) && !r.meets(Latency::E2e, ms(89)));
         let mut failed = r.clone();
         failed.outcome = Outcome::Http5xx;
-        assert!(!failed.meets(Sli::Ttft, ms(1000)));
+        assert!(!failed.meets(Latency::Ttft, ms(1000)));
         // One output token: no TPOT, so any TPOT objective is met.
         let mut one = RequestRecord::new(1, ms(0), ms(0));
         one.push_chunk(ms(30), 4, Some(1));
         one.usage_completion_tokens = Some(1);
         one.t_end = Some(ms(31));
         one.resolve_tokens(Some(TokenSource::Usage));
-        assert!(one.tpot().is_none() && one.meets(Sli::Tpot, Duration::ZERO));
+        assert!(one.tpot().is_none() && one.meets(Latency::Tpot, Duration::ZERO));
     }
 
     #[test]

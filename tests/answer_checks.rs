@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use llmprobe::check::{CheckSpec, ModelMatch, SchemaSource};
 use llmprobe::client::{Client, ClientConfig, Endpoint};
+use llmprobe::latency::Slo;
 use llmprobe::mock::MockConfig;
-use llmprobe::record::{CheckKind, Outcome, RequestRecord, Slo};
+use llmprobe::record::{CheckKind, Outcome, RequestRecord};
 use llmprobe::secret::Secret;
 use llmprobe::workload::RequestSpec;
 use tokio::time::Instant;

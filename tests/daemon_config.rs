@@ -338,7 +338,10 @@ fn examples_parse_and_validate() {
     let s = &plan.targets[0].scenarios[0];
     assert_eq!(s.name, "default");
     assert!((s.rate_hz - 1.0 / 60.0).abs() < 1e-12);
-    assert_eq!(s.slo.ttft, Some(std::time::Duration::from_millis(500)));
+    assert_eq!(
+        s.slo.limit(llmprobe::latency::Latency::Ttft),
+        Some(std::time::Duration::from_millis(500))
+    );
     assert!(plan.buckets.ttft.contains(&0.5));
 }
 
@@ -401,15 +404,19 @@ fn the_full_example_resolves_with_its_secrets_in_place() {
     assert!((prod.scenarios[0].rate_hz - 0.05).abs() < 1e-12);
     // Scenario SLOs fall back field by field to the defaults.
     assert_eq!(
-        prod.scenarios[0].slo.ttft,
+        prod.scenarios[0]
+            .slo
+            .limit(llmprobe::latency::Latency::Ttft),
         Some(std::time::Duration::from_millis(300))
     );
     assert_eq!(
-        prod.scenarios[0].slo.tpot,
+        prod.scenarios[0]
+            .slo
+            .limit(llmprobe::latency::Latency::Tpot),
         Some(std::time::Duration::from_millis(50))
     );
     assert_eq!(
-        prod.scenarios[1].slo.e2e,
+        prod.scenarios[1].slo.limit(llmprobe::latency::Latency::E2e),
         Some(std::time::Duration::from_secs(20))
     );
     assert_ne!(prod.scenarios[0].seed, prod.scenarios[1].seed);

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use llmprobe::aggregate::Collector;
-use llmprobe::record::{RequestRecord, Slo, TokenSource};
+use llmprobe::latency::{Latency, Slo};
+use llmprobe::record::{RequestRecord, TokenSource};
 use llmprobe::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, Stop};
 use llmprobe::schedule::{ArrivalProcess, Schedule};
 use llmprobe::workload::Workload;
@@ -77,12 +78,7 @@ fn count(n: u64) -> RunConfig {
 
 #[tokio::test(start_paused = true)]
 async fn open_loop_figures_are_the_engine_truth() {
-    let slo = Slo {
-        ttft: Some(ms(50)),
-        tpot: Some(ms(5)),
-        e2e: None,
-        ttfa: None,
-    };
+    let slo = Slo::of([(Latency::Ttft, ms(50)), (Latency::Tpot, ms(5))]).unwrap();
     let s = run(count(20), 10.0, slo).await;
     assert_eq!((s.requests, s.completed, s.failed), (20, 20, 0));
     assert_eq!(s.output_tokens, 20 * 21);
@@ -110,10 +106,7 @@ async fn open_loop_figures_are_the_engine_truth() {
 
 #[tokio::test(start_paused = true)]
 async fn a_tight_slo_fails_every_request() {
-    let slo = Slo {
-        ttft: Some(ms(49)),
-        ..Slo::default()
-    };
+    let slo = Slo::of([(Latency::Ttft, ms(49))]).unwrap();
     let s = run(count(5), 10.0, slo).await;
     assert_eq!(s.good, 0);
     assert_eq!(s.goodput, 0.0);

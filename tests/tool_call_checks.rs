@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use llmprobe::check::{CheckSpec, SchemaSource, ToolCallSpec, ToolChoice};
 use llmprobe::client::{Client, ClientConfig, Endpoint};
+use llmprobe::latency::Slo;
 use llmprobe::mock::MockConfig;
-use llmprobe::record::{CheckKind, CheckResult, Outcome, RequestRecord, Slo};
+use llmprobe::record::{CheckKind, CheckResult, Outcome, RequestRecord};
 use llmprobe::secret::Secret;
 use llmprobe::workload::RequestSpec;
 use serde_json::{Value, json};

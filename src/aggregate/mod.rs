@@ -41,8 +41,8 @@ pub use samples::{Percentile, Samples, Stats};
 pub use turns::{CacheShare, TurnSummary, TurnsSummary};
 
 use crate::event::{RunEvent, SkipReason};
-use crate::latency::Latency;
-use crate::record::{RequestRecord, Slo};
+use crate::latency::{Latency, Slo};
+use crate::record::RequestRecord;
 
 /// Accumulates records of one run (or one shard).
 #[derive(Debug, Clone, Default)]
@@ -226,7 +226,7 @@ impl Collector {
         for l in Latency::ALL {
             if l.covers_failures() == dispatched {
                 let s = &mut self.latencies[l.index()];
-                l.extract(r, |v, weight| s.push_weighted(secs(v), weight));
+                r.samples(l, |v, weight| s.push_weighted(secs(v), weight));
             }
         }
     }
@@ -515,10 +515,7 @@ mod tests {
     /// - r2: sched 200, http_5xx, ends 260
     /// - skip at 300 (max_inflight)
     fn hand_run() -> Collector {
-        let slo = Slo {
-            ttft: Some(ms(150)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(Latency::Ttft, ms(150))]).unwrap();
         let mut c = Collector::new(slo, 0);
         c.push(&ok(0, 0, 0, 100, 2, 1, 20));
         c.push(&ok(1, 100, 10, 200, 1, 4, 40));

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::latency::Latency;
+
 /// Flags of `llmprobe bench`.
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -476,3 +478,22 @@ pub struct MergeArgs {
     #[arg(long, default_value_t = 1.0)]
     pub dispatch_lag_warn_ms: f64,
 }
+
+/// Each `--slo-METRIC-ms` flag's latency and value: the flags are clap syntax, the
+/// objectives are [`crate::latency::Slo`].
+macro_rules! slo_flags {
+    ($t:ty) => {
+        impl $t {
+            pub fn slo_flags(&self) -> [(Latency, Option<f64>); 4] {
+                [
+                    (Latency::Ttft, self.slo_ttft_ms),
+                    (Latency::Tpot, self.slo_tpot_ms),
+                    (Latency::E2e, self.slo_e2el_ms),
+                    (Latency::Ttfa, self.slo_ttfa_ms),
+                ]
+            }
+        }
+    };
+}
+slo_flags!(BenchArgs);
+slo_flags!(MergeArgs);

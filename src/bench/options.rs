@@ -18,9 +18,10 @@ use crate::client::{Endpoint, valid_header_name};
 use crate::conversation::Turns;
 use crate::duration::DurationError;
 use crate::exit::UsageError;
-pub use crate::latency::LatencyMetric;
+
+use crate::latency::{Latency, Slo};
 pub use crate::rate::Rate;
-use crate::record::{CheckKind, Slo};
+use crate::record::CheckKind;
 use crate::report::gate::{Gate, GateBasis, GateMetric};
 pub use crate::schedule::{ArrivalProcess, Shard};
 use crate::schedule::{ThinkDist, ThinkTime};
@@ -200,7 +201,7 @@ pub struct BenchOptions {
     pub tool: Option<ToolOffer>,
     pub gates: Vec<Gate>,
 
-    pub percentile_metrics: Vec<LatencyMetric>,
+    pub percentile_metrics: Vec<Latency>,
     pub percentiles: Vec<f64>,
     pub json_out: Option<PathBuf>,
     pub records: Option<PathBuf>,
@@ -252,10 +253,7 @@ impl BenchOptions {
         let dataset = parse_dataset(a)?;
         let turns = parse_turns(a, api)?;
 
-        let slo = build_slo(
-            [a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, a.slo_ttfa_ms],
-            &a.goodput,
-        )?;
+        let slo = build_slo(&a.slo_flags(), &a.goodput)?;
         let stream = !a.no_stream && api.can_stream();
         check_timed_slo(&slo, stream, api)?;
         let parsed = parse_checks(a, api, &gates)?;
@@ -923,27 +921,19 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
 /// An objective on a latency the answers cannot have is refused, not silently missed:
 /// a non-streamed answer (and an embedding) has only an end-to-end latency.
 fn check_timed_slo(slo: &Slo, stream: bool, api: Endpoint) -> Result<()> {
-    if stream {
+    let Some(l) = slo.needing_streaming().filter(|_| !stream) else {
         return Ok(());
-    }
+    };
     let why = if api.can_stream() {
         "--no-stream was given"
     } else {
         "embeddings are never streamed"
     };
-    for (name, set) in [
-        ("ttft", slo.ttft.is_some()),
-        ("tpot", slo.tpot.is_some()),
-        ("ttfa", slo.ttfa.is_some()),
-    ] {
-        if set {
-            return Err(UsageError::new(format!(
-                "--slo-{name}-ms cannot be met: {why}, so only the end-to-end latency \
-                 exists (use --slo-e2el-ms)"
-            )));
-        }
-    }
-    Ok(())
+    Err(UsageError::new(format!(
+        "{} cannot be met: {why}, so only the end-to-end latency exists (use {})",
+        slo_flag(l),
+        slo_flag(Latency::E2e)
+    )))
 }
 
 fn flag(name: &str, msg: String) -> UsageError {
@@ -1005,10 +995,10 @@ fn parse_list(s: &str, name: &str) -> Result<Vec<Rate>> {
 }
 
 /// `ttft,tpot,itl,e2el` → metrics in the order given, without repeats.
-pub fn parse_metrics(s: &str) -> Result<Vec<LatencyMetric>> {
+pub fn parse_metrics(s: &str) -> Result<Vec<Latency>> {
     let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let m: LatencyMetric = part.parse().map_err(|e| flag("--percentile-metrics", e))?;
+        let m: Latency = part.parse().map_err(|e| flag("--percentile-metrics", e))?;
         if !out.contains(&m) {
             out.push(m);
         }
@@ -1048,59 +1038,54 @@ pub fn parse_percentiles(s: &str) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-/// The goodput objectives from loadgen's `--slo-*-ms` flags and vLLM's `--goodput
-/// ttft:500 tpot:40 e2el:2000` (ms). Both may be used; the same metric given twice with
-/// different values is an error rather than a silent choice.
-/// The goodput objectives from `--slo-{ttft,tpot,e2el,ttfa}-ms` (in that order) and
-/// vLLM-style `--goodput METRIC:MS` items.
-pub fn build_slo(flags: [Option<f64>; 4], goodput: &[String]) -> Result<Slo> {
-    let [ttft_ms, tpot_ms, e2el_ms, ttfa_ms] = flags;
-    let mut values: [(LatencyMetric, Option<f64>, &str); 4] = [
-        (LatencyMetric::Ttft, ttft_ms, "--slo-ttft-ms"),
-        (LatencyMetric::Tpot, tpot_ms, "--slo-tpot-ms"),
-        (LatencyMetric::E2el, e2el_ms, "--slo-e2el-ms"),
-        (LatencyMetric::Ttfa, ttfa_ms, "--slo-ttfa-ms"),
-    ];
+/// The goodput objectives from the `--slo-METRIC-ms` flags (`flags`: each latency with
+/// its flag's value) and vLLM-style `--goodput METRIC:MS` items, e.g. `ttft:500 tpot:40
+/// e2el:2000`. Both may be used; the same metric given twice with different values is
+/// an error rather than a silent choice.
+pub fn build_slo(flags: &[(Latency, Option<f64>)], goodput: &[String]) -> Result<Slo> {
+    let mut values: Vec<(Latency, Option<f64>)> = flags.to_vec();
     for item in goodput.iter().flat_map(|g| g.split_whitespace()) {
         let (name, v) = item.split_once(':').ok_or_else(|| {
             UsageError::new(format!(
                 "--goodput {item:?}: expected METRIC:MS, e.g. ttft:500 tpot:40 e2el:2000"
             ))
         })?;
-        let metric: LatencyMetric = name.parse().map_err(|e| flag("--goodput", e))?;
+        let metric: Latency = name.parse().map_err(|e| flag("--goodput", e))?;
         let ms: f64 = v.trim().parse().map_err(|_| {
             UsageError::new(format!("--goodput {item:?}: {v:?} is not a number of ms"))
         })?;
-        let slot = values
-            .iter_mut()
-            .find(|(m, _, _)| *m == metric)
-            .ok_or_else(|| {
-                UsageError::new(format!(
-                    "--goodput {item:?}: goodput objectives exist for ttft, tpot, e2el and ttfa (vLLM has none for itl)"
-                ))
-            })?;
-        match slot.1 {
-            Some(prev) if prev != ms => {
+        if metric.objective().is_none() {
+            let names: Vec<&str> = Latency::objectives().map(Latency::user_name).collect();
+            let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+            return Err(UsageError::new(format!(
+                "--goodput {item:?}: goodput objectives exist for {} and {last} (vLLM has none for {metric})",
+                rest.join(", ")
+            )));
+        }
+        match values.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, Some(prev))) if *prev != ms => {
                 return Err(UsageError::new(format!(
                     "--goodput {item:?} contradicts {} {prev}",
-                    slot.2
+                    slo_flag(metric)
                 )));
             }
-            _ => slot.1 = Some(ms),
+            Some((_, slot)) => *slot = Some(ms),
+            None => values.push((metric, Some(ms))),
         }
     }
     let mut slo = Slo::default();
-    for (metric, v, name) in values {
-        let d = v.map(|ms| ms_to_duration(ms, name)).transpose()?;
-        match metric {
-            LatencyMetric::Ttft => slo.ttft = d,
-            LatencyMetric::Tpot => slo.tpot = d,
-            LatencyMetric::E2el => slo.e2e = d,
-            LatencyMetric::Ttfa => slo.ttfa = d,
-            LatencyMetric::Itl => {}
-        }
+    for (metric, v) in values {
+        let d = v
+            .map(|ms| ms_to_duration(ms, &slo_flag(metric)))
+            .transpose()?;
+        slo.set(metric, d).map_err(|e| flag("--goodput", e))?;
     }
     Ok(slo)
+}
+
+/// The flag of an objective on latency `l`: `--slo-e2el-ms`.
+pub fn slo_flag(l: Latency) -> String {
+    format!("--slo-{}-ms", l.user_name())
 }
 
 #[cfg(test)]
@@ -1131,7 +1116,7 @@ mod tests {
     fn streaming_choices_and_the_objectives_they_allow() {
         let o = opts("--mock --rate 1 --endpoint messages --slo-ttfa-ms 300").unwrap();
         assert_eq!((o.api, o.stream), (Endpoint::Messages, true));
-        assert_eq!(o.slo.ttfa, Some(Duration::from_millis(300)));
+        assert_eq!(o.slo.limit(Latency::Ttfa), Some(Duration::from_millis(300)));
         let o = opts("--mock --rate 1 --endpoint responses --no-stream --slo-e2el-ms 900").unwrap();
         assert!(!o.stream);
         // Embeddings never stream, whatever the flags say.
@@ -1163,8 +1148,8 @@ mod tests {
             opts("--mock --rate 8 --num-requests 100 --slo-ttft-ms 200 --slo-tpot-ms 20").unwrap();
         assert_eq!(o.rates, RatePlan::Fixed(vec![Rate(8.0)]));
         assert_eq!(o.stop, Stop::Count(100));
-        assert_eq!(o.slo.ttft, Some(Duration::from_millis(200)));
-        assert_eq!(o.slo.tpot, Some(Duration::from_millis(20)));
+        assert_eq!(o.slo.limit(Latency::Ttft), Some(Duration::from_millis(200)));
+        assert_eq!(o.slo.limit(Latency::Tpot), Some(Duration::from_millis(20)));
         assert_eq!(o.model, "mock-llm");
         let o = opts("--mock --sweep 2,8,32 --num-requests 120 --output-len 48").unwrap();
         assert_eq!(
@@ -1188,11 +1173,8 @@ mod tests {
         assert_eq!((o.input_len, o.output_len), (64, 8));
         assert_eq!(o.len_dist, LenDist::Uniform { range_ratio: 0.25 });
         assert_eq!(o.api, Endpoint::Chat);
-        assert_eq!(o.slo.e2e, Some(Duration::from_secs(2)));
-        assert_eq!(
-            o.percentile_metrics,
-            vec![LatencyMetric::Ttft, LatencyMetric::E2el]
-        );
+        assert_eq!(o.slo.limit(Latency::E2e), Some(Duration::from_secs(2)));
+        assert_eq!(o.percentile_metrics, vec![Latency::Ttft, Latency::E2e]);
         assert_eq!(o.percentiles, vec![50.0, 99.9]);
     }
 

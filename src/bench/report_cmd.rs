@@ -101,10 +101,7 @@ fn read_summaries(path: &std::path::Path) -> anyhow::Result<Vec<serde_json::Valu
 }
 
 fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let slo = build_slo(
-        [a.slo_ttft_ms, a.slo_tpot_ms, a.slo_e2el_ms, a.slo_ttfa_ms],
-        &a.goodput,
-    )?;
+    let slo = build_slo(&a.slo_flags(), &a.goodput)?;
     let metrics = parse_metrics(&a.percentile_metrics)?;
     let percentiles = parse_percentiles(&a.metric_percentiles)?;
     let gates = a

@@ -12,6 +12,7 @@ mod messages;
 pub mod plan;
 pub mod rate;
 pub mod schema;
+pub mod slo;
 pub mod validate;
 
 pub use error::ConfigError;
@@ -19,5 +20,6 @@ pub use plan::{Plan, ScenarioPlan, TargetPlan};
 pub use rate::Rate;
 pub use schema::{
     BucketsConfig, Config, DEFAULT_LISTEN, Defaults, HeaderSource, HeaderValue, PriceConfig,
-    Scenario, SloConfig, Target, json_schema, opt_duration,
+    Scenario, Target, json_schema, opt_duration,
 };
+pub use slo::SloConfig;

@@ -17,7 +17,7 @@ use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig
 use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
-use crate::record::Slo;
+use crate::latency::{Latency, Slo};
 use crate::secret::{Secret, redact_url};
 use crate::workload::Preamble;
 use crate::workload::prompt::PromptGenerator;
@@ -336,7 +336,7 @@ fn scenarios(
 /// a probe that silently never meets it: a non-streamed answer (and an embedding) has
 /// no TTFT, TPOT or TTFA, only an end-to-end latency.
 fn check_timed(cfg: &Config, t: &Target, s: &Scenario) -> Result<(), String> {
-    let slo = s.slo.or(cfg.defaults.slo);
+    let slo = s.slo.or(cfg.defaults.slo).0;
     let why = if !t.endpoint.can_stream() {
         "embeddings are never streamed"
     } else if !s.stream {
@@ -344,19 +344,15 @@ fn check_timed(cfg: &Config, t: &Target, s: &Scenario) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    for (name, set) in [
-        ("ttft", slo.ttft.is_some()),
-        ("tpot", slo.tpot.is_some()),
-        ("ttfa", slo.ttfa.is_some()),
-    ] {
-        if set {
-            return Err(format!(
-                "slo.{name} cannot be met: {why}, so only an e2e objective applies \
-                 (it may come from defaults.slo; set it per scenario instead)"
-            ));
-        }
+    match slo.needing_streaming() {
+        Some(l) => Err(format!(
+            "slo.{} cannot be met: {why}, so only an {} objective applies \
+             (it may come from defaults.slo; set it per scenario instead)",
+            l.name(),
+            Latency::E2e.name()
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The capacity model of a target, evaluated once when the config loads.
@@ -391,13 +387,7 @@ fn scenario(
     shared_hz: f64,
     buckets: &Buckets,
 ) -> ScenarioPlan {
-    let slo = s.slo.or(cfg.defaults.slo);
-    let slo = Slo {
-        ttft: slo.ttft,
-        tpot: slo.tpot,
-        e2e: slo.e2e,
-        ttfa: slo.ttfa,
-    };
+    let slo = s.slo.or(cfg.defaults.slo).0;
     ScenarioPlan {
         name: s.name.clone(),
         rate_hz: s.rate.map_or(shared_hz, |r| r.hz()),
@@ -498,5 +488,23 @@ mod tests {
         assert_eq!(changed_secret_files(&plan), vec![key, header]);
         // The plan's Debug never shows the values it watches.
         assert!(!format!("{plan:?}").contains("sk-old"));
+    }
+
+    #[test]
+    fn every_objective_refuses_zero_and_needs_streaming_where_its_latency_does() {
+        for l in Latency::objectives() {
+            let name = l.name();
+            let zero = format!(
+                "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - name: s\n        slo: {{{name}: 0s}}\n"
+            );
+            let err = load_str(&zero, "c.yaml").unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("slo.{name}: must be greater than zero")),
+                "{err}"
+            );
+            let unstreamed = zero.replace(": 0s}", ": 1s}") + "        stream: false\n";
+            let refused = load_str(&unstreamed, "c.yaml").is_err();
+            assert_eq!(refused, l.needs_streaming(), "{name}");
+        }
     }
 }

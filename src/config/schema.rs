@@ -12,6 +12,7 @@ use super::rate::Rate;
 use crate::check::CheckSpec;
 use crate::client::config::duration_str;
 use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
+pub use crate::duration::opt_duration;
 use crate::schedule::ThinkDist;
 use crate::secret::Secret;
 
@@ -105,7 +106,7 @@ pub struct Defaults {
     pub max_inflight: u32,
     /// Objectives of every scenario that does not set its own (per field).
     #[serde(default)]
-    pub slo: SloConfig,
+    pub slo: super::slo::SloConfig,
 }
 
 impl Default for Defaults {
@@ -113,7 +114,7 @@ impl Default for Defaults {
         Defaults {
             rate: default_rate(),
             max_inflight: default_max_inflight(),
-            slo: SloConfig::default(),
+            slo: super::slo::SloConfig::default(),
         }
     }
 }
@@ -175,56 +176,6 @@ fn default_rate() -> Rate {
 
 fn default_max_inflight() -> u32 {
     4
-}
-
-/// Latency objectives; a probe is good when it succeeds and meets every one set.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SloConfig {
-    /// Time to first token, e.g. `500ms`.
-    #[serde(
-        default,
-        with = "opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Option<String>")]
-    pub ttft: Option<Duration>,
-    /// Time per output token after the first, e.g. `50ms`.
-    #[serde(
-        default,
-        with = "opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Option<String>")]
-    pub tpot: Option<Duration>,
-    /// End-to-end latency, e.g. `10s`.
-    #[serde(
-        default,
-        with = "opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Option<String>")]
-    pub e2e: Option<Duration>,
-    /// Time to first answer token (reasoning models: after the reasoning), e.g. `5s`.
-    #[serde(
-        default,
-        with = "opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schemars(with = "Option<String>")]
-    pub ttfa: Option<Duration>,
-}
-
-impl SloConfig {
-    /// Field-wise: a value set here wins over `fallback`'s.
-    pub fn or(self, fallback: SloConfig) -> SloConfig {
-        SloConfig {
-            ttft: self.ttft.or(fallback.ttft),
-            tpot: self.tpot.or(fallback.tpot),
-            e2e: self.e2e.or(fallback.e2e),
-            ttfa: self.ttfa.or(fallback.ttfa),
-        }
-    }
 }
 
 /// One endpoint to probe.
@@ -382,7 +333,7 @@ pub struct Scenario {
     pub stream: bool,
     /// Objectives of this scenario; unset fields fall back to `defaults.slo`.
     #[serde(default)]
-    pub slo: SloConfig,
+    pub slo: super::slo::SloConfig,
     /// A fixed rate for this scenario instead of its share of the target's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Rate>,
@@ -465,7 +416,7 @@ impl Default for Scenario {
             shared_prefix_tokens: 0,
             ignore_eos: true,
             stream: true,
-            slo: SloConfig::default(),
+            slo: super::slo::SloConfig::default(),
             rate: None,
             checks: CheckSpec::default(),
             prompt: None,
@@ -494,29 +445,6 @@ fn default_output_tokens() -> u32 {
 }
 
 /// Optional durations as human strings (`"250ms"`).
-pub mod opt_duration {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.collect_str(&humantime::format_duration(*d)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            None => Ok(None),
-            Some(text) => crate::duration::parse(&text).map(Some).map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
-                ))
-            }),
-        }
-    }
-}
-
 /// `CapacityInputs` is deserialize-only (the capacity module reads it, never writes it);
 /// `/config` still shows it, so its fields are written out here.
 mod capacity_yaml {

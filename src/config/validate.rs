@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use super::locate::Path;
 use super::schema::{
-    BucketsConfig, Config, HeaderValue, LATER_SUFFIX, Scenario, SelfCheckConfig, SloConfig, Target,
+    BucketsConfig, Config, HeaderValue, LATER_SUFFIX, Scenario, SelfCheckConfig, Target,
 };
+use super::slo::SloConfig;
 
 /// A rule violation: where and what.
 pub type Violation = (Path, String);
@@ -300,12 +301,10 @@ fn url(u: &str, path: &Path) -> Result<(), Violation> {
 }
 
 fn slo(s: &SloConfig, path: &Path) -> Result<(), Violation> {
-    for (name, v) in [("ttft", s.ttft), ("tpot", s.tpot), ("e2e", s.e2e)] {
-        if v.is_some_and(|d| d.is_zero()) {
-            return Err((path.key(name), "must be greater than zero".into()));
-        }
+    match s.0.iter().find(|(_, limit)| limit.is_zero()) {
+        Some((l, _)) => Err((path.key(l.name()), "must be greater than zero".into())),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn buckets(b: &BucketsConfig, path: &Path) -> Result<(), Violation> {

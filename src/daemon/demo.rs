@@ -114,7 +114,12 @@ mod tests {
         assert_eq!(t.scenarios.len(), 2);
         let r = &plan.targets[1];
         assert_eq!(r.client.endpoint, crate::client::Endpoint::Responses);
-        assert!(r.scenarios[0].slo.ttfa.is_some());
+        assert!(
+            r.scenarios[0]
+                .slo
+                .limit(crate::latency::Latency::Ttfa)
+                .is_some()
+        );
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
     }

@@ -2,7 +2,7 @@
 //! `/metrics` page uses the same constants), so client-side and server-side histograms
 //! line up bucket for bucket.
 
-use crate::record::Slo;
+use crate::latency::{Latency, Slo};
 
 /// vLLM's `vllm:time_to_first_token_seconds` buckets (vllm/v1/metrics/loggers.py).
 pub const VLLM_TTFT: &[f64] = &[
@@ -47,14 +47,11 @@ pub struct Buckets {
     pub dispatch_lag: Vec<f64>,
 }
 
-/// Which layout of [`Buckets`] a histogram family uses.
+/// Which bucket bounds a histogram family uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
-    Ttft,
-    Tpot,
-    Itl,
-    E2e,
-    DispatchLag,
+    /// The bounds configured for a latency (its catalogue row names whose).
+    Of(Latency),
     /// Fixed: [`SELF_CHECK_ERROR`], whatever the configured buckets.
     SelfCheckError,
 }
@@ -63,11 +60,7 @@ impl Layout {
     /// The bounds of this layout in `buckets`.
     pub fn of(self, buckets: &Buckets) -> &[f64] {
         match self {
-            Layout::Ttft => &buckets.ttft,
-            Layout::Tpot => &buckets.tpot,
-            Layout::Itl => &buckets.itl,
-            Layout::E2e => &buckets.e2e,
-            Layout::DispatchLag => &buckets.dispatch_lag,
+            Layout::Of(l) => buckets.of(l),
             Layout::SelfCheckError => SELF_CHECK_ERROR,
         }
     }
@@ -91,21 +84,42 @@ impl Buckets {
         [FAST_TOKEN_EXTRAS, VLLM_ITL].concat()
     }
 
-    /// Adds every SLO threshold as a bucket boundary, so `le="<threshold>"` is exact:
-    /// TTFT thresholds to TTFT, TPOT thresholds to TPOT and per-token ITL (the same
-    /// per-token budget), E2E thresholds to E2E.
+    /// The configured bounds of latency `l`'s own layout; empty for a latency with no
+    /// layout of its own (TTFA uses TTFT's: its catalogue row says so).
+    pub fn of(&self, l: Latency) -> &[f64] {
+        match l {
+            Latency::Ttft => &self.ttft,
+            Latency::Tpot => &self.tpot,
+            Latency::Itl => &self.itl,
+            Latency::E2e => &self.e2e,
+            Latency::DispatchLag => &self.dispatch_lag,
+            _ => &[],
+        }
+    }
+
+    /// Every layout with the latency whose bounds it holds.
+    fn layouts_mut(&mut self) -> [(Latency, &mut Vec<f64>); 5] {
+        [
+            (Latency::Ttft, &mut self.ttft),
+            (Latency::Tpot, &mut self.tpot),
+            (Latency::Itl, &mut self.itl),
+            (Latency::E2e, &mut self.e2e),
+            (Latency::DispatchLag, &mut self.dispatch_lag),
+        ]
+    }
+
+    /// Adds every SLO threshold as a bucket boundary of the layouts its catalogue row
+    /// names, so `le="<threshold>"` is exact (a TPOT threshold bounds TPOT and
+    /// per-token ITL: the same per-token budget).
     pub fn with_slos<'a>(mut self, slos: impl IntoIterator<Item = &'a Slo>) -> Self {
         for slo in slos {
-            // TTFA shares TTFT's layout, so both objectives are bucket bounds of both.
-            for t in slo.ttft.into_iter().chain(slo.ttfa) {
-                self.ttft.push(t.as_secs_f64());
-            }
-            if let Some(t) = slo.tpot {
-                self.tpot.push(t.as_secs_f64());
-                self.itl.push(t.as_secs_f64());
-            }
-            if let Some(t) = slo.e2e {
-                self.e2e.push(t.as_secs_f64());
+            for (l, t) in slo.iter() {
+                let layouts = l.objective().map_or(&[][..], |o| o.bucket_layouts);
+                for (owner, b) in self.layouts_mut() {
+                    if layouts.contains(&owner) {
+                        b.push(t.as_secs_f64());
+                    }
+                }
             }
         }
         self.normalized()
@@ -114,13 +128,7 @@ impl Buckets {
     /// Sorted, finite, positive, without duplicates (Prometheus requires strictly
     /// increasing bounds).
     pub fn normalized(mut self) -> Self {
-        for b in [
-            &mut self.ttft,
-            &mut self.tpot,
-            &mut self.itl,
-            &mut self.e2e,
-            &mut self.dispatch_lag,
-        ] {
+        for (_, b) in self.layouts_mut() {
             b.retain(|v| v.is_finite() && *v > 0.0);
             b.sort_by(f64::total_cmp);
             // Thresholds parsed from "50ms" and a literal 0.05 may differ in the last bit.
@@ -141,12 +149,12 @@ mod tests {
 
     #[test]
     fn buckets_are_vllm_plus_every_slo_threshold() {
-        let slo = Slo {
-            ttft: Some(ms(300)),
-            tpot: Some(ms(40)),
-            e2e: Some(ms(2000)),
-            ttfa: None,
-        };
+        let slo = Slo::of([
+            (Latency::Ttft, ms(300)),
+            (Latency::Tpot, ms(40)),
+            (Latency::E2e, ms(2000)),
+        ])
+        .unwrap();
         let b = Buckets::vllm().with_slos([&slo]);
         assert!(b.ttft.contains(&0.3) && b.ttft.contains(&0.25) && b.ttft.contains(&2560.0));
         assert!(b.tpot.contains(&0.04) && b.itl.contains(&0.04));

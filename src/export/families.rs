@@ -4,8 +4,11 @@
 //! constants are how the code refers to one family. docs/metrics.md documents the same
 //! list (a test below keeps the two equal).
 
+use std::sync::LazyLock;
+
 use super::buckets::Layout;
-use crate::record::{CheckKind, Outcome, Sli};
+use crate::latency::Latency;
+use crate::record::{CheckKind, Outcome};
 use crate::runner::SkipReason;
 
 /// The Prometheus type of a family.
@@ -134,9 +137,9 @@ pub fn version() -> Vec<&'static str> {
     vec![env!("CARGO_PKG_VERSION")]
 }
 
-/// The `sli` label values, in the order of [`Sli::ALL`].
+/// The `sli` label values: the latencies an objective may bound.
 pub fn slis() -> Vec<&'static str> {
-    Sli::ALL.into_iter().map(Sli::as_str).collect()
+    Latency::objectives().map(Latency::name).collect()
 }
 
 const fn family(name: &'static str, kind: Kind, value: Value, help: &'static str) -> Family {
@@ -223,36 +226,6 @@ pub const PROBE_RATE: Family = gauge(
     "llmprobe_probe_rate_per_second",
     "The scenario's configured probe rate (Poisson arrivals per second).",
 );
-pub const TTFT: Family = histogram(
-    "llmprobe_ttft_seconds",
-    "Time to first content token, from the actual send.",
-    Layout::Ttft,
-);
-pub const TTFA: Family = histogram(
-    "llmprobe_ttfa_seconds",
-    "Time to first answer (non-reasoning) token, from the actual send; equals TTFT when the model does not reason.",
-    Layout::Ttft,
-);
-pub const TPOT: Family = histogram(
-    "llmprobe_tpot_seconds",
-    "Time per output token after the first (vLLM's TPOT).",
-    Layout::Tpot,
-);
-pub const ITL: Family = histogram(
-    "llmprobe_inter_token_latency_seconds",
-    "Per-token inter-token latency (a chunk gap shared among its tokens).",
-    Layout::Itl,
-);
-pub const E2E: Family = histogram(
-    "llmprobe_request_duration_seconds",
-    "End-to-end probe latency, send to last token.",
-    Layout::E2e,
-);
-pub const DISPATCH_LAG: Family = histogram(
-    "llmprobe_dispatch_lag_seconds",
-    "Actual send time minus scheduled send time (client health).",
-    Layout::DispatchLag,
-);
 pub const PROMPT_TOKENS: Family = counter(
     "llmprobe_prompt_tokens_total",
     "Prompt tokens sent by probes.",
@@ -278,26 +251,6 @@ pub const INFLIGHT: Family = gauge("llmprobe_inflight_requests", "Probes in flig
 pub const LAST_SUCCESS: Family = gauge(
     "llmprobe_last_success_timestamp_seconds",
     "Unix time of the last successful probe.",
-)
-.unit("seconds");
-pub const SLO_TTFT: Family = gauge(
-    "llmprobe_slo_ttft_seconds",
-    "The scenario's configured TTFT objective.",
-)
-.unit("seconds");
-pub const SLO_TPOT: Family = gauge(
-    "llmprobe_slo_tpot_seconds",
-    "The scenario's configured TPOT objective.",
-)
-.unit("seconds");
-pub const SLO_E2E: Family = gauge(
-    "llmprobe_slo_e2e_seconds",
-    "The scenario's configured end-to-end latency objective.",
-)
-.unit("seconds");
-pub const SLO_TTFA: Family = gauge(
-    "llmprobe_slo_ttfa_seconds",
-    "The scenario's configured time-to-first-answer-token objective.",
 )
 .unit("seconds");
 pub const CHECK_RUNS: Family = counter(
@@ -471,7 +424,7 @@ pub const SELF_CHECK_ITL_ERROR: Family = histogram(
 pub const SELF_CHECK_DISPATCH_LAG: Family = histogram(
     "llmprobe_self_check_dispatch_lag_seconds",
     "Self-probes: actual send time minus scheduled send time.",
-    Layout::DispatchLag,
+    Layout::Of(Latency::DispatchLag),
 )
 .scope(Scope::Daemon);
 pub const SELF_CHECK_PROBES: Family = counter(
@@ -502,66 +455,75 @@ pub const CGROUP_PERIODS: Family = counter(
 )
 .scope(Scope::Process);
 
-/// Every family, in the order of docs/metrics.md.
-pub const FAMILIES: &[Family] = &[
-    REQUESTS,
-    FAILURES,
-    GOODPUT,
-    SLO_MET,
-    PROBE_RATE,
-    TTFT,
-    TTFA,
-    TPOT,
-    ITL,
-    E2E,
-    DISPATCH_LAG,
-    PROMPT_TOKENS,
-    OUTPUT_TOKENS,
-    REASONING_TOKENS,
-    COST,
-    INFLIGHT,
-    LAST_SUCCESS,
-    SLO_TTFT,
-    SLO_TPOT,
-    SLO_E2E,
-    SLO_TTFA,
-    SKIPPED,
-    CHECK_RUNS,
-    CHECK_FAILURES,
-    CHECK_LAST_PASSED,
-    CAP_MAX_SEQS,
-    CAP_KV_TOKENS,
-    CAP_KV_BYTES,
-    CAP_WEIGHT_BYTES,
-    CAP_DECODE_TPS,
-    CAP_COST,
-    HEADROOM,
-    ENG_SUCCESS,
-    ENG_DURATION,
-    ENG_RUNNING,
-    ENG_WAITING,
-    ENG_KV_USAGE,
-    ENG_KV_TOKENS,
-    ENG_MAX_SEQS,
-    ENG_GEN_TPS,
-    ENG_COST,
-    ENG_TTFT_MEAN,
-    ENG_TTFT_GAP,
-    ENG_TTFT_SUM,
-    ENG_TTFT_COUNT,
-    BUILD_INFO,
-    RELOAD_OK,
-    RELOAD_TS,
-    TARGETS,
-    SELF_CHECK_TTFT_ERROR,
-    SELF_CHECK_ITL_ERROR,
-    SELF_CHECK_DISPATCH_LAG,
-    SELF_CHECK_PROBES,
-    SELF_CHECK_FAILURES,
-    CGROUP_THROTTLED_SECONDS,
-    CGROUP_THROTTLED_PERIODS,
-    CGROUP_PERIODS,
-];
+/// Every family, in the order of docs/metrics.md: the latency histograms and
+/// objective gauges come from the latency catalogue (`crate::latency`).
+pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
+    let histograms = Latency::ALL.into_iter().filter_map(latency_histogram);
+    let objectives = Latency::objectives().filter_map(objective_gauge);
+    [REQUESTS, FAILURES, GOODPUT, SLO_MET, PROBE_RATE]
+        .into_iter()
+        .chain(histograms)
+        .chain([
+            PROMPT_TOKENS,
+            OUTPUT_TOKENS,
+            REASONING_TOKENS,
+            COST,
+            INFLIGHT,
+            LAST_SUCCESS,
+        ])
+        .chain(objectives)
+        .chain([
+            SKIPPED,
+            CHECK_RUNS,
+            CHECK_FAILURES,
+            CHECK_LAST_PASSED,
+            CAP_MAX_SEQS,
+            CAP_KV_TOKENS,
+            CAP_KV_BYTES,
+            CAP_WEIGHT_BYTES,
+            CAP_DECODE_TPS,
+            CAP_COST,
+            HEADROOM,
+            ENG_SUCCESS,
+            ENG_DURATION,
+            ENG_RUNNING,
+            ENG_WAITING,
+            ENG_KV_USAGE,
+            ENG_KV_TOKENS,
+            ENG_MAX_SEQS,
+            ENG_GEN_TPS,
+            ENG_COST,
+            ENG_TTFT_MEAN,
+            ENG_TTFT_GAP,
+            ENG_TTFT_SUM,
+            ENG_TTFT_COUNT,
+            BUILD_INFO,
+            RELOAD_OK,
+            RELOAD_TS,
+            TARGETS,
+            SELF_CHECK_TTFT_ERROR,
+            SELF_CHECK_ITL_ERROR,
+            SELF_CHECK_DISPATCH_LAG,
+            SELF_CHECK_PROBES,
+            SELF_CHECK_FAILURES,
+            CGROUP_THROTTLED_SECONDS,
+            CGROUP_THROTTLED_PERIODS,
+            CGROUP_PERIODS,
+        ])
+        .collect()
+});
+
+/// The histogram family of latency `l`, if the daemon exports one.
+pub fn latency_histogram(l: Latency) -> Option<Family> {
+    l.histogram()
+        .map(|h| histogram(h.family, h.help, Layout::Of(h.buckets)))
+}
+
+/// The gauge publishing a scenario's objective on latency `l`, if one may bound it.
+pub fn objective_gauge(l: Latency) -> Option<Family> {
+    l.objective()
+        .map(|o| gauge(o.gauge, o.gauge_help).unit("seconds"))
+}
 
 /// The per-scenario histogram families (each series with its own layout), in list
 /// order.
@@ -655,7 +617,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), FAMILIES.len());
-        for f in FAMILIES {
+        for f in FAMILIES.iter() {
             assert!(f.name.starts_with("llmprobe_") && !f.name.contains(':'));
             assert_eq!(
                 f.kind == Kind::Counter,

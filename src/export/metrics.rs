@@ -23,7 +23,8 @@ use super::histograms::{LatencyHistograms, SharedCollector};
 use super::registry::Registered;
 use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
-use crate::record::{CheckKind, Sli, Slo};
+use crate::latency::{Latency, Slo};
+use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
 
 /// Capacity-model gauges of one target (from `capacity::evaluate`).
@@ -69,10 +70,8 @@ struct ProbeVecs {
     cost: CounterVec,
     inflight: IntGaugeVec,
     last_success: GaugeVec,
-    slo_ttft: GaugeVec,
-    slo_tpot: GaugeVec,
-    slo_e2e: GaugeVec,
-    slo_ttfa: GaugeVec,
+    /// `llmprobe_slo_*_seconds`, one gauge family per latency an objective may bound.
+    objectives: Vec<(Latency, GaugeVec)>,
     reasoning_tokens: IntCounterVec,
     skipped: IntCounterVec,
     check_runs: IntCounterVec,
@@ -93,26 +92,16 @@ impl ProbeVecs {
             cost: r.counter_vec(&f::COST)?,
             inflight: r.int_gauge_vec(&f::INFLIGHT)?,
             last_success: r.gauge_vec(&f::LAST_SUCCESS)?,
-            slo_ttft: r.gauge_vec(&f::SLO_TTFT)?,
-            slo_tpot: r.gauge_vec(&f::SLO_TPOT)?,
-            slo_e2e: r.gauge_vec(&f::SLO_E2E)?,
-            slo_ttfa: r.gauge_vec(&f::SLO_TTFA)?,
+            objectives: Latency::objectives()
+                .filter_map(|l| f::objective_gauge(l).map(|g| (l, g)))
+                .map(|(l, g)| Ok((l, r.gauge_vec(&g)?)))
+                .collect::<prometheus::Result<_>>()?,
             reasoning_tokens: r.int_counter_vec(&f::REASONING_TOKENS)?,
             skipped: r.int_counter_vec(&f::SKIPPED)?,
             check_runs: r.int_counter_vec(&f::CHECK_RUNS)?,
             check_failures: r.int_counter_vec(&f::CHECK_FAILURES)?,
             check_last_passed: r.int_gauge_vec(&f::CHECK_LAST_PASSED)?,
         })
-    }
-
-    /// The gauge publishing the scenario's threshold for `sli`.
-    fn slo(&self, sli: Sli) -> &GaugeVec {
-        match sli {
-            Sli::Ttft => &self.slo_ttft,
-            Sli::Tpot => &self.slo_tpot,
-            Sli::E2e => &self.slo_e2e,
-            Sli::Ttfa => &self.slo_ttfa,
-        }
     }
 }
 
@@ -284,32 +273,31 @@ impl Metrics {
             last_success: p.last_success.with_label_values(&l),
             skipped: children(&p.skipped, &f::SKIPPED, &l),
             slo_met: self.slo_met(&l, slo),
-            ttft: h.get(&f::TTFT)?,
-            ttfa: h.get(&f::TTFA)?,
-            tpot: h.get(&f::TPOT)?,
-            itl: h.get(&f::ITL)?,
-            e2e: h.get(&f::E2E)?,
-            dispatch_lag: h.get(&f::DISPATCH_LAG)?,
+            latencies: Latency::ALL
+                .into_iter()
+                .filter_map(|l| f::latency_histogram(l).map(|fam| (l, fam)))
+                .map(|(l, fam)| Ok((l, h.get(&fam)?)))
+                .collect::<prometheus::Result<_>>()?,
             checks: Vec::new(),
         })
     }
 
     /// Sets the SLO gauges of a scenario; an SLI it does not configure has none.
     fn publish_slo(&self, l: &[&str; 3], slo: &Slo) {
-        for sli in Sli::ALL {
-            let v = slo.limit(sli).map(|v| v.as_secs_f64());
-            set_or_remove(self.probe.slo(sli), l, v);
+        for (latency, gauge) in &self.probe.objectives {
+            let v = slo.limit(*latency).map(|v| v.as_secs_f64());
+            set_or_remove(gauge, l, v);
         }
     }
 
     /// The `llmprobe_slo_met_requests_total` children of the SLIs the scenario
     /// configures; the others stop being exported.
-    fn slo_met(&self, l: &[&str; 3], slo: &Slo) -> Vec<(Sli, IntCounter)> {
+    fn slo_met(&self, l: &[&str; 3], slo: &Slo) -> Vec<(Latency, IntCounter)> {
         let mut met = Vec::new();
-        for sli in Sli::ALL {
-            let labels = [l[0], l[1], l[2], sli.as_str()];
-            if slo.limit(sli).is_some() {
-                met.push((sli, self.probe.slo_met.with_label_values(&labels)));
+        for latency in Latency::objectives() {
+            let labels = [l[0], l[1], l[2], latency.name()];
+            if slo.limit(latency).is_some() {
+                met.push((latency, self.probe.slo_met.with_label_values(&labels)));
             } else {
                 let _ = self.probe.slo_met.remove_label_values(&labels);
             }
@@ -597,10 +585,7 @@ mod tests {
             )
             .unwrap();
         assert!(s.observe(&record(), &Slo::default()));
-        let slo = Slo {
-            ttft: Some(ms(40)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(Latency::Ttft, ms(40))]).unwrap();
         assert!(!s.observe(&record(), &slo));
         let mut failed = record();
         failed.outcome = Outcome::Http429;
@@ -709,12 +694,7 @@ mod tests {
     #[test]
     fn slo_met_counts_each_configured_sli_against_its_threshold() {
         let m = Metrics::new().unwrap();
-        let slo = Slo {
-            ttft: Some(ms(40)),
-            tpot: Some(ms(10)),
-            e2e: None,
-            ttfa: None,
-        };
+        let slo = Slo::of([(Latency::Ttft, ms(40)), (Latency::Tpot, ms(10))]).unwrap();
         let s = m
             .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
             .unwrap();
@@ -837,10 +817,7 @@ mod tests {
     #[test]
     fn slo_gauges_exist_only_when_configured() {
         let m = Metrics::new().unwrap();
-        let slo = Slo {
-            ttft: Some(ms(250)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(Latency::Ttft, ms(250))]).unwrap();
         let _s = m
             .scenario("t", "m", "s", &slo, None, &Buckets::vllm())
             .unwrap();
@@ -874,10 +851,7 @@ mod tests {
     #[test]
     fn each_series_has_its_own_bucket_layout() {
         let m = Metrics::new().unwrap();
-        let slo = Slo {
-            ttft: Some(ms(123)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(Latency::Ttft, ms(123))]).unwrap();
         let plain = m
             .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();

@@ -5,7 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use prometheus::{Gauge, Histogram, IntCounter, IntGauge};
 
-use crate::record::{CheckKind, RequestRecord, Sli, Slo};
+use crate::latency::{Latency, Slo};
+use crate::record::{CheckKind, RequestRecord};
 use crate::runner::SkipReason;
 
 /// Most per-token ITL observations one probe may add (far above any scenario's
@@ -27,13 +28,9 @@ pub struct ScenarioSeries {
     /// `llmprobe_probes_skipped_total` per `reason` value.
     pub(super) skipped: Vec<(&'static str, IntCounter)>,
     /// `llmprobe_slo_met_requests_total` per SLI the scenario configures.
-    pub(super) slo_met: Vec<(Sli, IntCounter)>,
-    pub(super) ttft: Histogram,
-    pub(super) ttfa: Histogram,
-    pub(super) tpot: Histogram,
-    pub(super) itl: Histogram,
-    pub(super) e2e: Histogram,
-    pub(super) dispatch_lag: Histogram,
+    pub(super) slo_met: Vec<(Latency, IntCounter)>,
+    /// The histogram of each latency the daemon exports (the catalogue's).
+    pub(super) latencies: Vec<(Latency, Histogram)>,
     /// The answer-check series of the checks the scenario configures.
     pub(super) checks: Vec<CheckSeries>,
 }
@@ -52,7 +49,7 @@ impl ScenarioSeries {
     /// `record.rs`). Returns whether the probe counted as good.
     pub fn observe(&self, r: &RequestRecord, slo: &Slo) -> bool {
         self.requests.inc();
-        self.dispatch_lag.observe(r.dispatch_lag().as_secs_f64());
+        self.observe_latencies(r, true);
         // Spend counts only probes the server answered: a connect or TLS failure sent
         // no prompt (the record's prompt count falls back to what it meant to send).
         if r.http_status.is_some() {
@@ -72,7 +69,7 @@ impl ScenarioSeries {
             return false;
         }
         self.last_success.set(unix_now());
-        self.observe_latencies(r);
+        self.observe_latencies(r, false);
         // Per-SLI attainment against the scenario's own thresholds (the recording rules
         // use these instead of a fixed `le`).
         for (sli, c) in &self.slo_met {
@@ -100,35 +97,25 @@ impl ScenarioSeries {
         self
     }
 
-    /// The latency histograms of a successful probe.
-    fn observe_latencies(&self, r: &RequestRecord) {
-        if let Some(t) = r.ttft() {
-            self.ttft.observe(t.as_secs_f64());
-        }
-        if let Some(t) = r.ttfa() {
-            self.ttfa.observe(t.as_secs_f64());
-        }
-        if let Some(t) = r.tpot() {
-            self.tpot.observe(t.as_secs_f64());
-        }
-        // Per-token ITL: each sample stands for `tokens` tokens, so it is observed that
-        // many times (a 4-token chunk after 10 ms is four 2.5 ms observations). The
-        // client rejects token counts above the scenario's `max_output_tokens`; the cap
-        // here keeps one absurd record from ever looping for long regardless.
-        let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
-        for (gap, tokens) in r.itl() {
-            let n = u64::from(tokens).min(left);
-            left -= n;
-            let v = gap.as_secs_f64();
-            for _ in 0..n {
-                self.itl.observe(v);
+    /// Observes `r`'s values of the latencies measured on every dispatched request
+    /// (`dispatched`), or of those measured on successful requests only. Per-token ITL
+    /// comes weighted: each gap stands for `tokens` tokens, so it is observed that many
+    /// times (a 4-token chunk after 10 ms is four 2.5 ms observations). The client
+    /// rejects token counts above the scenario's `max_output_tokens`; the cap here keeps
+    /// one absurd record from ever looping for long regardless.
+    fn observe_latencies(&self, r: &RequestRecord, dispatched: bool) {
+        for (l, h) in &self.latencies {
+            if l.covers_failures() != dispatched {
+                continue;
             }
-            if left == 0 {
-                break;
-            }
-        }
-        if let Some(t) = r.e2e() {
-            self.e2e.observe(t.as_secs_f64());
+            let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
+            r.samples(*l, |v, weight| {
+                let n = u64::from(weight).min(left);
+                left -= n;
+                for _ in 0..n {
+                    h.observe(v.as_secs_f64());
+                }
+            });
         }
     }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::latency::LatencyMetric;
+use crate::latency::Latency;
 use crate::report::{LagStats, LatencyStats, RateReport, TurnReport, TurnsReport, percentile_key};
 
 /// Which way a figure improves.
@@ -31,17 +31,14 @@ const SCALARS: [&str; 6] = [
     "goodput_ratio",
 ];
 
-/// The latency distributions, by their JSON key.
-pub const LATENCIES: [&str; 8] = [
-    "ttft_ms",
-    "ttfa_ms",
-    "tpot_ms",
-    "itl_ms",
-    "chunk_gap_ms",
-    "e2el_ms",
-    "ttft_from_sched_ms",
-    "e2el_from_sched_ms",
-];
+/// The latency distributions, by their JSON key: every latency but dispatch lag, which
+/// reports keep as p50/p99/max only.
+fn latency_keys() -> impl Iterator<Item = &'static str> {
+    Latency::ALL
+        .into_iter()
+        .filter(|l| !l.covers_failures())
+        .map(Latency::report_key)
+}
 
 /// Which way `key` improves.
 pub fn better(key: &str) -> Better {
@@ -58,14 +55,8 @@ pub fn better(key: &str) -> Better {
 }
 
 /// The name of a latency metric's statistic: `ttft_ms.p99`, `e2el_ms.mean`.
-pub fn latency_key(m: LatencyMetric, stat: Option<f64>) -> String {
-    let base = match m {
-        LatencyMetric::Ttft => "ttft_ms",
-        LatencyMetric::Ttfa => "ttfa_ms",
-        LatencyMetric::Tpot => "tpot_ms",
-        LatencyMetric::Itl => "itl_ms",
-        LatencyMetric::E2el => "e2el_ms",
-    };
+pub fn latency_key(m: Latency, stat: Option<f64>) -> String {
+    let base = m.report_key();
     match stat {
         None => format!("{base}.mean"),
         Some(p) => format!("{base}.{}", percentile_key(p)),
@@ -74,19 +65,9 @@ pub fn latency_key(m: LatencyMetric, stat: Option<f64>) -> String {
 
 /// The latency distributions of a report; TTFA only when some request reasoned.
 fn latencies_mut(r: &mut RateReport) -> Vec<(&'static str, &mut LatencyStats)> {
-    let mut out = vec![("ttft_ms", &mut r.ttft_ms)];
-    if let Some(ttfa) = r.ttfa_ms.as_mut() {
-        out.push(("ttfa_ms", ttfa));
-    }
-    out.extend([
-        ("tpot_ms", &mut r.tpot_ms),
-        ("itl_ms", &mut r.itl_ms),
-        ("chunk_gap_ms", &mut r.chunk_gap_ms),
-        ("e2el_ms", &mut r.e2el_ms),
-        ("ttft_from_sched_ms", &mut r.ttft_from_sched_ms),
-        ("e2el_from_sched_ms", &mut r.e2el_from_sched_ms),
-    ]);
-    out
+    r.latencies_mut()
+        .map(|(l, s)| (l.report_key(), s))
+        .collect()
 }
 
 /// Calls `f` with the name and value of every figure the report has (a figure with no
@@ -183,7 +164,7 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
         }
     }
     json_lag(&mut out, "dispatch_lag_ms", &line["dispatch_lag_ms"]);
-    for name in LATENCIES {
+    for name in latency_keys() {
         json_stats(&mut out, name, line.get(name));
     }
     if let Some(v) = line.get("cache_hit_share").and_then(Value::as_f64) {
@@ -311,10 +292,7 @@ mod tests {
         assert_eq!(better("goodput_ratio"), Better::Higher);
         assert_eq!(better("dispatch_lag_ms.p99"), Better::Neither);
         assert_eq!(better("offered_rate"), Better::Neither);
-        assert_eq!(
-            latency_key(LatencyMetric::E2el, Some(99.9)),
-            "e2el_ms.p99.9"
-        );
-        assert_eq!(latency_key(LatencyMetric::Ttft, None), "ttft_ms.mean");
+        assert_eq!(latency_key(Latency::E2e, Some(99.9)), "e2el_ms.p99.9");
+        assert_eq!(latency_key(Latency::Ttft, None), "ttft_ms.mean");
     }
 }

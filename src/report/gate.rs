@@ -15,7 +15,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::latency::LatencyMetric;
+use crate::latency::Latency;
 pub use crate::report::GateResult;
 use crate::report::RateReport;
 use crate::report::figures;
@@ -42,7 +42,7 @@ pub enum GateMetric {
     /// Output tokens per second.
     OutputThroughput,
     /// A latency statistic, in ms.
-    Latency(LatencyMetric, Stat),
+    Latency(Latency, Stat),
 }
 
 impl GateMetric {
@@ -246,7 +246,7 @@ fn parse_metric(name: &str) -> Result<GateMetric, String> {
             let (m, stat) = other
                 .split_once('-')
                 .ok_or_else(|| format!("unknown metric {name:?}: expected {METRIC_HELP}"))?;
-            let metric: LatencyMetric = m
+            let metric: Latency = m
                 .parse()
                 .map_err(|_| format!("unknown metric {name:?}: expected {METRIC_HELP}"))?;
             let stat = match stat {
@@ -340,7 +340,7 @@ mod tests {
         let g = gate("ttft-p99<=0.5s");
         assert_eq!(
             g.metric,
-            GateMetric::Latency(LatencyMetric::Ttft, Stat::Percentile(99.0))
+            GateMetric::Latency(Latency::Ttft, Stat::Percentile(99.0))
         );
         assert_eq!(g.threshold, 500.0);
         assert_eq!(gate("tpot-p99.9<40").percentile(), Some(99.9));
@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(gate("goodput>=2/s").threshold, 2.0);
         assert_eq!(
             gate("ttfa-p99<=2s").metric,
-            GateMetric::Latency(LatencyMetric::Ttfa, Stat::Percentile(99.0))
+            GateMetric::Latency(Latency::Ttfa, Stat::Percentile(99.0))
         );
     }
 

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::latency::Slo;
 use crate::rate::Rate;
-use crate::record::{RequestRecord, Slo};
+use crate::record::RequestRecord;
 use crate::report::SCHEMA_VERSION;
 use crate::schedule::Shard;
 
@@ -181,10 +182,7 @@ mod tests {
 
     #[test]
     fn record_line_schema() {
-        let slo = Slo {
-            ttft: Some(Duration::from_millis(50)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(crate::latency::Latency::Ttft, Duration::from_millis(50))]).unwrap();
         let line = RecordLine::new(
             record(),
             Rate(8.0),

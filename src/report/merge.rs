@@ -21,8 +21,9 @@ use anyhow::Context;
 
 use crate::aggregate::Collector;
 use crate::exit::UsageError;
+use crate::latency::Slo;
 use crate::rate::Rate;
-use crate::record::{RequestRecord, Slo};
+use crate::record::RequestRecord;
 use crate::report::RateReport;
 use crate::report::build::{ReportContext, from_summary};
 use crate::report::gate::Gate;
@@ -258,10 +259,7 @@ mod tests {
     #[test]
     fn merging_two_shards_equals_one_piece() {
         let dir = tempfile::tempdir().unwrap();
-        let slo = Slo {
-            ttft: Some(ms(60)),
-            ..Slo::default()
-        };
+        let slo = Slo::of([(crate::latency::Latency::Ttft, ms(60))]).unwrap();
         let shards = [shard_records(3), shard_records(11)];
         let files = write_shards(dir.path(), &shards, 0, &slo);
         let groups = read_groups(&files).unwrap();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::latency::{Latency, LatencyMetric};
+use crate::latency::{Latency, Slo};
 use crate::rate::Rate;
 use crate::schedule::Shard;
 
@@ -93,25 +93,25 @@ pub struct LagStats {
     pub max: Option<f64>,
 }
 
-/// Goodput objectives of the run, in ms (null = not set).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SloMs {
-    pub ttft_ms: Option<f64>,
-    pub tpot_ms: Option<f64>,
-    pub e2el_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ttfa_ms: Option<f64>,
-}
+/// Goodput objectives of the run, in ms, keyed like the latencies' figures
+/// (`ttft_ms`): vLLM's always (null = not set), llmprobe's own only when set.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SloMs(pub Slo);
 
 impl SloMs {
-    pub fn from_slo(slo: &crate::record::Slo) -> SloMs {
-        let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
-        SloMs {
-            ttft_ms: ms(slo.ttft),
-            tpot_ms: ms(slo.tpot),
-            e2el_ms: ms(slo.e2e),
-            ttfa_ms: ms(slo.ttfa),
+    pub fn from_slo(slo: &Slo) -> SloMs {
+        SloMs(*slo)
+    }
+}
+
+impl Serialize for SloMs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (l, limit) in self.0.reported() {
+            let ms = limit.map(|d| d.as_secs_f64() * 1000.0);
+            map.serialize_entry(l.report_key(), &ms)?;
         }
+        map.end()
     }
 }
 
@@ -385,8 +385,8 @@ pub struct RateReport {
 
 impl RateReport {
     /// The stats of one latency metric.
-    pub fn latency(&self, m: LatencyMetric) -> &LatencyStats {
-        self.latency_stats(m.latency())
+    pub fn latency(&self, m: Latency) -> &LatencyStats {
+        self.latency_stats(m)
             .expect("every metric users name is in the report")
     }
 
@@ -405,6 +405,34 @@ impl RateReport {
             Latency::E2eFromSched => &self.e2el_from_sched_ms,
             Latency::DispatchLag => return None,
         })
+    }
+
+    /// Every latency distribution the report has, in report order, to change in
+    /// place (TTFA only when some request reasoned; dispatch lag is [`LagStats`]).
+    pub fn latencies_mut(&mut self) -> impl Iterator<Item = (Latency, &mut LatencyStats)> {
+        let RateReport {
+            ttft_ms,
+            ttfa_ms,
+            tpot_ms,
+            itl_ms,
+            chunk_gap_ms,
+            e2el_ms,
+            ttft_from_sched_ms,
+            e2el_from_sched_ms,
+            ..
+        } = self;
+        [
+            (Latency::Ttft, Some(ttft_ms)),
+            (Latency::Ttfa, ttfa_ms.as_mut()),
+            (Latency::Tpot, Some(tpot_ms)),
+            (Latency::Itl, Some(itl_ms)),
+            (Latency::ChunkGap, Some(chunk_gap_ms)),
+            (Latency::E2e, Some(e2el_ms)),
+            (Latency::TtftFromSched, Some(ttft_from_sched_ms)),
+            (Latency::E2eFromSched, Some(e2el_from_sched_ms)),
+        ]
+        .into_iter()
+        .filter_map(|(l, s)| s.map(|s| (l, s)))
     }
 
     /// Whether every gate passed at this rate.
@@ -455,12 +483,13 @@ pub mod test_support {
             turns: None,
             seed: 0,
             effective_seed: 0,
-            slo: SloMs {
-                ttft_ms: Some(200.0),
-                tpot_ms: Some(20.0),
-                e2el_ms: None,
-                ttfa_ms: None,
-            },
+            slo: SloMs(
+                Slo::of([
+                    (Latency::Ttft, std::time::Duration::from_millis(200)),
+                    (Latency::Tpot, std::time::Duration::from_millis(20)),
+                ])
+                .unwrap(),
+            ),
             gates: vec![],
         }
     }
@@ -525,6 +554,19 @@ pub mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_latency_users_name_has_stats_and_only_dispatch_lag_has_none() {
+        let mut r = test_support::sample_report(1.0);
+        for l in Latency::named() {
+            assert!(r.latency_stats(l).is_some(), "{l}");
+        }
+        for l in Latency::ALL {
+            assert_eq!(r.latency_stats(l).is_none(), l.covers_failures(), "{l}");
+        }
+        let keys: Vec<&str> = r.latencies_mut().map(|(l, _)| l.report_key()).collect();
+        assert!(keys.contains(&"ttft_ms") && !keys.contains(&"dispatch_lag_ms"));
+    }
 
     #[test]
     fn histogram_percentiles_are_flagged_in_json() {

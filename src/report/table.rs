@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::latency::LatencyMetric;
+use crate::latency::Latency;
 use crate::report::{RateReport, figures, percentile_key};
 
 /// Milliseconds with about three significant digits; `-` when absent.
@@ -25,26 +25,16 @@ fn num(v: f64) -> String {
     }
 }
 
-fn title(m: LatencyMetric) -> &'static str {
-    match m {
-        LatencyMetric::Ttft => "TTFT ms",
-        LatencyMetric::Tpot => "TPOT ms",
-        LatencyMetric::Itl => "ITL ms",
-        LatencyMetric::E2el => "E2E ms",
-        LatencyMetric::Ttfa => "TTFA ms",
-    }
-}
-
 /// The metrics to show: the asked ones, plus TTFA right after TTFT when some request
 /// reasoned (then the two differ and both matter).
-fn with_ttfa(reports: &[RateReport], metrics: &[LatencyMetric]) -> Vec<LatencyMetric> {
+fn with_ttfa(reports: &[RateReport], metrics: &[Latency]) -> Vec<Latency> {
     let mut out = metrics.to_vec();
-    if reports.iter().any(|r| r.ttfa_ms.is_some()) && !out.contains(&LatencyMetric::Ttfa) {
+    if reports.iter().any(|r| r.ttfa_ms.is_some()) && !out.contains(&Latency::Ttfa) {
         let at = out
             .iter()
-            .position(|m| *m == LatencyMetric::Ttft)
+            .position(|m| *m == Latency::Ttft)
             .map_or(0, |i| i + 1);
-        out.insert(at, LatencyMetric::Ttfa);
+        out.insert(at, Latency::Ttfa);
     }
     out
 }
@@ -55,7 +45,7 @@ struct Group {
 }
 
 /// Renders the sweep table and the notes under it.
-pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[f64]) -> String {
+pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) -> String {
     let metrics = &with_ttfa(reports, metrics)[..];
     let groups = groups(metrics, percentiles);
     let rows: Vec<Vec<String>> = reports
@@ -95,7 +85,7 @@ pub fn render(reports: &[RateReport], metrics: &[LatencyMetric], percentiles: &[
 }
 
 /// The column groups: requests, throughput, goodput, one per latency metric, lag.
-fn groups(metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<Group> {
+fn groups(metrics: &[Latency], percentiles: &[f64]) -> Vec<Group> {
     let mut groups = vec![Group {
         title: "requests".into(),
         columns: vec![
@@ -118,7 +108,7 @@ fn groups(metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<Group> {
         let mut columns = vec!["mean".to_string()];
         columns.extend(percentiles.iter().map(|&p| percentile_key(p)));
         groups.push(Group {
-            title: title(m).into(),
+            title: m.title().into(),
             columns,
         });
     }
@@ -131,7 +121,7 @@ fn groups(metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<Group> {
 
 /// The cells of one rate's row; with repeat runs a figure reads `value±half-width`
 /// of its 95 % interval.
-fn row(r: &RateReport, metrics: &[LatencyMetric], percentiles: &[f64]) -> Vec<String> {
+fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64]) -> Vec<String> {
     let ci = |text: String, key: &str, fmt: &dyn Fn(f64) -> String| match r.ci95.get(key) {
         Some([lo, hi]) => format!("{text}±{}", fmt((hi - lo) / 2.0)),
         None => text,
@@ -405,7 +395,7 @@ mod tests {
         r.repeats = 5;
         r.ci95.insert("ttft_ms.p99".into(), [110.0, 130.0]);
         r.ci95.insert("output_throughput".into(), [990.0, 1010.0]);
-        let out = render(&[r], &[LatencyMetric::Ttft], &[99.0]);
+        let out = render(&[r], &[Latency::Ttft], &[99.0]);
         assert!(out.contains("120±10.0"), "{out}");
         assert!(out.contains("±10.00"), "{out}");
         assert!(out.contains("rate 8: mean of 5 runs"), "{out}");
@@ -413,19 +403,27 @@ mod tests {
 
     #[test]
     fn sweep_table() {
-        let out = render(&sweep(), &LatencyMetric::ALL, &[50.0, 90.0, 99.0]);
+        let out = render(
+            &sweep(),
+            &Latency::vllm_metrics().collect::<Vec<_>>(),
+            &[50.0, 90.0, 99.0],
+        );
         insta::assert_snapshot!(out);
     }
 
     #[test]
     fn narrow_table_with_one_metric() {
-        let out = render(&sweep()[..1], &[LatencyMetric::Ttft], &[99.9]);
+        let out = render(&sweep()[..1], &[Latency::Ttft], &[99.9]);
         insta::assert_snapshot!(out);
     }
 
     #[test]
     fn rows_are_aligned() {
-        let out = render(&sweep(), &LatencyMetric::ALL, &[50.0, 99.0]);
+        let out = render(
+            &sweep(),
+            &Latency::vllm_metrics().collect::<Vec<_>>(),
+            &[50.0, 99.0],
+        );
         let lines: Vec<&str> = out.lines().skip(1).take(5).collect();
         let bars = |l: &str| -> Vec<usize> { l.match_indices('|').map(|(i, _)| i).collect() };
         let first = bars(lines[0]);

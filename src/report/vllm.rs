@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::latency::LatencyMetric;
+use crate::latency::Latency;
 use crate::record::RequestRecord;
 use crate::report::{RateReport, percentile_key};
 
@@ -19,7 +19,7 @@ pub struct VllmContext<'a> {
     pub model_id: &'a str,
     pub tokenizer_id: Option<&'a str>,
     /// Metrics to emit mean/median/std/percentiles for (`--percentile-metrics`).
-    pub metrics: &'a [LatencyMetric],
+    pub metrics: &'a [Latency],
     /// Percentiles to emit (`--metric-percentiles`).
     pub percentiles: &'a [f64],
     /// Whether goodput objectives were set (vLLM writes `request_goodput: null` if not).
@@ -80,7 +80,7 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
 fn latency_keys(m: &mut Map<String, Value>, r: &RateReport, ctx: &VllmContext<'_>) {
     for &metric in ctx.metrics {
         let s = r.latency(metric);
-        let name = metric.as_str();
+        let name = metric.user_name();
         m.insert(format!("mean_{name}_ms"), json!(s.mean));
         m.insert(format!("median_{name}_ms"), json!(s.percentile(50.0)));
         m.insert(format!("std_{name}_ms"), json!(s.std));
@@ -148,7 +148,7 @@ mod tests {
     use super::*;
     use crate::report::test_support::sample_report;
 
-    fn ctx<'a>(metrics: &'a [LatencyMetric], percentiles: &'a [f64]) -> VllmContext<'a> {
+    fn ctx<'a>(metrics: &'a [Latency], percentiles: &'a [f64]) -> VllmContext<'a> {
         VllmContext {
             date: "20261129-183437",
             backend: "openai",
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn has_vllm_key_names() {
-        let metrics = LatencyMetric::ALL;
+        let metrics: Vec<Latency> = Latency::vllm_metrics().collect();
         let v = result(&sample_report(8.0), &[], &ctx(&metrics, &[99.0]));
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         // vLLM's result keys, spelled as vllm/benchmarks/serve.py spells them.
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn schema_snapshot() {
-        let metrics = [LatencyMetric::Ttft, LatencyMetric::Tpot];
+        let metrics = [Latency::Ttft, Latency::Tpot];
         let mut r = sample_report(8.0);
         r.rate = crate::rate::Rate(f64::INFINITY);
         let rec = crate::report::jsonl::tests_support_record();
