@@ -1,7 +1,7 @@
 //! The request: its body (built by the endpoint's protocol, `client::protocol`) and
 //! the list of non-standard fields it carries, for the hint on a 4xx answer.
 
-use super::config::{ClientConfig, Endpoint};
+use super::config::ClientConfig;
 
 pub use super::protocol::body;
 
@@ -10,15 +10,15 @@ pub use super::protocol::body;
 pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static str)> {
     let ours = |key: &str| !cfg.extra_body.contains_key(key);
     let mut out = Vec::new();
-    let generates = cfg.endpoint.generates();
+    let api = cfg.endpoint.api();
+    let generates = api.generates;
     if generates && cfg.ignore_eos && ours("ignore_eos") {
         out.push(("ignore_eos", "ignore_eos: false"));
     }
     if generates && cfg.min_tokens && ours("min_tokens") {
         out.push(("min_tokens", "min_tokens: false"));
     }
-    let stream_options = matches!(cfg.endpoint, Endpoint::Chat | Endpoint::Completions);
-    if stream_options && cfg.stream && ours("stream_options") {
+    if api.stream_options && cfg.stream && ours("stream_options") {
         if cfg.continuous_usage_stats {
             out.push((
                 "stream_options.continuous_usage_stats",
@@ -29,22 +29,16 @@ pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static st
             out.push(("stream_options.include_usage", "include_usage: false"));
         }
     }
-    if cfg.endpoint == Endpoint::Chat && cfg.max_completion_tokens && ours("max_completion_tokens")
-    {
+    if api.max_completion_tokens && cfg.max_completion_tokens && ours("max_completion_tokens") {
         out.push(("max_completion_tokens", "max_completion_tokens: false"));
     }
-    if cfg.response_schema.is_some() {
-        match cfg.endpoint {
-            Endpoint::Chat if ours("response_format") => {
-                out.push(("response_format", "checks.structured_output: false"));
-            }
-            Endpoint::Responses if ours("text") => {
-                out.push(("text.format", "checks.structured_output: false"));
-            }
-            _ => {}
-        }
+    if cfg.response_schema.is_some()
+        && let Some(field) = &api.structured_output
+        && ours(field.key)
+    {
+        out.push((field.shown, "checks.structured_output: false"));
     }
-    if cfg.tool.is_some() && matches!(cfg.endpoint, Endpoint::Chat | Endpoint::Responses) {
+    if cfg.tool.is_some() && api.tools {
         // Offered only for a tool-call check: that check is the switch.
         if ours("tools") {
             out.push(("tools", "checks.expect_tool_call"));
@@ -78,6 +72,7 @@ pub fn non_standard_hint(cfg: &ClientConfig) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Endpoint;
     use crate::workload::RequestSpec;
     use serde_json::{Value, json};
 

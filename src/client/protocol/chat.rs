@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::{Api, Field};
 use super::body::{self, Fields};
 use super::{FullAnswer, Protocol, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
@@ -41,7 +42,29 @@ pub(super) fn stream_fields(f: &mut Fields<'_, '_>, cfg: &ClientConfig) -> serde
     Ok(())
 }
 
+/// What the Chat API is and can carry.
+const API: Api = Api {
+    name: "chat",
+    path: "/v1/chat/completions",
+    vllm_backend: "openai-chat",
+    aliases: &[],
+    streams: true,
+    generates: true,
+    message_list: true,
+    tools: true,
+    structured_output: Some(Field {
+        key: "response_format",
+        shown: "response_format",
+    }),
+    stream_options: true,
+    max_completion_tokens: true,
+};
+
 impl Protocol for Chat {
+    fn api(&self) -> &'static Api {
+        &API
+    }
+
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
             f.put("messages", &body::messages(spec, body::System::InList))?;

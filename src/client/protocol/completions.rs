@@ -2,6 +2,7 @@
 //! turns as one text, `RequestSpec::flat_prompt`); streamed chunks
 //! carry `choices[0].text` and end with `data: [DONE]`.
 
+use super::Api;
 use super::chat::{decode_full_openai, stream_fields};
 use super::{FullAnswer, Protocol, body};
 use crate::client::chunk::{self, ChunkData, ChunkError};
@@ -11,7 +12,26 @@ use crate::workload::RequestSpec;
 
 pub struct Completions;
 
+/// What the Completions API is and can carry.
+const API: Api = Api {
+    name: "completions",
+    path: "/v1/completions",
+    vllm_backend: "openai",
+    aliases: &["vllm", "sglang"],
+    streams: true,
+    generates: true,
+    message_list: false,
+    tools: false,
+    structured_output: None,
+    stream_options: true,
+    max_completion_tokens: false,
+};
+
 impl Protocol for Completions {
+    fn api(&self) -> &'static Api {
+        &API
+    }
+
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
             f.put("prompt", &spec.flat_prompt())?;

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
+use super::Api;
 use super::{FullAnswer, Protocol, body, parse_full};
 use crate::client::chunk::{ChunkData, ChunkError, ErrorField, Usage};
 use crate::client::config::ClientConfig;
@@ -49,7 +50,26 @@ impl Vector {
     }
 }
 
+/// What the Embeddings API is and can carry.
+const API: Api = Api {
+    name: "embeddings",
+    path: "/v1/embeddings",
+    vllm_backend: "openai-embeddings",
+    aliases: &[],
+    streams: false,
+    generates: false,
+    message_list: false,
+    tools: false,
+    structured_output: None,
+    stream_options: false,
+    max_completion_tokens: false,
+};
+
 impl Protocol for Embeddings {
+    fn api(&self) -> &'static Api {
+        &API
+    }
+
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
             f.put("input", &spec.prompt)?;

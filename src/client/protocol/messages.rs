@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use reqwest::header::HeaderName;
 use serde::Deserialize;
 
+use super::Api;
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
 use crate::client::chunk::{self, ChunkData, ChunkError, Usage};
 use crate::client::config::ClientConfig;
@@ -134,7 +135,26 @@ impl ErrorObject {
     }
 }
 
+/// What the Messages API is and can carry.
+const API: Api = Api {
+    name: "messages",
+    path: "/v1/messages",
+    vllm_backend: "anthropic-messages",
+    aliases: &["anthropic"],
+    streams: true,
+    generates: true,
+    message_list: true,
+    tools: false,
+    structured_output: None,
+    stream_options: false,
+    max_completion_tokens: false,
+};
+
 impl Protocol for Messages {
+    fn api(&self) -> &'static Api {
+        &API
+    }
+
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
             if let Some(system) = &spec.system {

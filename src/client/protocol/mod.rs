@@ -8,12 +8,14 @@ mod body;
 mod chat;
 mod completions;
 mod embeddings;
+mod endpoint;
 mod messages;
 mod responses;
 
 use reqwest::header::{AUTHORIZATION, HeaderName};
 
 pub use body::Fields;
+pub use endpoint::{Api, Field};
 
 use super::chunk::{ChunkData, ChunkError, Usage};
 use super::config::{ClientConfig, Endpoint};
@@ -41,6 +43,9 @@ pub struct FullAnswer {
 
 /// One API's wire format.
 pub trait Protocol: Sync {
+    /// What this API is and can carry.
+    fn api(&self) -> &'static Api;
+
     /// The JSON request body for one request.
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>>;
 

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use super::{Api, Field};
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
 use crate::client::chunk::{
@@ -188,7 +189,29 @@ fn put_tools(f: &mut body::Fields<'_, '_>, tool: &ToolOffer) -> serde_json::Resu
     }
 }
 
+/// What the Responses API is and can carry.
+const API: Api = Api {
+    name: "responses",
+    path: "/v1/responses",
+    vllm_backend: "openai-responses",
+    aliases: &[],
+    streams: true,
+    generates: true,
+    message_list: true,
+    tools: true,
+    structured_output: Some(Field {
+        key: "text",
+        shown: "text.format",
+    }),
+    stream_options: false,
+    max_completion_tokens: false,
+};
+
 impl Protocol for Responses {
+    fn api(&self) -> &'static Api {
+        &API
+    }
+
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
             if let Some(system) = &spec.system {

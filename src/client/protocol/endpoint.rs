@@ -1,0 +1,96 @@
+//! What each API is and can carry ([`Api`], declared by its protocol file), and the
+//! [`Endpoint`] methods that read it. Both front ends, the client and the
+//! request's non-standard-field hint ask these instead of matching on endpoints.
+
+use crate::client::config::Endpoint;
+
+impl Endpoint {
+    /// What this API is and can carry.
+    pub fn api(self) -> &'static Api {
+        super::of(self).api()
+    }
+
+    pub fn path(self) -> &'static str {
+        self.api().path
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.api().name
+    }
+
+    /// vLLM's `backend` name for the same API, used in `--save-result` files.
+    pub fn vllm_backend(self) -> &'static str {
+        self.api().vllm_backend
+    }
+
+    /// Whether the answer can be streamed (everything but embeddings).
+    pub fn can_stream(self) -> bool {
+        self.api().streams
+    }
+
+    /// Whether the answer is generated text (everything but embeddings), so output
+    /// tokens, TPOT and ITL exist.
+    pub fn generates(self) -> bool {
+        self.api().generates
+    }
+}
+
+/// What one API is and can carry.
+#[derive(Debug)]
+pub struct Api {
+    /// The config and command-line name: `chat`.
+    pub name: &'static str,
+    /// The request path under the base URL: `/v1/chat/completions`.
+    pub path: &'static str,
+    /// vLLM's `--backend` name for it (`openai-chat`), accepted on the command line.
+    pub vllm_backend: &'static str,
+    /// Other command-line spellings with the same meaning (vLLM's `--backend` names).
+    pub aliases: &'static [&'static str],
+    /// The answer can be streamed.
+    pub streams: bool,
+    /// The answer is generated text (output tokens, TPOT and ITL exist).
+    pub generates: bool,
+    /// The prompt can be a message list (a system message, a conversation's history).
+    pub message_list: bool,
+    /// A function can be offered (a tool-call check).
+    pub tools: bool,
+    /// The field that asks for structured output, if the API has one.
+    pub structured_output: Option<Field>,
+    /// vLLM's `stream_options` (usage in the stream) apply.
+    pub stream_options: bool,
+    /// `max_completion_tokens` is sent beside `max_tokens`.
+    pub max_completion_tokens: bool,
+}
+
+/// A request field: its top-level body key (an `extra_body` key of that name replaces
+/// it) and how the hint on a 4xx names it.
+#[derive(Debug)]
+pub struct Field {
+    pub key: &'static str,
+    pub shown: &'static str,
+}
+
+/// The command line's spellings (`bench --endpoint`/`--backend`): llmprobe's names,
+/// plus vLLM's `--endpoint` paths and `--backend` names with the same meaning.
+impl std::str::FromStr for Endpoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Endpoint, String> {
+        let want = s.trim().trim_end_matches('/');
+        Endpoint::ALL
+            .into_iter()
+            .find(|e| {
+                let api = e.api();
+                [api.name, api.path, api.vllm_backend].contains(&want)
+                    || api.aliases.contains(&want)
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = Endpoint::ALL.iter().map(|e| e.as_str()).collect();
+                let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+                format!(
+                    "unknown endpoint {s:?}: expected {} or {last} (or their paths, e.g. {})",
+                    rest.join(", "),
+                    Endpoint::Chat.path()
+                )
+            })
+    }
+}
