@@ -10,11 +10,13 @@
 //! The clients use `reuse_connections: false`: under a paused clock hyper's pooled
 //! connections deliver a later request's body late (see the note in `src/client/mod.rs`).
 //! The tests in this file run one at a time (a process-wide lock) because they count
-//! the process's tasks and file descriptors.
+//! the process's tasks and file descriptors; those that count file descriptors run
+//! alone in a child process of the test binary, which other tests share.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::alone;
 use llmprobe::client::{Client, ClientConfig, Endpoint, Limits, Timeouts};
 use llmprobe::mock::{FaultSpec, MockConfig, MockServer};
 use llmprobe::record::{Outcome, RequestRecord};
@@ -361,6 +363,12 @@ async fn assert_no_leaks(tasks_before: usize, fds_before: usize) {
 #[tokio::test(start_paused = true)]
 async fn every_fault_forced_by_header_gives_its_reason_on_chat() {
     let _serial = SERIAL.lock().await;
+    if !alone::in_own_process(
+        module_path!(),
+        "every_fault_forced_by_header_gives_its_reason_on_chat",
+    ) {
+        return;
+    }
     let mock = llmprobe::mock::start(mock_config(vec![]), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -402,6 +410,12 @@ async fn every_fault_configured_in_the_mock_gives_its_reason_on_completions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_faults_in_real_time_leave_nothing_behind() {
     let _serial = SERIAL.lock().await;
+    if !alone::in_own_process(
+        module_path!(),
+        "concurrent_faults_in_real_time_leave_nothing_behind",
+    ) {
+        return;
+    }
     let mock = llmprobe::mock::start(
         MockConfig {
             ttft: ms(5),

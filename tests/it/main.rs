@@ -1,6 +1,8 @@
 //! The integration tests, one module per area, in one test binary: linking the crate
 //! once instead of once per file keeps `cargo test` quick on a small machine. Run one
-//! area with `cargo test --test it bench_mock::`.
+//! area with `cargo test --test it bench_mock::`. The tests share this process: one that
+//! needs the process to itself (counting its file descriptors) runs in a child process
+//! of its own (`support::alone`).
 
 mod support;
 
