@@ -270,7 +270,7 @@ const DEEPSEEK_CASE: &[&str] = &[
 ];
 
 /// Snapshots of what users and scripts read: any formatting or number change shows up
-/// as a diff to review (`INSTA_UPDATE=always cargo test --test capacity_cli`, then
+/// as a diff to review (`INSTA_UPDATE=always cargo test --test it capacity_cli::`, then
 /// read the .snap diff before committing).
 #[test]
 fn snapshot_llama_3_1_8b_human_and_json() {

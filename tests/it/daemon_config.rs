@@ -464,7 +464,7 @@ fn committed_schema_is_up_to_date() {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,
-        "docs/config.schema.json is stale: run LLMPROBE_UPDATE_SCHEMA=1 cargo test --test daemon_config"
+        "docs/config.schema.json is stale: run LLMPROBE_UPDATE_SCHEMA=1 cargo test --test it daemon_config::"
     );
 }
 

@@ -3,8 +3,8 @@
 //! (measured times masked, everything else exact), and the daemon's `/metrics` names,
 //! help texts, types, label sets and bucket boundaries (values masked).
 //!
-//! Regenerate after an intended change with `LLMPROBE_GOLDEN_WRITE=1 cargo test --test
-//! golden_behaviour`, and review the diff of `tests/fixtures/golden/`.
+//! Regenerate after an intended change with `LLMPROBE_GOLDEN_WRITE=1 cargo test --test it
+//! golden_behaviour::`, and review the diff of `tests/fixtures/golden/`.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
