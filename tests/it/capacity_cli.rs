@@ -79,7 +79,7 @@ fn deepseek_readme_case() {
 fn hf_config_and_preset_share_the_parser() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/models/mixtral-8x7b/config.json"
+        "/presets/models/mixtral-8x7b/config.json"
     );
     let a = json(&["--hf-config", path, "--tp", "2"]);
     let b = json(&["--preset", "mixtral-8x7b", "--tp", "2"]);
@@ -212,7 +212,7 @@ fn context_beyond_max_position_embeddings_warns_but_succeeds() {
 fn mamba_hybrids_through_hf_config_match_their_presets() {
     for (preset, tp) in [("jamba-mini-1.5", "2"), ("nemotron-h-8b", "1")] {
         let path = format!(
-            "{}/tests/fixtures/models/{preset}/config.json",
+            "{}/presets/models/{preset}/config.json",
             env!("CARGO_MANIFEST_DIR")
         );
         let a = json(&["--hf-config", &path, "--tp", tp]);
