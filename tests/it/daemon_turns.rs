@@ -35,11 +35,23 @@ async fn later_turns_have_their_own_series_and_carry_the_history() {
         .await
         .unwrap();
     let addr = d.addr();
+    // Probes go on while /metrics is read, and a scrape reads its series one after
+    // another: a probe that ends in between tears it (its prompt tokens counted, not yet
+    // its request). A scrape that the next one agrees with fell between two probes.
+    let counts = |s: &[Sample]| {
+        ["talk", "talk:later"].map(|sc| {
+            let of = |name| value(s, name, &[("scenario", sc)]).unwrap_or(0.0);
+            [
+                of("llmprobe_requests_total"),
+                of("llmprobe_prompt_tokens_total"),
+            ]
+        })
+    };
     let s = wait_for(Duration::from_secs(30), || async {
         let s = scrape(addr).await;
-        let requests =
-            |sc| value(&s, "llmprobe_requests_total", &[("scenario", sc)]).unwrap_or(0.0);
-        (requests("talk") >= 3.0 && requests("talk:later") >= 6.0).then_some(s)
+        let again = scrape(addr).await;
+        let [talk, later] = counts(&s);
+        (talk[0] >= 3.0 && later[0] >= 6.0 && counts(&again) == [talk, later]).then_some(s)
     })
     .await;
     d.shutdown().await.unwrap();
