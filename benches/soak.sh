@@ -22,7 +22,7 @@ out="${OUT:-benches/soak-results.csv}"
 targets="${TARGETS:-4}"
 total_rate=20
 # Every fault kind of docs/mock.md but huge_line (its 16 MiB lines would dominate the
-# run's bandwidth; the line limit is covered by tests/faults_client.rs), about 12 % of
+# run's bandwidth; the line limit is covered by tests/it/faults_client.rs), about 12 % of
 # probes in all. Stalls last 3 s, longer than the targets' 1 s idle timeout.
 faults=(
   http_500:0.02 http_503:0.01 http_429:0.02 close_before_response:0.01

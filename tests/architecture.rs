@@ -8,7 +8,15 @@
 //!    front (it declares and re-exports its files, and its files may use its items), so
 //!    the rule is about sibling files.
 //!
+//! And the file table of the same document lists every file of `src/`'s module
+//! directories and no other (`file_table`).
+//!
 //! Test code (`#[cfg(test)]` items) is left out: a unit test may start a mock engine.
+
+// A module of this test binary; its file sits in a directory so that cargo does not take
+// it for a test binary of its own.
+#[path = "architecture/file_table.rs"]
+mod file_table;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

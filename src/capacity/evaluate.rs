@@ -854,7 +854,7 @@ mod tests {
         let path = dir.path().join("config.json");
         std::fs::write(
             &path,
-            include_str!("../../tests/fixtures/models/qwen3-8b/config.json"),
+            include_str!("../../presets/models/qwen3-8b/config.json"),
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let from_file = run(CapacityInputs {

@@ -2,7 +2,7 @@
 //! own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
 //! collector emits one MetricFamily per name made of per-series histograms with
 //! different `le` sets, which the text format and Prometheus accept (every series is a
-//! histogram of its own; `promtool check metrics` agrees, see tests/daemon_mock.rs).
+//! histogram of its own; `promtool check metrics` agrees, see tests/it/daemon_mock.rs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};

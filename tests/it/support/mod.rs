@@ -1,0 +1,8 @@
+//! Helpers shared by the integration tests: one module per front end under test, and
+//! `alone` for a test that needs the process to itself.
+
+pub mod alone;
+pub mod bench;
+pub mod client;
+pub mod daemon;
+pub mod mock;
