@@ -27,6 +27,7 @@ pub mod latency;
 pub mod logging;
 pub mod manual;
 pub mod mock;
+pub mod probe;
 pub mod rate;
 pub mod record;
 pub mod report;

@@ -20,8 +20,8 @@ use crate::duration::DurationError;
 use crate::exit::UsageError;
 
 use crate::latency::{Latency, Slo};
+use crate::probe::{Part, ProbeSpec, Refusal, Syntax};
 pub use crate::rate::Rate;
-use crate::record::CheckKind;
 use crate::report::gate::{Gate, GateBasis, GateMetric};
 pub use crate::schedule::{ArrivalProcess, Shard};
 use crate::schedule::{ThinkDist, ThinkTime};
@@ -251,12 +251,12 @@ impl BenchOptions {
         let len_dist = parse_len_dist(a)?;
         check_lengths(a)?;
         let dataset = parse_dataset(a)?;
-        let turns = parse_turns(a, api)?;
+        let turns = parse_turns(a)?;
 
         let slo = build_slo(&a.slo_flags(), &a.goodput)?;
         let stream = !a.no_stream && api.can_stream();
-        check_timed_slo(&slo, stream, api)?;
-        let parsed = parse_checks(a, api, &gates)?;
+        let parsed = parse_checks(a, &gates)?;
+        probe_spec(a, api, &parsed.checks, &slo, turns).validate(&Flags)?;
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -497,7 +497,7 @@ fn parse_arrival(a: &BenchArgs) -> Result<ArrivalProcess> {
 pub const DEFAULT_THINK_TIME: Duration = Duration::from_secs(1);
 
 /// `--turns` with `--think-time` and `--think-time-dist`; one turn is a single request.
-fn parse_turns(a: &BenchArgs, api: Endpoint) -> Result<Option<Turns>> {
+fn parse_turns(a: &BenchArgs) -> Result<Option<Turns>> {
     let Some(count) = a.turns else {
         if a.think_time.is_some() || a.think_time_dist.is_some() {
             return Err(UsageError::new(
@@ -510,12 +510,6 @@ fn parse_turns(a: &BenchArgs, api: Endpoint) -> Result<Option<Turns>> {
         return Err(UsageError::new(
             "--turns 0: a conversation has at least one turn",
         ));
-    }
-    if !api.generates() {
-        return Err(UsageError::new(format!(
-            "--turns: the {} API answers nothing to carry into a next turn",
-            api.as_str()
-        )));
     }
     let mean = match &a.think_time {
         Some(t) => parse_duration(t).map_err(|e| flag("--think-time", e))?,
@@ -698,7 +692,7 @@ fn parse_tool_call(a: &BenchArgs) -> Result<Option<ToolCallSpec>> {
 
 /// The answer-check flags, compiled. A check the protocol cannot carry, and a
 /// `check-failure-ratio` gate without any check, are refused.
-fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<ParsedChecks> {
+fn parse_checks(a: &BenchArgs, gates: &[Gate]) -> Result<ParsedChecks> {
     let spec = CheckSpec {
         expect_tool_call: parse_tool_call(a)?,
         expect_regex: a.expect_regex.clone(),
@@ -724,27 +718,6 @@ fn parse_checks(a: &BenchArgs, api: Endpoint, gates: &[Gate]) -> Result<ParsedCh
         };
         flag(&format!("--{}", name.replace('_', "-")), e.message)
     })?;
-    if !api.generates()
-        && let Some(kind) = checks.kinds().find(|k| *k != CheckKind::ExpectModel)
-    {
-        return Err(UsageError::new(format!(
-            "--{} cannot check --endpoint {}: it generates no text",
-            kind.as_str().replace('_', "-"),
-            api.as_str()
-        )));
-    }
-    if a.expect_tool_call.is_some() && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
-        return Err(UsageError::new(format!(
-            "--expect-tool-call: --endpoint {} cannot offer tools (chat and responses can)",
-            api.as_str()
-        )));
-    }
-    if a.structured_output && !matches!(api, Endpoint::Chat | Endpoint::Responses) {
-        return Err(UsageError::new(format!(
-            "--structured-output: --endpoint {} has no structured-output field (chat and responses do)",
-            api.as_str()
-        )));
-    }
     if checks.is_empty()
         && let Some(g) = gates
             .iter()
@@ -918,22 +891,46 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
     })
 }
 
-/// An objective on a latency the answers cannot have is refused, not silently missed:
-/// a non-streamed answer (and an embedding) has only an end-to-end latency.
-fn check_timed_slo(slo: &Slo, stream: bool, api: Endpoint) -> Result<()> {
-    let Some(l) = slo.needing_streaming().filter(|_| !stream) else {
-        return Ok(());
-    };
-    let why = if api.can_stream() {
-        "--no-stream was given"
-    } else {
-        "embeddings are never streamed"
-    };
-    Err(UsageError::new(format!(
-        "{} cannot be met: {why}, so only the end-to-end latency exists (use {})",
-        slo_flag(l),
-        slo_flag(Latency::E2e)
-    )))
+/// The bench flags' spelling of each part of a probe.
+struct Flags;
+
+impl Syntax for Flags {
+    fn name(&self, part: Part) -> String {
+        match part {
+            Part::Endpoint => "--endpoint".into(),
+            Part::NoStream => "--no-stream".into(),
+            Part::Objective(l) => slo_flag(l),
+            Part::Check(kind) => format!("--{}", kind.as_str().replace('_', "-")),
+            Part::StructuredOutput => "--structured-output".into(),
+            Part::Messages => "a message list".into(),
+            Part::Turns => "--turns".into(),
+        }
+    }
+}
+
+impl From<Refusal> for UsageError {
+    fn from(r: Refusal) -> UsageError {
+        UsageError::new(r.message(&Flags))
+    }
+}
+
+/// The run's probe, as far as the rules between its parts go.
+fn probe_spec(
+    a: &BenchArgs,
+    api: Endpoint,
+    checks: &Checks,
+    slo: &Slo,
+    turns: Option<Turns>,
+) -> ProbeSpec {
+    ProbeSpec {
+        endpoint: api,
+        stream: !a.no_stream,
+        slo: *slo,
+        checks: checks.kinds().collect(),
+        structured_output: a.structured_output,
+        message_list: false,
+        turns: turns.map_or(1, |t| t.count),
+    }
 }
 
 fn flag(name: &str, msg: String) -> UsageError {

@@ -21,10 +21,10 @@ use crate::bench::args::BenchArgs;
 use crate::bench::options::{BenchOptions, Dataset, LenDist, Stop};
 use crate::bench::plan::{self, Executor, RateRun};
 use crate::client::{Client, ClientConfig};
-use crate::conversation::{Conversation, Turns};
 use crate::exit;
 use crate::latency::Slo;
 use crate::mock::{self, EmissionLog, MockConfig, MockFlags, MockServer};
+use crate::probe::{Conversations, Prober};
 use crate::rate::Rate;
 use crate::record::RequestRecord;
 use crate::report::jsonl::{JsonlWriter, RecordLine};
@@ -319,7 +319,7 @@ impl Bench {
         // A prompt that cannot be built on the fly stops the run (see BuildFailure).
         let build_failure = BuildFailure::new(stop.clone());
         let (tx, rx) = mpsc::unbounded_channel();
-        let turns = self.opts.turns.map(|turns| TurnsSender {
+        let conversations = self.opts.turns.map(|turns| Conversations {
             turns,
             seed,
             timer: self.timer.clone(),
@@ -328,10 +328,12 @@ impl Bench {
         });
         let config = self.run_config(max_requests, duration, stop);
         let sender = RequestSender {
-            turns,
-            client: self.client.clone(),
+            prober: Arc::new(Prober {
+                client: self.client.clone(),
+                workload,
+                conversations,
+            }),
             prebuilt,
-            workload,
             // With --respect-retry-after, the latest Retry-After deadline any response
             // asked for; requests due before it wait (their wait is dispatch lag, as it
             // should be).
@@ -687,31 +689,18 @@ const SELF_CHECK_TRUTH: Truth = Truth {
     output_tokens: 16,
 };
 
-/// Sends one dispatched request: waits out any Retry-After pause, looks up (or builds)
-/// its spec and sends it. The dispatcher only clones a few Arcs; the spec is looked up
-/// (or built) inside the request's own task.
+/// Sends one dispatched arrival through the shared prober: waits out any Retry-After
+/// pause and hands over a request built ahead (prebuilt, or the trace replay's). The
+/// dispatcher only clones a few Arcs; anything left to build is built inside the
+/// request's own task.
 #[derive(Clone)]
 struct RequestSender {
-    client: Arc<Client>,
+    prober: Arc<Prober>,
     prebuilt: Option<Arc<Vec<RequestSpec>>>,
-    workload: Arc<Workload>,
     retry_gate: Option<RetryGate>,
     build_failure: BuildFailure,
     /// `--trace`: requests built ahead by the replay, taken by id.
     handoff: Option<Handoff>,
-    /// `--turns`: each arrival is a conversation.
-    turns: Option<TurnsSender>,
-}
-
-/// What a conversation needs besides the client: its shape, the run's seed, the
-/// dispatch timer for later turns, the stop, and where earlier turns' records go.
-#[derive(Clone)]
-struct TurnsSender {
-    turns: Turns,
-    seed: u64,
-    timer: Timer,
-    stop: CancellationToken,
-    events: mpsc::UnboundedSender<RunEvent>,
 }
 
 impl RequestSender {
@@ -726,67 +715,21 @@ impl RequestSender {
             if let Some(gate) = &this.retry_gate {
                 gate.wait().await;
             }
-            if let Some(t) = &this.turns {
-                return this.converse(d, t, handed).await;
-            }
-            let built;
             let prebuilt = this.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
-            let spec = match handed.as_ref().or(prebuilt) {
-                Some(spec) => spec,
-                None => match this.workload.spec(d.id) {
-                    Ok(spec) => {
-                        built = spec;
-                        &built
-                    }
-                    Err(e) => {
-                        this.build_failure.fail(d.id, &e);
-                        return unsent(d);
-                    }
-                },
+            let record = match this.prober.send(d, handed.as_ref().or(prebuilt)).await {
+                Ok(record) => record,
+                Err(e) => {
+                    this.build_failure.fail(d.id, &e);
+                    return unsent(d);
+                }
             };
-            let record = this.client.send(spec, d.id, d.t_sched, d.run_start).await;
-            if let (Some(gate), Some(delay)) = (&this.retry_gate, record.retry_after) {
+            // A conversation's turns are not held back by its own last answer.
+            if this.prober.conversations.is_none()
+                && let (Some(gate), Some(delay)) = (&this.retry_gate, record.retry_after)
+            {
                 gate.hold_for(delay);
             }
             record
-        }
-    }
-}
-
-impl RequestSender {
-    /// Arrival `d` as a conversation: its first message is the trace entry's request
-    /// (`handed`, with `--trace`) or [`Workload::first_turn`] (prebuilt when it fits),
-    /// later ones [`Workload::later_turn`].
-    async fn converse(
-        &self,
-        d: runner::Dispatch,
-        t: &TurnsSender,
-        handed: Option<RequestSpec>,
-    ) -> RequestRecord {
-        let per = t.turns.count;
-        let prebuilt = self.prebuilt.as_deref().and_then(|v| v.get(d.id as usize));
-        let mut first = handed.or_else(|| prebuilt.cloned());
-        let message = |turn: u32| match (turn, first.take()) {
-            (1, Some(spec)) => Ok(Some(spec)),
-            (1, None) => self.workload.first_turn(d.id, per).map(Some),
-            _ => self.workload.later_turn(d.id, per, turn),
-        };
-        let conversation = Conversation {
-            client: &self.client,
-            turns: t.turns,
-            seed: t.seed,
-            timer: &t.timer,
-            stop: &t.stop,
-        };
-        let emit = |r| {
-            let _ = t.events.send(RunEvent::Record(r));
-        };
-        match conversation.run(d, message, emit).await {
-            Ok(record) => record,
-            Err(e) => {
-                self.build_failure.fail(d.id, &e.into());
-                unsent(d)
-            }
         }
     }
 }

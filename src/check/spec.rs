@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tool::{ToolChoice, ToolOffer};
 use super::{Check, Checks};
+use crate::record::CheckKind;
 
 /// Largest compiled regex: a pattern is configuration, so one that needs more is a
 /// mistake, not a need.
@@ -202,6 +203,22 @@ impl SchemaSource {
 impl CheckSpec {
     pub fn is_empty(&self) -> bool {
         *self == CheckSpec::default()
+    }
+
+    /// The kinds of the checks set, in [`CheckKind::ALL`] order, before compiling:
+    /// what a probe must carry for them.
+    pub fn kinds(&self) -> Vec<CheckKind> {
+        let set = |kind: CheckKind| match kind {
+            CheckKind::ExpectRegex => self.expect_regex.is_some(),
+            CheckKind::ExpectNotRegex => self.expect_not_regex.is_some(),
+            CheckKind::ExpectJsonSchema => self.expect_json_schema.is_some(),
+            CheckKind::ExpectModel => self.expect_model.is_some(),
+            CheckKind::ExpectFinishReason => self.expect_finish_reason.is_some(),
+            CheckKind::MinOutputTokens => self.min_output_tokens.is_some(),
+            CheckKind::MaxRepetition => self.max_repetition.is_some(),
+            CheckKind::ExpectToolCall => self.expect_tool_call.is_some(),
+        };
+        CheckKind::ALL.into_iter().filter(|k| set(*k)).collect()
     }
 
     /// Compiles every check set, in [`crate::record::CheckKind::ALL`] order.

@@ -1,14 +1,12 @@
 //! A scenario's answer checks and fixed question, resolved: the checks compiled (a bad
-//! regex or schema is an error at its `checks.FIELD`), refused where the protocol
-//! cannot carry them, and a `prompt_file` read.
+//! regex or schema is an error at its `checks.FIELD`; what the protocol can carry is
+//! the probe's rule, `config/probe.rs`), and a `prompt_file` read.
 
 use std::sync::Arc;
 
 use super::locate::Path;
-use super::schema::{Scenario, Target};
+use super::schema::Scenario;
 use crate::check::{CheckSpec, Checks, SchemaSource, ToolCallSpec, ToolOffer};
-use crate::client::Endpoint;
-use crate::record::CheckKind;
 
 /// Largest `prompt_file` read: a question, not a corpus.
 const MAX_PROMPT_BYTES: u64 = 1 << 20;
@@ -48,7 +46,7 @@ impl PartialEq for PlannedChecks {
 }
 
 /// The checks of scenario `s` (at `path`) of target `t`.
-pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedChecks, (Path, String)> {
+pub fn plan_checks(s: &Scenario, path: &Path) -> Result<PlannedChecks, (Path, String)> {
     let at = |field: &str| path.key("checks").key(field);
     let schema = match &s.checks.expect_json_schema {
         Some(src) => Some(src.load().map_err(|e| (at(e.field), e.message))?),
@@ -77,38 +75,6 @@ pub fn plan_checks(t: &Target, s: &Scenario, path: &Path) -> Result<PlannedCheck
         ..s.checks.clone()
     };
     let compiled = spec.compile().map_err(located)?;
-    if !t.endpoint.generates()
-        && let Some(kind) = compiled.kinds().find(|k| *k != CheckKind::ExpectModel)
-    {
-        return Err((
-            at(kind.as_str()),
-            format!(
-                "endpoint {} generates no text: only expect_model can check it",
-                t.endpoint.as_str()
-            ),
-        ));
-    }
-    if s.checks.expect_tool_call.is_some()
-        && !matches!(t.endpoint, Endpoint::Chat | Endpoint::Responses)
-    {
-        return Err((
-            at("expect_tool_call"),
-            format!(
-                "scenario {:?}: endpoint {} cannot offer tools (chat and responses can)",
-                s.name,
-                t.endpoint.as_str()
-            ),
-        ));
-    }
-    if s.checks.structured_output && !matches!(t.endpoint, Endpoint::Chat | Endpoint::Responses) {
-        return Err((
-            at("structured_output"),
-            format!(
-                "endpoint {} has no structured-output field (chat and responses do)",
-                t.endpoint.as_str()
-            ),
-        ));
-    }
     Ok(PlannedChecks {
         spec: s.checks.clone(),
         schema,

@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use super::locate::Path;
-use super::schema::{ChatRole, Scenario, Target};
-use crate::client::Endpoint;
+use super::schema::{ChatRole, Scenario};
 use crate::workload::prompt::approx_tokens;
 use crate::workload::{Exchange, Preamble};
 
@@ -15,7 +14,6 @@ const MAX_MESSAGES_BYTES: usize = 1 << 20;
 
 /// The last user message and the preamble before it; `None` without `messages:`.
 pub fn plan_messages(
-    t: &Target,
     s: &Scenario,
     path: &Path,
 ) -> Result<Option<(String, Preamble)>, (Path, String)> {
@@ -27,21 +25,6 @@ pub fn plan_messages(
         return Err((
             key,
             "set prompt, prompt_file or messages, not two of them".into(),
-        ));
-    }
-    if matches!(t.endpoint, Endpoint::Completions | Endpoint::Embeddings) {
-        return Err((
-            key,
-            format!(
-                "the {} endpoint takes one text, not a message list: use prompt",
-                t.endpoint.as_str()
-            ),
-        ));
-    }
-    if s.turns > 1 {
-        return Err((
-            path.key("turns"),
-            "a conversation builds its own history: use prompt with turns, not messages".into(),
         ));
     }
     let bytes: usize = list.iter().map(|m| m.content.len()).sum();

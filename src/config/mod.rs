@@ -10,6 +10,7 @@ pub mod error;
 pub mod locate;
 mod messages;
 pub mod plan;
+mod probe;
 pub mod rate;
 pub mod schema;
 pub mod slo;

@@ -13,11 +13,12 @@ use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
 use super::locate::Path;
 use super::messages::plan_messages;
+use super::probe::check_probe;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
 use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
-use crate::latency::{Latency, Slo};
+use crate::latency::Slo;
 use crate::secret::{Secret, redact_url};
 use crate::workload::Preamble;
 use crate::workload::prompt::PromptGenerator;
@@ -310,12 +311,12 @@ fn scenarios(
                     e.to_string(),
                 )
             })?;
-        check_timed(cfg, t, s).map_err(|msg| (path.key("scenarios").index(i), msg))?;
         let sp = path.key("scenarios").index(i);
+        check_probe(cfg, t, s, path, &sp)?;
         let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
-        plan.checks = plan_checks(t, s, &sp)?;
+        plan.checks = plan_checks(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
-        if let Some((question, preamble)) = plan_messages(t, s, &sp)? {
+        if let Some((question, preamble)) = plan_messages(s, &sp)? {
             plan.prompt = Some(question);
             plan.preamble = Some(preamble);
         }
@@ -330,29 +331,6 @@ fn scenarios(
         scenarios.push(plan);
     }
     Ok(scenarios)
-}
-
-/// An objective on a latency the scenario's answers cannot have is a config error, not
-/// a probe that silently never meets it: a non-streamed answer (and an embedding) has
-/// no TTFT, TPOT or TTFA, only an end-to-end latency.
-fn check_timed(cfg: &Config, t: &Target, s: &Scenario) -> Result<(), String> {
-    let slo = s.slo.or(cfg.defaults.slo).0;
-    let why = if !t.endpoint.can_stream() {
-        "embeddings are never streamed"
-    } else if !s.stream {
-        "this scenario sets stream: false"
-    } else {
-        return Ok(());
-    };
-    match slo.needing_streaming() {
-        Some(l) => Err(format!(
-            "slo.{} cannot be met: {why}, so only an {} objective applies \
-             (it may come from defaults.slo; set it per scenario instead)",
-            l.name(),
-            Latency::E2e.name()
-        )),
-        None => Ok(()),
-    }
 }
 
 /// The capacity model of a target, evaluated once when the config loads.
@@ -492,7 +470,7 @@ mod tests {
 
     #[test]
     fn every_objective_refuses_zero_and_needs_streaming_where_its_latency_does() {
-        for l in Latency::objectives() {
+        for l in crate::latency::Latency::objectives() {
             let name = l.name();
             let zero = format!(
                 "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - name: s\n        slo: {{{name}: 0s}}\n"

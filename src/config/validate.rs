@@ -169,9 +169,10 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
 /// Most turns a scenario's conversation may have: each resends the whole history.
 pub const MAX_TURNS: u32 = 100;
 
-/// `turns`, `think_time` and `think_time_dist`: a conversation needs an API that answers, and
-/// `NAME:later` is where its later turns are observed.
-fn conversation(t: &Target, s: &Scenario, sp: &Path) -> Result<(), Violation> {
+/// `turns`, `think_time` and `think_time_dist` in range (what a conversation needs of its
+/// API is the probe's rule, `config/probe.rs`), and `NAME:later` is where its later turns
+/// are observed.
+fn conversation(s: &Scenario, sp: &Path) -> Result<(), Violation> {
     if s.turns == 0 {
         return Err((sp.key("turns"), "must be at least 1".into()));
     }
@@ -179,15 +180,6 @@ fn conversation(t: &Target, s: &Scenario, sp: &Path) -> Result<(), Violation> {
         return Err((
             sp.key("turns"),
             format!("must be at most {MAX_TURNS}, got {}", s.turns),
-        ));
-    }
-    if s.turns > 1 && !t.endpoint.generates() {
-        return Err((
-            sp.key("turns"),
-            format!(
-                "the {} API answers nothing to carry into a next turn",
-                t.endpoint.as_str()
-            ),
         ));
     }
     // Think times come between turns: a single request has none to shape.
@@ -265,7 +257,7 @@ fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
                 format!("must be in [0, 2], got {temp}"),
             ));
         }
-        conversation(t, s, &sp)?;
+        conversation(s, &sp)?;
         slo(&s.slo, &sp.key("slo"))?;
         let size = u64::from(s.input_tokens) + u64::from(s.output_tokens);
         if largest_probe.is_none_or(|(l, _)| size > l) {

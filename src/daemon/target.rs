@@ -18,9 +18,9 @@ use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
 use crate::client::{Client, ClientConfig};
 use crate::config::{ScenarioPlan, TargetPlan};
-use crate::conversation::{Conversation, Turns};
 use crate::export::status::ScenarioHandle;
 use crate::export::{Metrics, ScenarioSeries, StatusBoard};
+use crate::probe::{Conversations, Prober};
 use crate::record::{Outcome, RequestRecord};
 use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, RunEvent, Stop};
 use crate::schedule::Schedule;
@@ -214,15 +214,20 @@ fn start_scenario(
         )),
         None => None,
     };
-    let prober = Prober {
-        client: client.clone(),
-        workload: Arc::new(workload),
+    let prober = ScenarioProber {
+        prober: Arc::new(Prober {
+            client: client.clone(),
+            workload: Arc::new(workload),
+            conversations: scenario.turns.map(|turns| Conversations {
+                turns,
+                seed: scenario.seed,
+                timer: runner::Timer::Tokio,
+                stop: t.stop.clone(),
+                events: tx.clone(),
+            }),
+        }),
         series: series.clone(),
         status: status.clone(),
-        turns: scenario.turns,
-        seed: scenario.seed,
-        stop: t.stop.clone(),
-        events: tx.clone(),
     };
     let probe = move |d: Dispatch| prober.probe(d);
     let runner = tokio::spawn(async move {
@@ -390,57 +395,22 @@ impl Drop for InflightGuard {
     }
 }
 
-/// Sends one scenario's probes: single requests, or conversations (`turns`).
-struct Prober {
-    client: Arc<Client>,
-    workload: Arc<Workload>,
+/// Sends one scenario's probes through the shared prober, each counted as tried (for
+/// readiness) and in flight while it runs.
+struct ScenarioProber {
+    prober: Arc<Prober>,
     series: Arc<ScenarioSeries>,
     status: ScenarioHandle,
-    turns: Option<Turns>,
-    seed: u64,
-    stop: CancellationToken,
-    /// Where a conversation's earlier turns go (its last is the probe's record).
-    events: mpsc::UnboundedSender<RunEvent>,
 }
 
-impl Prober {
+impl ScenarioProber {
     fn probe(&self, d: Dispatch) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
-        // Admitted: the scenario counts as tried for readiness.
         self.status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
-        let (client, workload) = (self.client.clone(), self.workload.clone());
+        let prober = self.prober.clone();
         let inflight = InflightGuard::new(self.series.inflight().clone());
-        let (turns, seed, stop, events) = (
-            self.turns,
-            self.seed,
-            self.stop.clone(),
-            self.events.clone(),
-        );
         async move {
             let _inflight = inflight;
-            let Some(turns) = turns else {
-                return match workload.spec(d.id) {
-                    Ok(spec) => client.send(&spec, d.id, d.t_sched, d.run_start).await,
-                    Err(e) => d.unbuilt(&e),
-                };
-            };
-            let message = |turn: u32| match turn {
-                1 => workload.first_turn(d.id, turns.count).map(Some),
-                _ => workload.later_turn(d.id, turns.count, turn),
-            };
-            let conversation = Conversation {
-                client: &client,
-                turns,
-                seed,
-                timer: &runner::Timer::Tokio,
-                stop: &stop,
-            };
-            let emit = |r| {
-                let _ = events.send(RunEvent::Record(r));
-            };
-            match conversation.run(d, message, emit).await {
-                Ok(r) => r,
-                Err(e) => d.unbuilt(&e.into()),
-            }
+            prober.send(d, None).await.unwrap_or_else(|e| d.unbuilt(&e))
         }
     }
 }

@@ -25,6 +25,7 @@ pub use summary::Summary;
 
 use crate::client::{Client, ClientConfig, request};
 use crate::event::RunEvent;
+use crate::probe::Prober;
 use crate::record::RequestRecord;
 use crate::runner::{self, Dispatch, RunConfig, Stop};
 use crate::schedule::Schedule;
@@ -41,8 +42,8 @@ pub const MODEL: &str = "llmprobe-self-check";
 /// Self-probes of one reference engine: what they send, and how each is judged.
 pub struct SelfProbes {
     engine: Arc<ReferenceEngine>,
-    client: Client,
-    workload: Workload,
+    /// The shared prober: single requests, like a probe's.
+    prober: Prober,
 }
 
 impl SelfProbes {
@@ -66,27 +67,31 @@ impl SelfProbes {
         )?;
         Ok(SelfProbes {
             engine,
-            client,
-            workload,
+            prober: Prober {
+                client: Arc::new(client),
+                workload: Arc::new(workload),
+                conversations: None,
+            },
         })
     }
 
     /// Sends one self-probe, like any probe.
     pub async fn send(&self, d: Dispatch) -> RequestRecord {
-        match self.workload.spec(d.id) {
-            Ok(spec) => self.client.send(&spec, d.id, d.t_sched, d.run_start).await,
-            Err(e) => d.unbuilt(&e),
-        }
+        self.prober
+            .send(d, None)
+            .await
+            .unwrap_or_else(|e| d.unbuilt(&e))
     }
 
     /// The error of a self-probe's record against what the engine did for it (found
     /// by the body the probe sent, rebuilt from its id).
     pub fn error(&self, record: &RequestRecord) -> Option<ProbeError> {
         let emission = self
+            .prober
             .workload
             .spec(record.id)
             .ok()
-            .and_then(|spec| request::body(self.client.config(), &spec).ok())
+            .and_then(|spec| request::body(self.prober.client.config(), &spec).ok())
             .and_then(|body| self.engine.emission(&body));
         ProbeError::of(record, self.engine.truth(), emission.as_ref())
     }
@@ -156,8 +161,8 @@ mod tests {
         let second = probes.send(dispatch(1)).await;
         assert!(first.is_success() && second.is_success(), "{first:?}");
         // The second probe's note, taken by rebuilding its body.
-        let spec = probes.workload.spec(1).unwrap();
-        let body = request::body(probes.client.config(), &spec).unwrap();
+        let spec = probes.prober.workload.spec(1).unwrap();
+        let body = request::body(probes.prober.client.config(), &spec).unwrap();
         let emission = engine.emission(&body).unwrap();
         assert_eq!(emission.chunks.len(), 4);
         let engine_ttft = emission.ttft().unwrap();
@@ -168,8 +173,8 @@ mod tests {
         // Taken once: judged again, only the configured timing is left.
         assert_eq!(probes.error(&second), ProbeError::of(&second, TRUTH, None));
         // The first probe's note is still there, and `error` finds it.
-        let spec = probes.workload.spec(0).unwrap();
-        let body = request::body(probes.client.config(), &spec).unwrap();
+        let spec = probes.prober.workload.spec(0).unwrap();
+        let body = request::body(probes.prober.client.config(), &spec).unwrap();
         let error = probes.error(&first).unwrap();
         assert_eq!(engine.emission(&body), None, "error() took the note");
         assert!(error.ttft <= ProbeError::of(&first, TRUTH, None).unwrap().ttft);

@@ -185,7 +185,7 @@ fn bad_check_flags_are_usage_errors() {
         ),
         (
             &["--endpoint", "embeddings", "--expect-regex", "x"],
-            "--expect-regex cannot check --endpoint embeddings",
+            "--expect-regex: cannot check --endpoint embeddings",
         ),
         (
             &["--gate", "check-failure-ratio<=0.1"],
@@ -293,7 +293,7 @@ fn tool_call_flags_the_protocol_cannot_carry_are_usage_errors() {
         ),
         (
             &["--endpoint", "embeddings", "--expect-tool-call", "f"],
-            "--expect-tool-call cannot check --endpoint embeddings",
+            "--expect-tool-call: cannot check --endpoint embeddings",
         ),
         (
             &["--expect-tool-call", "f", "--tool-choice", "always"],

@@ -185,7 +185,7 @@ fn bad_turn_flags_are_usage_errors() {
         ("--turns 0", "--turns 0"),
         (
             "--turns 2 --endpoint embeddings",
-            "embeddings API answers nothing",
+            "--turns: --endpoint embeddings answers nothing",
         ),
         ("--think-time 1s", "add --turns N"),
         ("--turns 2 --think-time=-1s", "--think-time"),

@@ -36,7 +36,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "messages_on_completions",
-        "messages_on_completions.yaml:9:11: targets[0].scenarios[0].messages: the completions endpoint takes one text, not a message list: use prompt",
+        "messages_on_completions.yaml:9:11: targets[0].scenarios[0].messages: endpoint completions takes one text, not a message list (chat, responses and messages take one)",
     ),
     (
         "messages_and_prompt",
@@ -48,15 +48,15 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "check_on_embeddings",
-        "check_on_embeddings.yaml:9:27: targets[0].scenarios[0].checks.max_repetition: endpoint embeddings generates no text: only expect_model can check it",
+        "check_on_embeddings.yaml:9:27: targets[0].scenarios[0].checks.max_repetition: cannot check endpoint embeddings: it generates no text (only checks.expect_model can)",
     ),
     (
         "check_structured_output_on_messages",
-        "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses do)",
+        "check_structured_output_on_messages.yaml:9:30: targets[0].scenarios[0].checks.structured_output: endpoint messages has no structured-output field (chat and responses have one)",
     ),
     (
         "check_tool_call_on_completions",
-        "check_tool_call_on_completions.yaml:9:29: targets[0].scenarios[0].checks.expect_tool_call: scenario \"weather\": endpoint completions cannot offer tools (chat and responses can)",
+        "check_tool_call_on_completions.yaml:9:29: targets[0].scenarios[0].checks.expect_tool_call: endpoint completions cannot offer tools (chat and responses can)",
     ),
     (
         "check_tool_call_bad_parameters",
@@ -236,11 +236,11 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "slo_ttft_without_stream",
-        "slo_ttft_without_stream.yaml:6:9: targets[0].scenarios[0]: slo.ttft cannot be met: this scenario sets stream: false, so only an e2e objective applies (it may come from defaults.slo; set it per scenario instead)",
+        "slo_ttft_without_stream.yaml:6:9: targets[0].scenarios[0]: slo.ttft: cannot be met: stream: false turns streaming off, so only the end-to-end latency exists (use slo.e2e) (it may come from defaults.slo; set it per scenario instead)",
     ),
     (
         "slo_tpot_on_embeddings",
-        "slo_tpot_on_embeddings.yaml:4:5: targets[0].scenarios[0]: slo.tpot cannot be met: embeddings are never streamed, so only an e2e objective applies (it may come from defaults.slo; set it per scenario instead)",
+        "slo_tpot_on_embeddings.yaml:4:5: targets[0].scenarios[0]: slo.tpot: cannot be met: endpoint embeddings is never streamed, so only the end-to-end latency exists (use slo.e2e) (it may come from defaults.slo; set it per scenario instead)",
     ),
     (
         "zero_scrape_interval",
@@ -260,7 +260,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "turns_on_embeddings",
-        "turns_on_embeddings.yaml:7:32: targets[0].scenarios[0].turns: the embeddings API answers nothing to carry into a next turn",
+        "turns_on_embeddings.yaml:7:32: targets[0].scenarios[0].turns: endpoint embeddings answers nothing to carry into a next turn",
     ),
     (
         "think_time_without_turns",

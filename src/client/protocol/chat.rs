@@ -7,8 +7,8 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Api, Field};
 use super::body::{self, Fields};
+use super::{Api, Field};
 use super::{FullAnswer, Protocol, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
 use crate::client::chunk::{self, ChunkData, ChunkError, ErrorField, Usage};

@@ -1,0 +1,65 @@
+//! A scenario as a [`ProbeSpec`]: the YAML's spelling of each part, and where an error
+//! about it points (FILE:LINE:COL comes from the path).
+
+use super::locate::Path;
+use super::schema::{Config, Scenario, Target};
+use crate::probe::{Part, ProbeSpec, Syntax};
+
+/// The daemon's YAML keys.
+struct Yaml;
+
+impl Syntax for Yaml {
+    fn name(&self, part: Part) -> String {
+        match part {
+            Part::Endpoint => "endpoint".into(),
+            Part::NoStream => "stream: false".into(),
+            Part::Objective(l) => format!("slo.{}", l.name()),
+            Part::Check(kind) => format!("checks.{kind}"),
+            Part::StructuredOutput => "checks.structured_output".into(),
+            Part::Messages => "messages".into(),
+            Part::Turns => "turns".into(),
+        }
+    }
+}
+
+/// Scenario `s` (at `sp`) of target `t` (at `tp`), checked by the rules every probe
+/// follows.
+pub fn check_probe(
+    cfg: &Config,
+    t: &Target,
+    s: &Scenario,
+    tp: &Path,
+    sp: &Path,
+) -> Result<(), (Path, String)> {
+    let spec = ProbeSpec {
+        endpoint: t.endpoint,
+        stream: s.stream,
+        slo: s.slo.or(cfg.defaults.slo).0,
+        checks: s.checks.kinds(),
+        structured_output: s.checks.structured_output,
+        message_list: s.messages.is_some(),
+        turns: s.turns,
+    };
+    spec.validate(&Yaml).map_err(|refusal| {
+        let at = match refusal.part {
+            // The objective may come from `defaults.slo`: the scenario is where it
+            // applies, so the message names it.
+            Part::Objective(_) => {
+                return (
+                    sp.clone(),
+                    format!(
+                        "{} (it may come from defaults.slo; set it per scenario instead)",
+                        refusal.message(&Yaml)
+                    ),
+                );
+            }
+            Part::Endpoint => tp.key("endpoint"),
+            Part::NoStream => sp.key("stream"),
+            Part::Check(kind) => sp.key("checks").key(kind.as_str()),
+            Part::StructuredOutput => sp.key("checks").key("structured_output"),
+            Part::Messages => sp.key("messages"),
+            Part::Turns => sp.key("turns"),
+        };
+        (at, refusal.reason)
+    })
+}
