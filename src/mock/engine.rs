@@ -119,7 +119,7 @@ impl Engine {
         self.cfg
             .output_tokens
             .or(requested)
-            .unwrap_or(super::openai::DEFAULT_MAX_TOKENS)
+            .unwrap_or(super::request::DEFAULT_MAX_TOKENS)
     }
 
     /// Waits for a batch slot (FIFO) unless `gone` resolves first (client left or

@@ -9,19 +9,16 @@
 //! This file only declares the parts and re-exports their public items; the parts
 //! import each other directly, never through here, so no import goes in a circle.
 
-mod anthropic;
 pub mod command;
 mod config;
-mod embeddings;
 mod emissions;
 mod engine;
-mod events;
 mod fault;
 mod jitter;
 mod metrics;
-mod openai;
 mod prefix_cache;
-mod responses;
+mod protocol;
+mod request;
 mod server;
 mod tool;
 mod voice;

@@ -30,15 +30,15 @@ use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use super::config::MockConfig;
-use super::embeddings;
 use super::emissions::{EmissionLog, EmissionRecorder};
 use super::engine::{Engine, Running, Schedule};
 use super::fault::{FAULT_HEADER, FaultKind};
 use super::metrics::render;
-use super::openai::{GenRequest, error_body, parse_request};
 use super::prefix_cache::push_words;
+use super::protocol::{self, MockProtocol, Whole, error_body, huge_event_parts, sse};
+use super::request::{GenRequest, parse_request};
 use super::voice::{Voice, WRONG_MODEL, split_answer};
-use super::wire::{ChunkWriter, Usage, sse};
+use super::wire::{ChunkWriter, Usage};
 use crate::client::Endpoint;
 use crate::runner::{PreciseTimer, Spins, Timer};
 
@@ -391,6 +391,7 @@ async fn route_for(
 /// One request's plan, shared by the streaming and the one-shot paths.
 struct Job {
     engine: Shared,
+    protocol: &'static dyn MockProtocol,
     req: GenRequest,
     fault: Option<FaultKind>,
     writer: ChunkWriter,
@@ -439,7 +440,8 @@ async fn generate(
     if let Some(r) = unauthorized(&engine, &headers) {
         return r;
     }
-    let req = match parse_request(endpoint, &body, &engine.cfg.model) {
+    let protocol = protocol::of(endpoint);
+    let req = match parse_request(protocol, &body, &engine.cfg.model) {
         Ok(r) => r,
         Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg, "BadRequestError"),
     };
@@ -507,9 +509,9 @@ async fn generate(
     let seq = engine.next_seq();
     // Per-request jitter stream: reproducible from --seed and the arrival order.
     let seed = crate::schedule::splitmix64(engine.cfg.seed ^ seq);
-    let writer = answer_writer(&engine, endpoint, seq, &req, reasoning, fault, seed);
+    let writer = answer_writer(&engine, protocol, seq, &req, reasoning, fault, seed);
     // Embeddings keep no KV cache.
-    let cached = endpoint
+    let cached = protocol
         .generates()
         .then(|| engine.cached_prefix(&req.prompt_words))
         .flatten();
@@ -523,11 +525,12 @@ async fn generate(
         writer,
         seed,
         engine,
+        protocol,
         req,
         fault,
         arrival,
     };
-    if endpoint == Endpoint::Embeddings {
+    if !protocol.generates() {
         embeddings_response(job, ctl).await
     } else if job.req.stream && fault != Some(FaultKind::JsonInsteadOfSse) {
         stream_response(job, ctl)
@@ -549,7 +552,7 @@ fn reasoning_tokens(engine: &Engine, headers: &HeaderMap) -> Option<u32> {
 /// the voice of `--answer`, of the wrong-answer faults, or of a call to an offered tool.
 fn answer_writer(
     engine: &Engine,
-    endpoint: Endpoint,
+    protocol: &dyn MockProtocol,
     seq: u64,
     req: &GenRequest,
     reasoning: u32,
@@ -563,7 +566,7 @@ fn answer_writer(
     };
     let answer = engine.cfg.answer.as_deref().map(|a| split_answer(a).into());
     let voice = Voice::new(answer, fault, seed).calling(req.tool.as_ref(), fault);
-    ChunkWriter::new(endpoint, seq, model, reasoning).with_voice(voice)
+    ChunkWriter::new(protocol.id_prefix(), seq, model, reasoning).with_voice(voice)
 }
 
 /// Sleeps for the configured stall, cut short by shutdown.
@@ -636,9 +639,15 @@ async fn full_response(job: Job, ctl: ConnCtl) -> Response {
     } else {
         "length"
     };
+    let whole = Whole {
+        emitted,
+        finish,
+        usage,
+        vectors: job.req.inputs,
+    };
     let bytes = job
-        .writer
-        .full_response(emitted, finish, usage)
+        .protocol
+        .full_response(&job.writer, &whole)
         .to_string()
         .into_bytes();
     full_body(bytes, job.fault)
@@ -693,7 +702,13 @@ async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
     } else {
         job.req.inputs
     };
-    let body = embeddings::body(&job.writer.model, vectors, job.req.prompt_tokens);
+    let whole = Whole {
+        emitted: 0,
+        finish: "stop",
+        usage: job.usage(0),
+        vectors,
+    };
+    let body = job.protocol.full_response(&job.writer, &whole);
     full_body(body.to_string().into_bytes(), job.fault)
 }
 
@@ -805,8 +820,8 @@ impl SseOut {
 
     /// One line of exactly `bytes` bytes before its newline (a valid chunk whose
     /// content is all `x`), written in 64 KiB pieces from a static buffer.
-    async fn huge_line(&self, writer: &ChunkWriter, bytes: usize) -> bool {
-        let (head, tail) = writer.huge_event_parts();
+    async fn huge_line(&self, p: &dyn MockProtocol, w: &ChunkWriter, bytes: usize) -> bool {
+        let (head, tail) = huge_event_parts(p, w);
         // `tail` ends with the blank-line terminator "\n\n", which is not part of the line.
         let mut fill = bytes.saturating_sub(head.len() + tail.len() - 2);
         if !self.send(head).await {
@@ -824,25 +839,24 @@ impl SseOut {
 }
 
 /// The malformed event of `malformed_json`: a chunk cut in the middle of its JSON.
-fn malformed_event(writer: &ChunkWriter) -> Bytes {
-    let full = writer.content_json(" tok");
+fn malformed_event(p: &dyn MockProtocol, w: &ChunkWriter) -> Bytes {
+    let full = p.content_json(w, " tok");
     sse(&full.as_bytes()[..full.len() / 2])
 }
 
 async fn run_stream(job: Job, out: SseOut) {
     let engine = job.engine.clone();
-    let w = &job.writer;
+    let (p, w) = (job.protocol, &job.writer);
     // Chat and completions send usage when asked (`stream_options`); the Responses and
     // Messages APIs always do.
-    let asked =
-        job.req.include_usage || !matches!(w.endpoint, Endpoint::Chat | Endpoint::Completions);
+    let asked = job.req.include_usage || p.usage_unasked();
     let usage_on = engine.cfg.usage && asked;
     let continuous = usage_on && job.req.continuous_usage;
     let prompt = job.req.prompt_tokens;
     let usage_at = |completion| job.usage(completion);
     // Like vLLM, chat streams open with a role-only chunk, before any token (and the
     // Responses and Messages streams with their opening events).
-    if let Some(open) = w.open(usage_at(0))
+    if let Some(open) = p.open(w, usage_at(0))
         && !out.send(open).await
     {
         return;
@@ -859,13 +873,13 @@ async fn run_stream(job: Job, out: SseOut) {
             if !out.wait_until(sched.first_due()).await {
                 return;
             }
-            let ev = w.tokens(0, 0, Some("stop"), continuous.then(|| usage_at(0)));
+            let ev = p.tokens(w, 0, 0, Some("stop"), continuous.then(|| usage_at(0)));
             if !ev.is_empty() && !out.send(ev).await {
                 return;
             }
         }
         Some(FaultKind::HugeLine { bytes })
-            if !out.wait_until(sched.first_due()).await || !out.huge_line(w, bytes).await =>
+            if !out.wait_until(sched.first_due()).await || !out.huge_line(p, w, bytes).await =>
         {
             return;
         }
@@ -880,7 +894,8 @@ async fn run_stream(job: Job, out: SseOut) {
     run.finish();
     let emitted = sched.emitted();
     job.remember(emitted);
-    let end = w.close(
+    let end = p.close(
+        w,
         emitted,
         usage_on.then(|| usage_at(emitted)),
         fault != Some(FaultKind::NoDone),
@@ -899,7 +914,7 @@ async fn emit_tokens(
     sched: &mut Schedule,
     continuous: bool,
 ) -> bool {
-    let w = &job.writer;
+    let (p, w) = (job.protocol, &job.writer);
     let n = job.output_tokens;
     let mut stalled = false;
     loop {
@@ -936,20 +951,22 @@ async fn emit_tokens(
         run.record_chunk(k);
         let event = if job.fault == Some(FaultKind::InvalidUtf8) && from == 0 {
             Bytes::from(with_invalid_utf8(
-                w.tokens(from, to, finish, usage).to_vec(),
+                p.tokens(w, from, to, finish, usage).to_vec(),
             ))
         } else {
-            w.tokens(from, to, finish, usage)
+            p.tokens(w, from, to, finish, usage)
         };
         if !out.send_tokens(event, due, k).await {
             return false;
         }
         match job.fault {
-            Some(FaultKind::MalformedJson) if from == 0 && !out.send(malformed_event(w)).await => {
+            Some(FaultKind::MalformedJson)
+                if from == 0 && !out.send(malformed_event(p, w)).await =>
+            {
                 return false;
             }
             Some(FaultKind::ErrorEvent) if from == 0 => {
-                let err = w.error_event("mock fault error_event: the engine failed mid-stream");
+                let err = p.error_event("mock fault error_event: the engine failed mid-stream");
                 out.send(err).await;
                 return false;
             }
