@@ -114,6 +114,14 @@ impl Engine {
         None
     }
 
+    /// Sleeps for the configured stall (the stall faults), cut short by shutdown.
+    pub async fn stall(&self) {
+        tokio::select! {
+            _ = tokio::time::sleep(self.cfg.stall) => {}
+            _ = self.shutdown.cancelled() => {}
+        }
+    }
+
     /// Output tokens for a request: `--output-tokens`, else its max tokens, else 16.
     pub fn output_tokens(&self, requested: Option<u32>) -> u32 {
         self.cfg
