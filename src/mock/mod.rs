@@ -16,6 +16,8 @@ mod conn;
 mod emissions;
 mod engine;
 mod fault;
+#[cfg(test)]
+mod fault_walk;
 mod inject;
 mod jitter;
 mod job;
