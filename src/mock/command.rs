@@ -13,6 +13,7 @@ use super::config::{
     DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, MockConfig, MockFlags, millis,
     parse_fault_flags,
 };
+use super::fault::kinds_help;
 use super::server::start;
 use crate::exit::UsageError;
 
@@ -57,15 +58,7 @@ pub struct MockArgs {
     #[arg(long, env = "LLMPROBE_MOCK_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1).
-    ///
-    /// Kinds: http_500, http_503, http_429[=RETRY_AFTER_S], close_before_response,
-    /// reset_mid_stream[=N], stall_before_headers, stall_after_tokens[=N], malformed_json,
-    /// no_done, invalid_utf8, huge_line[=BYTES], trickle, wrong_content_type,
-    /// json_instead_of_sse, error_event, empty_completion; fast but wrong answers:
-    /// garbage, repeat, wrong_model, bad_json, template_leak, no_tool_call (plain text where
-    /// an offered tool should be called). A request header
-    /// `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: docs/mock.md.
-    #[arg(long, value_name = "KIND[=PARAM][:P]")]
+    #[arg(long, value_name = "KIND[=PARAM][:P]", long_help = fault_flag_help())]
     pub fault: Vec<String>,
     /// KV cache size in blocks (reported in vllm:cache_config_info).
     #[arg(long, default_value_t = DEFAULT_NUM_GPU_BLOCKS)]
@@ -152,6 +145,16 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         .await
         .context("waiting for Ctrl-C")?;
     Ok(())
+}
+
+/// The long help of `--fault`: its form, and every kind from the fault table.
+fn fault_flag_help() -> String {
+    format!(
+        "Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1). \
+         A request header `x-mock-fault: KIND[=PARAM]` forces one. Wire behaviour: \
+         docs/mock.md.\n\nKinds:\n{}",
+        kinds_help()
+    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::fault::FaultSpec;
 use super::jitter::Jitter;
-use super::openai::MAX_OUTPUT_TOKENS;
+use super::request::MAX_OUTPUT_TOKENS;
 use crate::exit::UsageError;
 
 /// The mock's behaviour. Every field has a default (see [`MockConfig::default`]);

@@ -114,12 +114,20 @@ impl Engine {
         None
     }
 
+    /// Sleeps for the configured stall (the stall faults), cut short by shutdown.
+    pub async fn stall(&self) {
+        tokio::select! {
+            _ = tokio::time::sleep(self.cfg.stall) => {}
+            _ = self.shutdown.cancelled() => {}
+        }
+    }
+
     /// Output tokens for a request: `--output-tokens`, else its max tokens, else 16.
     pub fn output_tokens(&self, requested: Option<u32>) -> u32 {
         self.cfg
             .output_tokens
             .or(requested)
-            .unwrap_or(super::openai::DEFAULT_MAX_TOKENS)
+            .unwrap_or(super::request::DEFAULT_MAX_TOKENS)
     }
 
     /// Waits for a batch slot (FIFO) unless `gone` resolves first (client left or

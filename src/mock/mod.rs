@@ -9,22 +9,28 @@
 //! This file only declares the parts and re-exports their public items; the parts
 //! import each other directly, never through here, so no import goes in a circle.
 
-mod anthropic;
+mod answer;
 pub mod command;
 mod config;
-mod embeddings;
+mod conn;
 mod emissions;
 mod engine;
-mod events;
 mod fault;
+#[cfg(test)]
+mod fault_walk;
+mod inject;
 mod jitter;
+mod job;
 mod metrics;
-mod openai;
 mod prefix_cache;
-mod responses;
+mod protocol;
+mod reply;
+mod request;
 mod server;
+mod stream;
 mod tool;
 mod voice;
+mod whole;
 mod wire;
 
 pub use command::MockArgs;
@@ -35,4 +41,5 @@ pub use config::{
 pub use emissions::{ChunkLine, Emission, EmissionLine, EmissionLog, EmittedChunk};
 pub use fault::{FAULT_HEADER, FAULT_NAMES, FaultKind, FaultSpec};
 pub use jitter::Jitter;
-pub use server::{MockServer, TRICKLE_BYTE_GAP, start, start_with_emissions};
+pub use server::{MockServer, start, start_with_emissions};
+pub use stream::TRICKLE_BYTE_GAP;

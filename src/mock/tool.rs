@@ -4,8 +4,6 @@
 
 use serde_json::Value;
 
-use crate::client::Endpoint;
-
 /// Deepest schema nesting the arguments follow; deeper objects are left empty.
 const MAX_DEPTH: usize = 8;
 
@@ -16,20 +14,20 @@ pub struct OfferedTool {
     pub parameters: Value,
 }
 
-/// The first function of the request's `tools`: chat's `{type: function, function:
-/// {name, parameters}}`, the Responses API's flat `{type: function, name, parameters}`.
-/// Other protocols offer none to the mock.
-pub fn offered(endpoint: Endpoint, obj: &serde_json::Map<String, Value>) -> Option<OfferedTool> {
+/// The first function of the request's `tools`; `function` finds the object holding
+/// its `name` and `parameters` in one entry (chat's `{type: function, function: {…}}`,
+/// the Responses API's flat `{type: function, name, parameters}`), or None where the
+/// protocol offers the mock no tools.
+pub fn offered<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    function: impl Fn(&'a Value) -> Option<&'a Value>,
+) -> Option<OfferedTool> {
     let tools = obj.get("tools")?.as_array()?;
     tools.iter().find_map(|t| {
         if t.get("type").and_then(Value::as_str) != Some("function") {
             return None;
         }
-        let f = match endpoint {
-            Endpoint::Chat => t.get("function")?,
-            Endpoint::Responses => t,
-            _ => return None,
-        };
+        let f = function(t)?;
         Some(OfferedTool {
             name: f.get("name")?.as_str()?.to_string(),
             parameters: f.get("parameters").cloned().unwrap_or(Value::Null),
@@ -95,7 +93,13 @@ fn object_for(schema: &Value, depth: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Endpoint;
+    use crate::mock::protocol::of;
     use serde_json::json;
+
+    fn offered_by(e: Endpoint, body: &Value) -> Option<OfferedTool> {
+        offered(body.as_object().unwrap(), |t| of(e).tool_function(t))
+    }
 
     #[test]
     fn required_properties_get_a_value_of_their_type() {
@@ -120,18 +124,15 @@ mod tests {
     fn the_first_function_of_either_shape() {
         let chat = json!({"tools": [{"type": "web_search"},
             {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]});
-        let t = offered(Endpoint::Chat, chat.as_object().unwrap()).unwrap();
+        let t = offered_by(Endpoint::Chat, &chat).unwrap();
         assert_eq!(
             (t.name.as_str(), &t.parameters),
             ("f", &json!({"type": "object"}))
         );
         let resp = json!({"tools": [{"type": "function", "name": "g"}]});
-        let t = offered(Endpoint::Responses, resp.as_object().unwrap()).unwrap();
+        let t = offered_by(Endpoint::Responses, &resp).unwrap();
         assert_eq!((t.name.as_str(), t.parameters), ("g", Value::Null));
-        assert_eq!(offered(Endpoint::Messages, resp.as_object().unwrap()), None);
-        assert_eq!(
-            offered(Endpoint::Chat, json!({}).as_object().unwrap()),
-            None
-        );
+        assert_eq!(offered_by(Endpoint::Messages, &resp), None);
+        assert_eq!(offered_by(Endpoint::Chat, &json!({})), None);
     }
 }

@@ -2,11 +2,12 @@
 //! per token); with `--answer TEXT`, that text split into tokens (each starts at a
 //! word, with the whitespace before it) and the answer stops when the text ends; and
 //! under the wrong-answer faults, text that is fast but wrong. Reasoning tokens stay
-//! numbered. Pure: no timing, no IO.
+//! numbered. The faults that act on the voice ([`Act::Voice`]) act here: `Voice::new`,
+//! `Voice::calling` and [`model`]. Pure: no timing, no IO.
 
 use std::sync::Arc;
 
-use super::fault::FaultKind;
+use super::fault::{Act, FaultKind};
 use super::tool::{OfferedTool, arguments_for};
 
 /// The model name the `wrong_model` fault answers with.
@@ -55,10 +56,23 @@ pub fn split_answer(text: &str) -> Vec<String> {
     tokens
 }
 
+/// The fault if it acts on the voice.
+fn voice_fault(fault: Option<FaultKind>) -> Option<FaultKind> {
+    fault.filter(|f| f.acts_at(Act::Voice))
+}
+
+/// The model a response names: the request's, or another one under `wrong_model`.
+pub fn model(fault: Option<FaultKind>, asked: &str) -> &str {
+    match voice_fault(fault) {
+        Some(FaultKind::WrongModel) => WRONG_MODEL,
+        _ => asked,
+    }
+}
+
 impl Voice {
     /// The voice of one response: `answer` (already split) and the fault drawn for it.
     pub fn new(answer: Option<Arc<[String]>>, fault: Option<FaultKind>, seed: u64) -> Voice {
-        let wrong = match fault {
+        let wrong = match voice_fault(fault) {
             Some(FaultKind::Garbage) => Some(Wrong::Garbage { seed }),
             Some(FaultKind::Repeat) => Some(Wrong::Repeat),
             Some(FaultKind::BadJson) => Some(Wrong::BadJson),
@@ -76,7 +90,7 @@ impl Voice {
     /// its parameter schema, unless a wrong-answer fault (or `no_tool_call`) hit.
     pub fn calling(self, tool: Option<&OfferedTool>, fault: Option<FaultKind>) -> Voice {
         let Some(t) = tool else { return self };
-        if self.wrong.is_some() || fault == Some(FaultKind::NoToolCall) {
+        if self.wrong.is_some() || voice_fault(fault) == Some(FaultKind::NoToolCall) {
             return self;
         }
         Voice {

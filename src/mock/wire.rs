@@ -1,18 +1,12 @@
 //! What every protocol's mock answer is made of: the response's identity
-//! ([`ChunkWriter`]), its tokens (numbered 0..n; the first `reasoning` of them are
-//! reasoning, the rest answer, whose text `voice.rs` says) and SSE framing. Each protocol writes these in its own
-//! form (`openai.rs`, `responses.rs`, `anthropic.rs`); `events.rs` picks the one a
-//! request came in on. Pure: no timing, no IO.
-
-use bytes::Bytes;
-use serde_json::Value;
+//! ([`ChunkWriter`]) and its tokens (numbered 0..n; the first `reasoning` of them are
+//! reasoning, the rest answer, whose text `voice.rs` says). Each protocol writes these
+//! in its own form (`protocol/`). Pure: no timing, no IO.
 
 use super::voice::{Voice, tokens_text};
-use crate::client::Endpoint;
 
-/// Builds the events of one response.
+/// What the events of one response are built from.
 pub struct ChunkWriter {
-    pub endpoint: Endpoint,
     pub id: String,
     pub created: u64,
     pub model: String,
@@ -20,21 +14,6 @@ pub struct ChunkWriter {
     pub reasoning: u32,
     /// What the answer tokens say.
     pub voice: Voice,
-}
-
-/// One SSE event: `data: <payload>\n\n`.
-pub fn sse(payload: &[u8]) -> Bytes {
-    let mut v = Vec::with_capacity(payload.len() + 8);
-    v.extend_from_slice(b"data: ");
-    v.extend_from_slice(payload);
-    v.extend_from_slice(b"\n\n");
-    Bytes::from(v)
-}
-
-/// One named SSE event: `event: <name>\ndata: <payload>\n\n` (Responses and
-/// Messages streams name every event).
-pub fn named_sse(name: &str, payload: &Value) -> Vec<u8> {
-    format!("event: {name}\ndata: {payload}\n\n").into_bytes()
 }
 
 /// The text of tokens `from..to`, split into its reasoning and answer parts.
@@ -45,22 +24,26 @@ pub struct Piece {
     pub opens_answer: bool,
 }
 
+impl Piece {
+    /// A piece of answer `text` alone.
+    pub fn answer(text: &str) -> Piece {
+        Piece {
+            reasoning: String::new(),
+            answer: text.to_string(),
+            opens_answer: false,
+        }
+    }
+}
+
 impl ChunkWriter {
-    pub fn new(endpoint: Endpoint, seq: u64, model: &str, reasoning: u32) -> Self {
+    /// The writer of response `seq`, its id under the protocol's `id_prefix`.
+    pub fn new(id_prefix: &str, seq: u64, model: &str, reasoning: u32) -> Self {
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let prefix = match endpoint {
-            Endpoint::Chat => "chatcmpl",
-            Endpoint::Completions => "cmpl",
-            Endpoint::Responses => "resp",
-            Endpoint::Messages => "msg",
-            Endpoint::Embeddings => "embd",
-        };
         Self {
-            endpoint,
-            id: format!("{prefix}-mock-{seq}"),
+            id: format!("{id_prefix}-mock-{seq}"),
             created,
             model: model.to_string(),
             reasoning,
@@ -142,7 +125,7 @@ mod tests {
 
     #[test]
     fn pieces_split_reasoning_from_answer() {
-        let w = ChunkWriter::new(Endpoint::Chat, 1, "m", 2);
+        let w = ChunkWriter::new("chatcmpl", 1, "m", 2);
         let p = w.piece(1, 4);
         assert_eq!(
             (p.reasoning.as_str(), p.answer.as_str()),

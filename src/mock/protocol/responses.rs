@@ -4,16 +4,19 @@
 //! ended first) with usage.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::wire::{ChunkWriter, Piece, Usage, named_sse};
+use super::super::wire::{ChunkWriter, Piece, Usage};
+use super::{MockProtocol, Whole, named_sse, prompt};
+
+pub struct Responses;
 
 fn response_object(w: &ChunkWriter, status: &str) -> Value {
     json!({"id": w.id, "object": "response", "created_at": w.created, "status": status,
            "model": w.model})
 }
 
-pub fn open(w: &ChunkWriter) -> Bytes {
+fn open(w: &ChunkWriter) -> Bytes {
     let mut out = named_sse(
         "response.created",
         &json!({"type": "response.created", "response": response_object(w, "in_progress")}),
@@ -26,7 +29,7 @@ pub fn open(w: &ChunkWriter) -> Bytes {
 }
 
 /// The data of one delta event.
-pub fn delta_json(text: &str, reasoning: bool) -> Value {
+fn delta_json(text: &str, reasoning: bool) -> Value {
     let kind = if reasoning {
         "response.reasoning_text.delta"
     } else {
@@ -36,7 +39,7 @@ pub fn delta_json(text: &str, reasoning: bool) -> Value {
            "delta": text})
 }
 
-pub fn delta(w: &ChunkWriter, piece: &Piece) -> Bytes {
+fn delta(w: &ChunkWriter, piece: &Piece) -> Bytes {
     let mut out = Vec::new();
     for (text, reasoning) in [(&piece.reasoning, true), (&piece.answer, false)] {
         if let (Some(name), false) = (w.tool(), reasoning) {
@@ -114,7 +117,7 @@ fn usage_json(usage: Usage) -> Value {
 
 /// `response.incomplete` (`max_output_tokens`) when the length limit cut the answer,
 /// else `response.completed`, each with usage unless the mock reports none.
-pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
+fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
     if !end {
         return Bytes::new();
     }
@@ -139,14 +142,14 @@ pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> 
     Bytes::from(out)
 }
 
-pub fn error_event(message: &str) -> Vec<u8> {
+fn error_event(message: &str) -> Vec<u8> {
     named_sse(
         "error",
         &json!({"type": "error", "code": "server_error", "message": message, "param": null}),
     )
 }
 
-pub fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value {
+fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value {
     let mut output = Vec::new();
     if !piece.reasoning.is_empty() {
         output.push(json!({"type": "reasoning", "id": "rs-0", "summary": [],
@@ -168,4 +171,73 @@ pub fn full(w: &ChunkWriter, piece: &Piece, emitted: u32, usage: Usage) -> Value
     v["output"] = Value::Array(output);
     v["usage"] = usage_json(usage);
     v
+}
+
+/// The prompt: `input` as text, or as messages whose `content` holds it.
+fn prompt_words(body: &Map<String, Value>) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    match body.get("input") {
+        Some(Value::String(s)) => prompt::push_words(&mut out, s),
+        Some(Value::Array(items)) => {
+            for i in items {
+                prompt::content_words(&mut out, i.get("content"));
+            }
+        }
+        _ => return Err("'input' must be a string or an array of messages".into()),
+    }
+    Ok(out)
+}
+
+impl MockProtocol for Responses {
+    fn id_prefix(&self) -> &'static str {
+        "resp"
+    }
+
+    fn max_tokens_keys(&self) -> &'static [&'static str] {
+        &["max_output_tokens"]
+    }
+
+    fn prompt_words(&self, body: &Map<String, Value>) -> Result<Vec<u64>, String> {
+        prompt_words(body)
+    }
+
+    /// Tools are flat here: `{type: function, name, parameters}`.
+    fn tool_function<'a>(&self, tool: &'a Value) -> Option<&'a Value> {
+        Some(tool)
+    }
+
+    fn usage_unasked(&self) -> bool {
+        true
+    }
+
+    fn open(&self, w: &ChunkWriter, _usage: Usage) -> Option<Bytes> {
+        Some(open(w))
+    }
+
+    fn tokens(
+        &self,
+        w: &ChunkWriter,
+        from: u32,
+        to: u32,
+        _finish: Option<&str>,
+        _usage: Option<Usage>,
+    ) -> Bytes {
+        delta(w, &w.piece(from, to))
+    }
+
+    fn content_json(&self, _w: &ChunkWriter, text: &str) -> String {
+        delta_json(text, false).to_string()
+    }
+
+    fn close(&self, w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
+        close(w, emitted, usage, end)
+    }
+
+    fn error_event(&self, message: &str) -> Bytes {
+        Bytes::from(error_event(message))
+    }
+
+    fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
+        full(w, &w.piece(0, answer.emitted), answer.emitted, answer.usage)
+    }
 }

@@ -4,9 +4,12 @@
 //! stop reason and output usage, and `message_stop`.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::wire::{ChunkWriter, Piece, Usage, named_sse};
+use super::super::wire::{ChunkWriter, Piece, Usage};
+use super::{MockProtocol, Whole, named_sse, prompt};
+
+pub struct Messages;
 
 /// The index of the answer's content block: 1 after a thinking block, else 0.
 fn answer_index(w: &ChunkWriter) -> u32 {
@@ -43,7 +46,7 @@ fn input_usage(usage: Usage) -> Value {
     }
 }
 
-pub fn open(w: &ChunkWriter, usage: Usage) -> Bytes {
+fn open(w: &ChunkWriter, usage: Usage) -> Bytes {
     let message = json!({"id": w.id, "type": "message", "role": "assistant", "content": [],
                          "model": w.model, "stop_reason": null, "stop_sequence": null,
                          "usage": input_usage(Usage { completion: 0, ..usage })});
@@ -56,7 +59,7 @@ pub fn open(w: &ChunkWriter, usage: Usage) -> Bytes {
 }
 
 /// The data of one `content_block_delta`.
-pub fn delta_json(index: u32, text: &str, thinking: bool) -> Value {
+fn delta_json(index: u32, text: &str, thinking: bool) -> Value {
     let delta = if thinking {
         json!({"type": "thinking_delta", "thinking": text})
     } else {
@@ -67,7 +70,7 @@ pub fn delta_json(index: u32, text: &str, thinking: bool) -> Value {
 
 /// Tokens `from..to`: thinking text, then (when the answer starts in this piece) the
 /// thinking block's end and the text block's start, then answer text.
-pub fn delta(w: &ChunkWriter, from: u32, to: u32, piece: &Piece) -> Bytes {
+fn delta(w: &ChunkWriter, from: u32, to: u32, piece: &Piece) -> Bytes {
     let mut out = Vec::new();
     if !piece.reasoning.is_empty() {
         out.extend(named_sse(
@@ -89,7 +92,7 @@ pub fn delta(w: &ChunkWriter, from: u32, to: u32, piece: &Piece) -> Bytes {
     Bytes::from(out)
 }
 
-pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
+fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
     // The open block: the text block once the answer started, else the first one.
     let open = if emitted > w.reasoning {
         answer_index(w)
@@ -114,14 +117,14 @@ pub fn close(w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> 
     Bytes::from(out)
 }
 
-pub fn error_event(message: &str) -> Vec<u8> {
+fn error_event(message: &str) -> Vec<u8> {
     named_sse(
         "error",
         &json!({"type": "error", "error": {"type": "api_error", "message": message}}),
     )
 }
 
-pub fn full(w: &ChunkWriter, piece: &Piece, usage: Usage) -> Value {
+fn full(w: &ChunkWriter, piece: &Piece, usage: Usage) -> Value {
     let mut content = Vec::new();
     if !piece.reasoning.is_empty() {
         content.push(json!({"type": "thinking", "thinking": piece.reasoning,
@@ -133,4 +136,53 @@ pub fn full(w: &ChunkWriter, piece: &Piece, usage: Usage) -> Value {
            "stop_reason": if w.stopped(usage.completion) { "end_turn" } else { "max_tokens" },
            "stop_sequence": null,
            "usage": input_usage(usage)})
+}
+
+impl MockProtocol for Messages {
+    fn id_prefix(&self) -> &'static str {
+        "msg"
+    }
+
+    fn max_tokens_keys(&self) -> &'static [&'static str] {
+        &["max_tokens"]
+    }
+
+    fn prompt_words(&self, body: &Map<String, Value>) -> Result<Vec<u64>, String> {
+        prompt::messages(body)
+    }
+
+    fn usage_unasked(&self) -> bool {
+        true
+    }
+
+    fn open(&self, w: &ChunkWriter, usage: Usage) -> Option<Bytes> {
+        Some(open(w, usage))
+    }
+
+    fn tokens(
+        &self,
+        w: &ChunkWriter,
+        from: u32,
+        to: u32,
+        _finish: Option<&str>,
+        _usage: Option<Usage>,
+    ) -> Bytes {
+        delta(w, from, to, &w.piece(from, to))
+    }
+
+    fn content_json(&self, _w: &ChunkWriter, text: &str) -> String {
+        delta_json(0, text, false).to_string()
+    }
+
+    fn close(&self, w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
+        close(w, emitted, usage, end)
+    }
+
+    fn error_event(&self, message: &str) -> Bytes {
+        Bytes::from(error_event(message))
+    }
+
+    fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
+        full(w, &w.piece(0, answer.emitted), answer.usage)
+    }
 }

@@ -1,0 +1,53 @@
+//! One generating request's plan, shared by the streamed and the whole answer: the
+//! parsed request, its protocol and fault, its writer and length, when it arrived.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::emissions::EmissionRecorder;
+use super::engine::Engine;
+use super::fault::FaultKind;
+use super::prefix_cache::push_words;
+use super::protocol::MockProtocol;
+use super::request::GenRequest;
+use super::wire::{ChunkWriter, Usage};
+
+pub struct Job {
+    pub engine: Arc<Engine>,
+    pub protocol: &'static dyn MockProtocol,
+    pub req: GenRequest,
+    pub fault: Option<FaultKind>,
+    pub writer: ChunkWriter,
+    pub output_tokens: u32,
+    pub arrival: Instant,
+    pub seed: u64,
+    /// Prompt tokens the prefix cache held (None: the cache is off).
+    pub cached: Option<u32>,
+    /// Where its token chunks are noted as they leave (None: nobody asked).
+    pub emission: Option<EmissionRecorder>,
+}
+
+impl Job {
+    /// The usage after `completion` output tokens.
+    pub fn usage(&self, completion: u32) -> Usage {
+        Usage {
+            prompt: self.req.prompt_tokens,
+            completion,
+            reasoning: self.writer.reasoning_of(completion),
+            cached: self.cached,
+        }
+    }
+
+    /// A finished answer: the prefix cache remembers its prompt and generated text.
+    pub fn remember(&self, emitted: u32) {
+        let Some(cache) = &self.engine.prefix_cache else {
+            return;
+        };
+        let piece = self.writer.piece(0, emitted);
+        let mut words = self.req.prompt_words.clone();
+        push_words(&mut words, &piece.reasoning);
+        push_words(&mut words, &piece.answer);
+        cache.insert(&cache.keys(&words));
+    }
+}
