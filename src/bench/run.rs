@@ -678,8 +678,8 @@ impl Bench {
         let Some(engine) = &self.reference else {
             return Ok(None);
         };
-        let per_second = if rate.0.is_finite() {
-            rate.0.clamp(2.0, 20.0)
+        let per_second = if rate.per_second().is_finite() {
+            rate.per_second().clamp(2.0, 20.0)
         } else {
             20.0
         };

@@ -8,10 +8,11 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::rate::Rate;
+use super::rate::ProbeRate;
 use crate::check::CheckSpec;
-use crate::client::config::duration_str;
+// The SLO fields' name for the optional human duration.
 use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
+use crate::duration::opt_human as opt_duration;
 use crate::schedule::ThinkDist;
 use crate::secret::Secret;
 
@@ -31,17 +32,20 @@ pub struct Config {
     #[serde(default)]
     pub seed: u64,
     /// How long in-flight probes may run on shutdown before they are cancelled.
-    #[serde(default = "default_grace_period", with = "duration_str")]
+    #[serde(default = "default_grace_period", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub grace_period: Duration,
     /// How often engines with `engine_metrics_url` are scraped.
-    #[serde(default = "default_scrape_interval", with = "duration_str")]
+    #[serde(default = "default_scrape_interval", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub engine_scrape_interval: Duration,
     /// How often a failure that keeps repeating (a target's probes, its engine scrapes)
     /// is summarised in the log: its first occurrence is logged at once, then one line
     /// per interval while it lasts, and one when it recovers.
-    #[serde(default = "default_failure_summary_interval", with = "duration_str")]
+    #[serde(
+        default = "default_failure_summary_interval",
+        with = "crate::duration::human"
+    )]
     #[schemars(with = "String")]
     pub failure_summary_interval: Duration,
     /// Extra histogram bucket upper bounds in seconds, per metric. They extend vLLM's own
@@ -98,7 +102,7 @@ pub struct BucketsConfig {
 pub struct Defaults {
     /// Probe rate of a target, shared evenly by its scenarios (Poisson arrivals).
     #[serde(default = "default_rate")]
-    pub rate: Rate,
+    pub rate: ProbeRate,
     /// Most probes in flight per target × scenario; arrivals beyond it are skipped
     /// (`llmprobe_probes_skipped_total{reason="max_inflight"}`).
     #[serde(default = "default_max_inflight")]
@@ -127,13 +131,13 @@ pub struct SelfCheckConfig {
     pub enabled: bool,
     /// Self-probes per second, minute or hour (Poisson arrivals, like a target's).
     #[serde(default = "default_self_check_rate")]
-    pub rate: Rate,
+    pub rate: ProbeRate,
     /// The reference engine's time to first token (its truth for the TTFT error).
-    #[serde(default = "default_self_check_ttft", with = "duration_str")]
+    #[serde(default = "default_self_check_ttft", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub ttft: Duration,
     /// The reference engine's gap between tokens (its truth for the ITL error).
-    #[serde(default = "default_self_check_itl", with = "duration_str")]
+    #[serde(default = "default_self_check_itl", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub itl: Duration,
     /// Tokens of each self-probe's answer.
@@ -153,8 +157,8 @@ impl Default for SelfCheckConfig {
     }
 }
 
-fn default_self_check_rate() -> Rate {
-    Rate::SIX_PER_MINUTE
+fn default_self_check_rate() -> ProbeRate {
+    ProbeRate::SIX_PER_MINUTE
 }
 
 fn default_self_check_ttft() -> Duration {
@@ -169,8 +173,8 @@ fn default_self_check_output_tokens() -> u32 {
     16
 }
 
-fn default_rate() -> Rate {
-    Rate::ONE_PER_MINUTE
+fn default_rate() -> ProbeRate {
+    ProbeRate::ONE_PER_MINUTE
 }
 
 fn default_max_inflight() -> u32 {
@@ -263,7 +267,7 @@ pub struct Target {
     /// Probe rate of this target, shared evenly by its scenarios (default:
     /// `defaults.rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
+    pub rate: Option<ProbeRate>,
     /// Most probes in flight per scenario (default: `defaults.max_inflight`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inflight: Option<u32>,
@@ -385,7 +389,7 @@ pub struct Scenario {
     pub slo: SloConfig,
     /// A fixed rate for this scenario instead of its share of the target's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
+    pub rate: Option<ProbeRate>,
     /// Answer checks: what a correct answer looks like. A failed check makes the probe
     /// not good (`llmprobe_check_failures_total`), never a request failure.
     #[serde(default, skip_serializing_if = "CheckSpec::is_empty")]
@@ -424,7 +428,7 @@ pub struct Scenario {
     /// default 1s.
     #[serde(
         default,
-        with = "opt_duration",
+        with = "crate::duration::opt_human",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]
@@ -491,30 +495,6 @@ fn default_input_tokens() -> u32 {
 
 fn default_output_tokens() -> u32 {
     32
-}
-
-/// Optional durations as human strings (`"250ms"`).
-pub mod opt_duration {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.collect_str(&humantime::format_duration(*d)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            None => Ok(None),
-            Some(text) => crate::duration::parse(&text).map(Some).map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
-                ))
-            }),
-        }
-    }
 }
 
 /// `CapacityInputs` is deserialize-only (the capacity module reads it, never writes it);
