@@ -19,7 +19,7 @@ pub mod config;
 pub mod conversation;
 pub mod daemon;
 pub mod duration;
-pub mod engine;
+pub mod engine_metrics;
 pub mod event;
 pub mod exit;
 pub mod export;
@@ -35,6 +35,7 @@ pub mod runner;
 pub mod schedule;
 pub mod secret;
 pub mod selfcheck;
+pub mod sink;
 pub mod web;
 pub mod workload;
 

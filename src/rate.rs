@@ -7,16 +7,26 @@ use std::str::FromStr;
 
 /// A request rate in requests per second; `f64::INFINITY` sends everything at t = 0.
 /// [`Rate::new`] and parsing accept only rates > 0; a rate read back from a report is
-/// taken as written.
+/// taken as written ([`Rate::as_written`]). The field is private so that no rate skips
+/// one of those doors.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Rate(pub f64);
+pub struct Rate(f64);
 
 impl Rate {
     pub const INFINITE: Rate = Rate(f64::INFINITY);
 
+    /// One request per second (the default start of the max-rate search).
+    pub const ONE_PER_SECOND: Rate = Rate(1.0);
+
     /// A finite positive rate or infinity; anything else is refused.
     pub fn new(per_second: f64) -> Option<Rate> {
         (per_second > 0.0 && !per_second.is_nan()).then_some(Rate(per_second))
+    }
+
+    /// A rate read back from a report or a `--records` file: taken as written, unchecked
+    /// (the file is shown as it is, not judged).
+    pub fn as_written(per_second: f64) -> Rate {
+        Rate(per_second)
     }
 
     pub fn per_second(self) -> f64 {
@@ -78,8 +88,8 @@ impl<'de> serde::Deserialize<'de> for Rate {
             Text(String),
         }
         match Raw::deserialize(d)? {
-            Raw::Num(v) => Ok(Rate(v)),
-            Raw::Text(t) if t == "inf" => Ok(Rate(f64::INFINITY)),
+            Raw::Num(v) => Ok(Rate::as_written(v)),
+            Raw::Text(t) if t == "inf" => Ok(Rate::INFINITE),
             Raw::Text(t) => Err(serde::de::Error::custom(format!(
                 "rate {t:?} is neither a number nor \"inf\""
             ))),

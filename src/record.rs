@@ -699,7 +699,8 @@ fn spread_tokens(chunks: &mut [Chunk], total: u32) {
     }
 }
 
-/// Serde helpers: durations as floating-point seconds in JSON.
+/// Serde helpers: durations as floating-point seconds in JSON: the record format of
+/// `--records` and reports (not the human rule of `crate::duration`).
 pub mod secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;

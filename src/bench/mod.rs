@@ -9,4 +9,5 @@ pub mod plan;
 pub mod report_cmd;
 pub mod run;
 pub mod search;
+pub mod sinks;
 pub mod trace;

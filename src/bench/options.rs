@@ -589,7 +589,7 @@ fn parse_find_max(a: &BenchArgs, gates: &[Gate]) -> Result<RatePlan> {
     }
     let start = match &a.rate {
         Some(r) => r.parse::<Rate>().map_err(|e| flag("--rate", e))?,
-        None => Rate(1.0),
+        None => Rate::ONE_PER_SECOND,
     };
     if start.is_infinite() {
         return Err(UsageError::new(
@@ -600,7 +600,7 @@ fn parse_find_max(a: &BenchArgs, gates: &[Gate]) -> Result<RatePlan> {
         .max_rate_precision
         .parse()
         .map_err(|e| flag("--max-rate-precision", e))?;
-    if !(a.max_rate_limit.is_finite() && a.max_rate_limit >= start.0) {
+    if !(a.max_rate_limit.is_finite() && a.max_rate_limit >= start.per_second()) {
         return Err(UsageError::new(format!(
             "--max-rate-limit {} must be a finite rate at least the starting rate {start}",
             a.max_rate_limit
@@ -1143,7 +1143,7 @@ mod tests {
     fn loadgen_examples_parse() {
         let o =
             opts("--mock --rate 8 --num-requests 100 --slo-ttft-ms 200 --slo-tpot-ms 20").unwrap();
-        assert_eq!(o.rates, RatePlan::Fixed(vec![Rate(8.0)]));
+        assert_eq!(o.rates, RatePlan::Fixed(vec![Rate::new(8.0).unwrap()]));
         assert_eq!(o.stop, Stop::Count(100));
         assert_eq!(o.slo.limit(Latency::Ttft), Some(Duration::from_millis(200)));
         assert_eq!(o.slo.limit(Latency::Tpot), Some(Duration::from_millis(20)));
@@ -1151,7 +1151,11 @@ mod tests {
         let o = opts("--mock --sweep 2,8,32 --num-requests 120 --output-len 48").unwrap();
         assert_eq!(
             o.rates,
-            RatePlan::Fixed(vec![Rate(2.0), Rate(8.0), Rate(32.0)])
+            RatePlan::Fixed(vec![
+                Rate::new(2.0).unwrap(),
+                Rate::new(8.0).unwrap(),
+                Rate::new(32.0).unwrap()
+            ])
         );
         assert_eq!(o.output_len, 48);
     }
@@ -1257,7 +1261,7 @@ mod tests {
     #[test]
     fn poisson_shards_superpose_into_the_full_rate() {
         // What `--shard I/4` runs: the rate divided by 4, each with its shard's seed.
-        let full = Rate(100.0);
+        let full = Rate::new(100.0).unwrap();
         let mut all: Vec<f64> = Vec::new();
         for index in 0..4 {
             let part = full.divided(4);
@@ -1278,7 +1282,7 @@ mod tests {
         // 200k gaps: mean 10 ms, CV 1 (Poisson), both within a few standard errors.
         assert!((m - 0.01).abs() < 1e-4, "mean {m}");
         assert!((v.sqrt() / m - 1.0).abs() < 0.01, "cv {}", v.sqrt() / m);
-        assert_eq!(Rate(f64::INFINITY).divided(4).per_second(), f64::INFINITY);
+        assert_eq!(Rate::INFINITE.divided(4).per_second(), f64::INFINITY);
     }
 
     #[test]
@@ -1287,7 +1291,7 @@ mod tests {
         assert_eq!(
             o.rates,
             RatePlan::FindMax {
-                start: Rate(2.0),
+                start: Rate::new(2.0).unwrap(),
                 precision: Precision::Relative(0.05),
                 limit: 1024.0
             }

@@ -152,7 +152,7 @@ impl PlanResult {
     pub fn rows(&self) -> Vec<RateReport> {
         let mut order: Vec<usize> = (0..self.runs.len()).collect();
         if self.search.is_some() {
-            let rate = |i: usize| self.runs[i].report.rate.0;
+            let rate = |i: usize| self.runs[i].report.rate.per_second();
             order.sort_by(|&a, &b| rate(a).total_cmp(&rate(b)));
         }
         order.iter().map(|&i| self.runs[i].report.clone()).collect()
@@ -215,9 +215,9 @@ mod tests {
 
     impl Executor for Fake {
         async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
-            self.ran.push(rate.0);
-            let mut report = sample_report(rate.0);
-            if rate.0 > self.knee {
+            self.ran.push(rate.per_second());
+            let mut report = sample_report(rate.per_second());
+            if rate.per_second() > self.knee {
                 report.goodput_ratio = Some(0.5);
             }
             report.gates = self.gates.iter().map(|g| g.check(&report)).collect();
@@ -233,7 +233,7 @@ mod tests {
     }
 
     fn fixed(rates: &[f64]) -> RatePlan {
-        RatePlan::Fixed(rates.iter().map(|&r| Rate(r)).collect())
+        RatePlan::Fixed(rates.iter().map(|&r| Rate::new(r).unwrap()).collect())
     }
 
     #[tokio::test]
@@ -243,7 +243,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(fake.ran, vec![8.0, 2.0, 32.0]);
-        let rows: Vec<f64> = r.rows().iter().map(|r| r.rate.0).collect();
+        let rows: Vec<f64> = r.rows().iter().map(|r| r.rate.per_second()).collect();
         assert_eq!(rows, vec![8.0, 2.0, 32.0]);
         assert_eq!(r.verdict(false), Verdict::Passed);
         assert_eq!(r.verdict(false).exit_code(), 0);
@@ -282,7 +282,7 @@ mod tests {
     async fn the_search_converges_on_the_knee_and_rows_are_in_rate_order() {
         let mut fake = Fake::new(13.7, &["goodput-ratio>=0.8"]);
         let plan = RatePlan::FindMax {
-            start: Rate(1.0),
+            start: Rate::new(1.0).unwrap(),
             precision: Precision::PerSecond(0.25),
             limit: 1024.0,
         };
@@ -301,7 +301,7 @@ mod tests {
             }
         );
         assert_eq!(r.verdict(false).exit_code(), 0);
-        let rows: Vec<f64> = r.rows().iter().map(|r| r.rate.0).collect();
+        let rows: Vec<f64> = r.rows().iter().map(|r| r.rate.per_second()).collect();
         assert_eq!(
             rows,
             vec![1.0, 2.0, 4.0, 8.0, 12.0, 13.0, 13.5, 13.75, 14.0, 16.0]
@@ -312,7 +312,7 @@ mod tests {
     async fn a_search_with_no_passing_rate_exits_3() {
         let mut fake = Fake::new(0.1, &["goodput-ratio>=0.8"]);
         let plan = RatePlan::FindMax {
-            start: Rate(8.0),
+            start: Rate::new(8.0).unwrap(),
             precision: Precision::PerSecond(0.5),
             limit: 1024.0,
         };
@@ -328,7 +328,7 @@ mod tests {
     async fn a_search_that_passes_the_limit_says_so() {
         let mut fake = Fake::new(1e9, &["goodput-ratio>=0.8"]);
         let plan = RatePlan::FindMax {
-            start: Rate(1.0),
+            start: Rate::new(1.0).unwrap(),
             precision: Precision::PerSecond(0.5),
             limit: 10.0,
         };
@@ -342,7 +342,7 @@ mod tests {
         let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
         fake.interrupt_after = Some(3);
         let plan = RatePlan::FindMax {
-            start: Rate(1.0),
+            start: Rate::new(1.0).unwrap(),
             precision: Precision::PerSecond(0.5),
             limit: 1024.0,
         };

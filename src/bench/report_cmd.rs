@@ -126,7 +126,7 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
     let mut reports = Vec::new();
     for g in &groups {
         for w in missing_shards(g) {
-            eprintln!("WARNING: rate {}: {w}", Rate(g.rate));
+            eprintln!("WARNING: rate {}: {w}", Rate::as_written(g.rate));
         }
         let r = merged_report(
             g,

@@ -20,6 +20,7 @@ use crate::aggregate::Collector;
 use crate::bench::args::BenchArgs;
 use crate::bench::options::{BenchOptions, Dataset, LenDist, Stop};
 use crate::bench::plan::{self, Executor, RateRun};
+use crate::bench::sinks::{Kept, Progress, RecordsFile, RunSinks};
 use crate::client::{Client, ClientConfig};
 use crate::exit;
 use crate::latency::Slo;
@@ -27,10 +28,10 @@ use crate::mock::{self, EmissionLog, MockConfig, MockFlags, MockServer};
 use crate::probe::{Conversations, Prober};
 use crate::rate::Rate;
 use crate::record::RequestRecord;
-use crate::report::jsonl::{JsonlWriter, RecordLine};
+use crate::report::jsonl::JsonlWriter;
 use crate::report::{self, RateReport, build::ReportContext};
-use crate::runner::{self, CapPolicy, ConcurrencyCap, RunConfig, RunEvent, Timer};
-use crate::schedule::{ArrivalProcess, Schedule, Shard};
+use crate::runner::{self, CapPolicy, ConcurrencyCap, RunConfig, Timer};
+use crate::schedule::{ArrivalProcess, Schedule};
 use crate::secret::Secret;
 use crate::selfcheck::{self, ReferenceEngine, Truth};
 use crate::workload::lengths::{LengthDist, Lengths};
@@ -353,20 +354,29 @@ impl Bench {
             None => Box::new(schedule.arrivals(seed)),
         };
         let runner = runner::run(arrivals, config, None, probe, tx);
-        let sink = RecordSink {
-            out: self.records_out.as_mut(),
-            rate,
-            run_id: &run_id,
-            shard: self.opts.shard,
-            slo: self.opts.slo,
-            warmup: self.opts.warmup,
+        let sinks = RunSinks {
+            summary: Collector::new(self.opts.slo, self.opts.warmup),
+            records_file: self.records_out.as_mut().map(|out| RecordsFile {
+                out,
+                rate,
+                run_id: &run_id,
+                shard: self.opts.shard,
+                warmup: self.opts.warmup,
+                slo: self.opts.slo,
+            }),
+            progress: Progress(&progress),
             // The vLLM file lists every request, and --warmup auto reads them all; keep
             // them only then.
-            keep: self.opts.save_result.is_some() || self.opts.warmup_auto,
-            progress: &progress,
-            build_failure: &build_failure,
+            kept: (self.opts.save_result.is_some() || self.opts.warmup_auto).then(|| Kept {
+                warmup: self.opts.warmup,
+                records: Vec::new(),
+            }),
+            slo: self.opts.slo,
         };
-        let (_run_report, collected) = tokio::join!(runner, sink.collect(rx));
+        // The request whose prompt could not be built was never sent: it is no result
+        // (the run fails below).
+        let unsent = |id| build_failure.is(id);
+        let (_run_report, collected) = tokio::join!(runner, sinks.collect(rx, unsent));
         progress.finish_and_clear();
         let (mut collector, mut records) = collected?;
         if let Some(e) = build_failure.error() {
@@ -671,8 +681,8 @@ impl Bench {
         let Some(engine) = &self.reference else {
             return Ok(None);
         };
-        let per_second = if rate.0.is_finite() {
-            rate.0.clamp(2.0, 20.0)
+        let per_second = if rate.per_second().is_finite() {
+            rate.per_second().clamp(2.0, 20.0)
         } else {
             20.0
         };
@@ -731,59 +741,6 @@ impl RequestSender {
             }
             record
         }
-    }
-}
-
-/// Where a run's events go: the rate's [`Collector`], `--records`, the progress bar,
-/// and the records kept for `--save-result`.
-struct RecordSink<'a> {
-    out: Option<&'a mut JsonlWriter>,
-    rate: Rate,
-    run_id: &'a str,
-    shard: Option<Shard>,
-    slo: Slo,
-    warmup: u64,
-    keep: bool,
-    progress: &'a ProgressBar,
-    build_failure: &'a BuildFailure,
-}
-
-impl RecordSink<'_> {
-    /// Takes every event until the runner is done.
-    async fn collect(
-        mut self,
-        mut rx: mpsc::UnboundedReceiver<RunEvent>,
-    ) -> anyhow::Result<(Collector, Vec<RequestRecord>)> {
-        let mut collector = Collector::new(self.slo, self.warmup);
-        let mut kept = Vec::new();
-        while let Some(ev) = rx.recv().await {
-            // The request whose prompt could not be built was never sent: it is no
-            // result (the run fails below).
-            if let RunEvent::Record(r) = &ev
-                && self.build_failure.is(r.id)
-            {
-                continue;
-            }
-            collector.push_event(&ev);
-            if let RunEvent::Record(r) = ev {
-                let is_warmup = r.id < self.warmup;
-                if let Some(w) = self.out.as_mut() {
-                    w.write(&RecordLine::new(
-                        r.clone(),
-                        self.rate,
-                        self.run_id,
-                        self.shard,
-                        is_warmup,
-                        &self.slo,
-                    ))?;
-                }
-                self.progress.inc(1);
-                if self.keep && !is_warmup {
-                    kept.push(r);
-                }
-            }
-        }
-        Ok((collector, kept))
     }
 }
 

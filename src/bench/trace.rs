@@ -133,7 +133,8 @@ pub fn trace_rate(survey: &TraceSurvey) -> crate::rate::Rate {
         return crate::rate::Rate::INFINITE;
     }
     let scale = 10f64.powi(3 - r.log10().floor() as i32);
-    crate::rate::Rate((r * scale).round() / scale)
+    // Four significant digits of a positive rate stay positive.
+    crate::rate::Rate::new((r * scale).round() / scale).unwrap_or(crate::rate::Rate::INFINITE)
 }
 
 #[cfg(test)]
@@ -171,8 +172,8 @@ mod tests {
             span: Duration::from_millis(ms),
             ..TraceSurvey::default()
         };
-        assert_eq!(trace_rate(&t(200, 19_900)).0, 10.0);
-        assert_eq!(trace_rate(&t(4, 9_000)).0, 0.3333);
+        assert_eq!(trace_rate(&t(200, 19_900)).per_second(), 10.0);
+        assert_eq!(trace_rate(&t(4, 9_000)).per_second(), 0.3333);
         assert!(trace_rate(&t(5, 0)).is_infinite());
     }
 }

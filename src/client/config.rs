@@ -135,19 +135,19 @@ impl Default for ClientConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
     /// TCP (and TLS) connection setup.
-    #[serde(with = "duration_str")]
+    #[serde(with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub connect: Duration,
     /// From sending the request to the first chunk with generated text.
-    #[serde(with = "duration_str")]
+    #[serde(with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub first_token: Duration,
     /// Longest silence between two pieces of the body once text has started.
-    #[serde(with = "duration_str")]
+    #[serde(with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub idle: Duration,
     /// The whole request, send to end of stream.
-    #[serde(with = "duration_str")]
+    #[serde(with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub total: Duration,
 }
@@ -273,25 +273,6 @@ impl ClientConfig {
         let base = self.base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
         format!("{base}{}", self.endpoint.path())
-    }
-}
-
-/// Durations as human strings (`"500ms"`, `"30s"`, `"2m"`) in config files.
-pub mod duration_str {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        crate::duration::parse(&text).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "invalid duration {text:?} ({e}); use e.g. 500ms, 30s, 2m"
-            ))
-        })
     }
 }
 

@@ -18,9 +18,9 @@ pub mod validate;
 
 pub use error::ConfigError;
 pub use plan::{Plan, ScenarioPlan, TargetPlan};
-pub use rate::Rate;
+pub use rate::ProbeRate;
 pub use schema::{
     BucketsConfig, Config, DEFAULT_LISTEN, Defaults, HeaderSource, HeaderValue, PriceConfig,
-    Scenario, Target, json_schema, opt_duration,
+    Scenario, Target, json_schema,
 };
 pub use slo::SloConfig;

@@ -8,11 +8,9 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::rate::Rate;
+use super::rate::ProbeRate;
 use crate::check::CheckSpec;
-use crate::client::config::duration_str;
 use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
-pub use crate::duration::opt_duration;
 use crate::schedule::ThinkDist;
 use crate::secret::Secret;
 
@@ -32,17 +30,20 @@ pub struct Config {
     #[serde(default)]
     pub seed: u64,
     /// How long in-flight probes may run on shutdown before they are cancelled.
-    #[serde(default = "default_grace_period", with = "duration_str")]
+    #[serde(default = "default_grace_period", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub grace_period: Duration,
     /// How often engines with `engine_metrics_url` are scraped.
-    #[serde(default = "default_scrape_interval", with = "duration_str")]
+    #[serde(default = "default_scrape_interval", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub engine_scrape_interval: Duration,
     /// How often a failure that keeps repeating (a target's probes, its engine scrapes)
     /// is summarised in the log: its first occurrence is logged at once, then one line
     /// per interval while it lasts, and one when it recovers.
-    #[serde(default = "default_failure_summary_interval", with = "duration_str")]
+    #[serde(
+        default = "default_failure_summary_interval",
+        with = "crate::duration::human"
+    )]
     #[schemars(with = "String")]
     pub failure_summary_interval: Duration,
     /// Extra histogram bucket upper bounds in seconds, per metric. They extend vLLM's own
@@ -99,7 +100,7 @@ pub struct BucketsConfig {
 pub struct Defaults {
     /// Probe rate of a target, shared evenly by its scenarios (Poisson arrivals).
     #[serde(default = "default_rate")]
-    pub rate: Rate,
+    pub rate: ProbeRate,
     /// Most probes in flight per target × scenario; arrivals beyond it are skipped
     /// (`llmprobe_probes_skipped_total{reason="max_inflight"}`).
     #[serde(default = "default_max_inflight")]
@@ -128,13 +129,13 @@ pub struct SelfCheckConfig {
     pub enabled: bool,
     /// Self-probes per second, minute or hour (Poisson arrivals, like a target's).
     #[serde(default = "default_self_check_rate")]
-    pub rate: Rate,
+    pub rate: ProbeRate,
     /// The reference engine's time to first token (its truth for the TTFT error).
-    #[serde(default = "default_self_check_ttft", with = "duration_str")]
+    #[serde(default = "default_self_check_ttft", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub ttft: Duration,
     /// The reference engine's gap between tokens (its truth for the ITL error).
-    #[serde(default = "default_self_check_itl", with = "duration_str")]
+    #[serde(default = "default_self_check_itl", with = "crate::duration::human")]
     #[schemars(with = "String")]
     pub itl: Duration,
     /// Tokens of each self-probe's answer.
@@ -154,8 +155,8 @@ impl Default for SelfCheckConfig {
     }
 }
 
-fn default_self_check_rate() -> Rate {
-    Rate::SIX_PER_MINUTE
+fn default_self_check_rate() -> ProbeRate {
+    ProbeRate::SIX_PER_MINUTE
 }
 
 fn default_self_check_ttft() -> Duration {
@@ -170,8 +171,8 @@ fn default_self_check_output_tokens() -> u32 {
     16
 }
 
-fn default_rate() -> Rate {
-    Rate::ONE_PER_MINUTE
+fn default_rate() -> ProbeRate {
+    ProbeRate::ONE_PER_MINUTE
 }
 
 fn default_max_inflight() -> u32 {
@@ -214,7 +215,7 @@ pub struct Target {
     /// Probe rate of this target, shared evenly by its scenarios (default:
     /// `defaults.rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
+    pub rate: Option<ProbeRate>,
     /// Most probes in flight per scenario (default: `defaults.max_inflight`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inflight: Option<u32>,
@@ -336,7 +337,7 @@ pub struct Scenario {
     pub slo: super::slo::SloConfig,
     /// A fixed rate for this scenario instead of its share of the target's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
+    pub rate: Option<ProbeRate>,
     /// Answer checks: what a correct answer looks like. A failed check makes the probe
     /// not good (`llmprobe_check_failures_total`), never a request failure.
     #[serde(default, skip_serializing_if = "CheckSpec::is_empty")]
@@ -375,7 +376,7 @@ pub struct Scenario {
     /// default 1s.
     #[serde(
         default,
-        with = "opt_duration",
+        with = "crate::duration::opt_human",
         skip_serializing_if = "Option::is_none"
     )]
     #[schemars(with = "Option<String>")]
@@ -444,7 +445,6 @@ fn default_output_tokens() -> u32 {
     32
 }
 
-/// Optional durations as human strings (`"250ms"`).
 /// `CapacityInputs` is deserialize-only (the capacity module reads it, never writes it);
 /// `/config` still shows it, so its fields are written out here.
 mod capacity_yaml {

@@ -11,7 +11,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::duration::opt_duration;
+use crate::duration::opt_human;
 use crate::latency::{Latency, Slo};
 
 /// Latency objectives; a probe is good when it succeeds and meets every one set.
@@ -34,13 +34,13 @@ struct Human(Option<Duration>);
 
 impl<'de> Deserialize<'de> for Human {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Human, D::Error> {
-        opt_duration::deserialize(d).map(Human)
+        opt_human::deserialize(d).map(Human)
     }
 }
 
 impl Serialize for Human {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        opt_duration::serialize(&self.0, s)
+        opt_human::serialize(&self.0, s)
     }
 }
 

@@ -10,10 +10,11 @@
 
 pub mod budget;
 pub mod demo;
-pub mod engine;
+pub mod engine_scrape;
 pub mod failure_lines;
 pub mod failure_log;
 pub mod self_check;
+pub mod sinks;
 pub mod source;
 pub mod target;
 

@@ -1,6 +1,6 @@
 //! One running target: a runner per scenario (the shared open-loop runner with the
-//! `Skip` policy), a consumer per runner feeding records into the metrics and the status
-//! board, the token budget they share, and the engine scraper. Everything stops when the
+//! `Skip` policy), a consumer per runner feeding records into its sinks (`sinks/`), the
+//! token budget they share, and the engine scraper. Everything stops when the
 //! target's cancellation token fires; in-flight probes get the grace period.
 
 use std::future::Future;
@@ -13,18 +13,18 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::TokenBudget;
-use super::engine::{Scraper, TtftWindow, scrape_loop};
-use super::failure_lines::{self, Activity, Attempt};
+use super::engine_scrape::{Scraper, TtftWindow, scrape_loop};
 use super::failure_log::{FailureKey, FailureLog};
+use super::sinks::{BudgetSink, Consumer, LogSink, MetricsSink, StatusSink, TtftSink, consume};
 use crate::client::{Client, ClientConfig};
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::export::status::ScenarioHandle;
 use crate::export::{Metrics, ScenarioSeries, StatusBoard};
 use crate::probe::{Conversations, Prober};
-use crate::record::{Outcome, RequestRecord};
-use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, RunEvent, Stop};
+use crate::record::RequestRecord;
+use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, Stop};
 use crate::schedule::Schedule;
-use crate::secret::{self, Secret};
+use crate::sink::RecordSink;
 use crate::workload::Workload;
 use crate::workload::lengths::Lengths;
 use crate::workload::prompt::PromptGenerator;
@@ -233,27 +233,53 @@ fn start_scenario(
     let runner = tokio::spawn(async move {
         runner::run(arrivals, config, admission, probe, tx).await;
     });
-    let summary_interval = t.shared.failure_summary_interval.clone();
-    let failures = FailureLog::new(*summary_interval.borrow());
+    let sinks = scenario_sinks(t, scenario, series, later_series, status, estimate);
     let consumer = tokio::spawn(consume(
         rx,
         Consumer {
-            key: FailureKey::scenario(&plan.name, &scenario.name),
-            failures,
-            summary_interval,
-            target: plan.name.clone(),
-            scenario: scenario.clone(),
-            series,
-            later_series,
-            status,
-            budget: t.budget.clone(),
-            estimate,
-            ttft_window: t.ttft_window.clone(),
-            secrets: plan.secrets.clone(),
+            sinks,
+            slo: scenario.slo,
             stop: t.stop.clone(),
         },
     ));
     Ok([runner, consumer])
+}
+
+/// Where a scenario's records go, in the order they are fed: metrics, token budget,
+/// TTFT window, logs, and last the status board.
+fn scenario_sinks(
+    t: &Starting<'_>,
+    scenario: &ScenarioPlan,
+    series: Arc<ScenarioSeries>,
+    later_series: Option<Arc<ScenarioSeries>>,
+    status: ScenarioHandle,
+    estimate: u64,
+) -> Vec<Box<dyn RecordSink + Send>> {
+    let plan = t.plan;
+    let summary_interval = t.shared.failure_summary_interval.clone();
+    let failures = FailureLog::new(*summary_interval.borrow());
+    let mut sinks: Vec<Box<dyn RecordSink + Send>> = vec![Box::new(MetricsSink {
+        series,
+        later_series,
+        slo: scenario.slo,
+    })];
+    if let Some(budget) = t.budget.clone() {
+        sinks.push(Box::new(BudgetSink { budget, estimate }));
+    }
+    sinks.push(Box::new(TtftSink(t.ttft_window.clone())));
+    sinks.push(Box::new(LogSink {
+        key: FailureKey::scenario(&plan.name, &scenario.name),
+        failures,
+        summary_interval,
+        target: plan.name.clone(),
+        scenario: scenario.name.clone(),
+        secrets: plan.secrets.clone(),
+    }));
+    sinks.push(Box::new(StatusSink {
+        status,
+        secrets: plan.secrets.clone(),
+    }));
+    sinks
 }
 
 /// What a scenario's probes ask: its fixed question (after its `messages:` preamble),
@@ -415,168 +441,9 @@ impl ScenarioProber {
     }
 }
 
-struct Consumer {
-    /// Whose failures the log tells of, and when.
-    key: FailureKey,
-    failures: FailureLog,
-    summary_interval: watch::Receiver<Duration>,
-    target: String,
-    scenario: ScenarioPlan,
-    series: Arc<ScenarioSeries>,
-    /// Conversations: the series of their later turns (`NAME:later`).
-    later_series: Option<Arc<ScenarioSeries>>,
-    status: ScenarioHandle,
-    budget: Option<Arc<Mutex<TokenBudget>>>,
-    estimate: u64,
-    ttft_window: Arc<Mutex<TtftWindow>>,
-    secrets: Vec<Secret>,
-    stop: CancellationToken,
-}
-
-async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, mut c: Consumer) {
-    while let Some(event) = rx.recv().await {
-        match event {
-            RunEvent::Record(r) => c.record(&r),
-            RunEvent::Skipped { reason, .. } => {
-                c.series.skip(reason);
-                c.status.lock().unwrap_or_else(|e| e.into_inner()).skipped += 1;
-                tracing::debug!(target = %c.target, scenario = %c.scenario.name, reason = reason.as_str(), "probe skipped");
-            }
-        }
-    }
-}
-
-impl Consumer {
-    fn record(&mut self, r: &RequestRecord) {
-        // Probes cut off by our own stop (reload, shutdown) say nothing about the target.
-        if r.outcome == Outcome::Cancelled && self.stop.is_cancelled() {
-            return;
-        }
-        let series = match &self.later_series {
-            Some(later) if r.is_later_turn() => later,
-            _ => &self.series,
-        };
-        let good = series.observe(r, &self.scenario.slo);
-        if let Some(b) = &self.budget {
-            // A probe the server never answered cost nothing.
-            let actual = if r.http_status.is_some() {
-                u64::from(r.prompt_tokens()) + u64::from(r.output_tokens())
-            } else {
-                0
-            };
-            let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
-            if r.is_later_turn() {
-                // Admitted with its conversation's first turn: charged as spent.
-                b.spend(Instant::now(), actual);
-            } else {
-                b.settle(Instant::now(), self.estimate, actual);
-            }
-        }
-        if r.is_success()
-            && let Some(t) = r.ttft()
-        {
-            self.ttft_window
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .add(t.as_secs_f64());
-        }
-        let error = shown_error(r, &self.secrets);
-        let now = Instant::now();
-        self.log_outcome(r, good, error.as_deref().unwrap_or(""), now);
-        self.log_checks(r, now);
-        let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        status.record_probe(r, good, error, crate::export::unix_now());
-        status.record_checks(&r.checks);
-    }
-
-    /// Logs a probe's outcome: every one at debug level, failures by state change
-    /// (the failure log) at warn.
-    fn log_outcome(&mut self, r: &RequestRecord, good: bool, error: &str, now: Instant) {
-        self.failures
-            .set_interval(*self.summary_interval.borrow_and_update());
-        let attempt = Attempt {
-            id: Some(r.id),
-            reason: r.outcome.as_str(),
-            error,
-        };
-        if r.is_success() {
-            tracing::debug!(
-                target = %self.target,
-                scenario = %self.scenario.name,
-                probe_id = r.id,
-                ttft_ms = r.ttft().map(|d| d.as_secs_f64() * 1e3),
-                e2e_ms = r.e2e().map(|d| d.as_secs_f64() * 1e3),
-                output_tokens = r.output_tokens(),
-                good,
-                "probe ok"
-            );
-            if let Some(line) = self.failures.success(&self.key, now) {
-                failure_lines::write(Activity::Probe, &self.key, attempt, &line);
-            }
-        } else {
-            let lines = self
-                .failures
-                .failure(&self.key, now, r.outcome.as_str(), error);
-            failure_lines::failure(Activity::Probe, &self.key, attempt, &lines);
-        }
-    }
-
-    /// Logs a probe's answer checks by state change, each check a stream of its own
-    /// whose reason is the check.
-    fn log_checks(&mut self, r: &RequestRecord, now: Instant) {
-        for c in &r.checks {
-            let check = c.check.as_str();
-            let key = self.key.with_check(check);
-            let error = c.reason.as_deref().map_or_else(String::new, |why| {
-                secret::scrub(why, self.secrets.iter().map(Secret::expose))
-            });
-            let attempt = Attempt {
-                id: Some(r.id),
-                reason: check,
-                error: &error,
-            };
-            if c.passed {
-                if let Some(line) = self.failures.success(&key, now) {
-                    failure_lines::write(Activity::AnswerCheck, &key, attempt, &line);
-                }
-            } else {
-                let lines = self.failures.failure(&key, now, check, &error);
-                failure_lines::failure(Activity::AnswerCheck, &key, attempt, &lines);
-            }
-        }
-    }
-}
-
-/// A probe's error text as logs and the status page show it: with every secret of the
-/// target scrubbed, including one cut short where the client truncated the text.
-fn shown_error(r: &RequestRecord, secrets: &[Secret]) -> Option<String> {
-    r.error
-        .as_deref()
-        .map(|e| secret::scrub(e, secrets.iter().map(Secret::expose)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shown_errors_lose_whole_and_truncated_secrets() {
-        let secrets = vec![Secret::new("sk-123456"), Secret::new("")];
-        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
-        assert_eq!(shown_error(&r, &secrets), None);
-        r.error = Some("401: invalid key sk-123456 (sk-123456)".into());
-        assert_eq!(
-            shown_error(&r, &secrets).as_deref(),
-            Some("401: invalid key <secret> (<secret>)")
-        );
-        r.error = Some("401: echo Bearer sk-1234…".into());
-        assert_eq!(
-            shown_error(&r, &secrets).as_deref(),
-            Some("401: echo Bearer <secret>…")
-        );
-        r.error = Some("fine".into());
-        assert_eq!(shown_error(&r, &secrets).as_deref(), Some("fine"));
-    }
 
     #[test]
     fn output_token_limit_follows_the_scenario() {

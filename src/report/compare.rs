@@ -88,7 +88,9 @@ impl Comparison {
 fn rate_key(line: &Value) -> String {
     match &line["rate"] {
         Value::String(s) => s.clone(),
-        Value::Number(n) => n.as_f64().map_or(n.to_string(), |v| Rate(v).to_string()),
+        Value::Number(n) => n
+            .as_f64()
+            .map_or(n.to_string(), |v| Rate::as_written(v).to_string()),
         other => other.to_string(),
     }
 }

@@ -185,7 +185,7 @@ mod tests {
         let slo = Slo::of([(crate::latency::Latency::Ttft, Duration::from_millis(50))]).unwrap();
         let line = RecordLine::new(
             record(),
-            Rate(8.0),
+            Rate::new(8.0).unwrap(),
             "2026-11-29T18:00:00Z/0badc0de",
             None,
             false,
@@ -208,7 +208,7 @@ mod tests {
         rec.outcome = Outcome::Timeout;
         let line = RecordLine::new(
             rec.clone(),
-            Rate(f64::INFINITY),
+            Rate::INFINITE,
             "2026-11-29T18:00:00Z/0badc0de",
             Some(Shard { index: 1, count: 2 }),
             true,
@@ -217,7 +217,7 @@ mod tests {
         let text = serde_json::to_string(&line).unwrap();
         let back: RecordLine = serde_json::from_str(&text).unwrap();
         assert_eq!(back.record, rec);
-        assert!(back.rate.0.is_infinite());
+        assert!(back.rate.per_second().is_infinite());
         assert_eq!(back.shard, Some(Shard { index: 1, count: 2 }));
         assert!(back.warmup);
         assert_eq!(back.run, "2026-11-29T18:00:00Z/0badc0de");

@@ -73,9 +73,9 @@ pub fn read_groups(files: &[impl AsRef<Path>]) -> anyhow::Result<Vec<RateGroup>>
             })?;
             // Positive rates order like their bit patterns.
             let g = groups
-                .entry(rec.rate.0.to_bits())
+                .entry(rec.rate.per_second().to_bits())
                 .or_insert_with(|| RateGroup {
-                    rate: rec.rate.0,
+                    rate: rec.rate.per_second(),
                     sources: BTreeMap::new(),
                 });
             let run = if rec.run.is_empty() {
@@ -149,8 +149,8 @@ pub fn merged_report(
     }
     let ctx = ReportContext {
         inputs: None,
-        rate: Rate(g.rate),
-        process_rate: Rate(g.rate),
+        rate: Rate::as_written(g.rate),
+        process_rate: Rate::as_written(g.rate),
         shard: None,
         percentiles,
         gates,
@@ -226,7 +226,14 @@ mod tests {
     ) -> std::path::PathBuf {
         let mut w = JsonlWriter::create(path).unwrap();
         for r in recs {
-            let line = RecordLine::new(r.clone(), Rate(8.0), run, shard, r.id < warmup, slo);
+            let line = RecordLine::new(
+                r.clone(),
+                Rate::new(8.0).unwrap(),
+                run,
+                shard,
+                r.id < warmup,
+                slo,
+            );
             w.write(&line).unwrap();
         }
         path.to_path_buf()
@@ -275,8 +282,8 @@ mod tests {
         }
         let ctx = ReportContext {
             inputs: None,
-            rate: Rate(8.0),
-            process_rate: Rate(8.0),
+            rate: Rate::new(8.0).unwrap(),
+            process_rate: Rate::new(8.0).unwrap(),
             shard: None,
             percentiles: ps.clone(),
             gates,

@@ -33,7 +33,7 @@ fn latency_series(
         .map(|&p| {
             let points = reports
                 .iter()
-                .filter_map(|r| pick(r).percentile(p).map(|v| (r.rate.0, v)))
+                .filter_map(|r| pick(r).percentile(p).map(|v| (r.rate.per_second(), v)))
                 .collect();
             (format!("{name} {}", percentile_key(p)), points)
         })
@@ -42,7 +42,10 @@ fn latency_series(
 
 /// Writes the sweep plot. Needs at least one finite rate.
 pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> anyhow::Result<()> {
-    let finite: Vec<&RateReport> = reports.iter().filter(|r| r.rate.0.is_finite()).collect();
+    let finite: Vec<&RateReport> = reports
+        .iter()
+        .filter(|r| r.rate.per_second().is_finite())
+        .collect();
     if finite.is_empty() {
         anyhow::bail!("--plot: no finite rate to plot (an `inf` rate has no x position)");
     }
@@ -54,19 +57,34 @@ pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> an
             "offered".into(),
             finite
                 .iter()
-                .map(|r| (r.rate.0, r.offered_rate.unwrap_or(r.rate.0)))
+                .map(|r| {
+                    (
+                        r.rate.per_second(),
+                        r.offered_rate.unwrap_or(r.rate.per_second()),
+                    )
+                })
                 .collect(),
         ),
         (
             "achieved".into(),
-            finite.iter().map(|r| (r.rate.0, r.achieved_rate)).collect(),
+            finite
+                .iter()
+                .map(|r| (r.rate.per_second(), r.achieved_rate))
+                .collect(),
         ),
         (
             "goodput".into(),
-            finite.iter().map(|r| (r.rate.0, r.goodput)).collect(),
+            finite
+                .iter()
+                .map(|r| (r.rate.per_second(), r.goodput))
+                .collect(),
         ),
     ];
-    let x_max = finite.iter().map(|r| r.rate.0).fold(0.0_f64, f64::max) * 1.05;
+    let x_max = finite
+        .iter()
+        .map(|r| r.rate.per_second())
+        .fold(0.0_f64, f64::max)
+        * 1.05;
 
     let root = SVGBackend::new(path, (1500, 500)).into_drawing_area();
     let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {

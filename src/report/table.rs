@@ -372,7 +372,7 @@ mod tests {
             .into_iter()
             .map(sample_report)
             .collect();
-        rs[2].rate = Rate(f64::INFINITY);
+        rs[2].rate = Rate::INFINITE;
         rs[2].offered_rate = None;
         rs[2].achieved_rate = 40.0;
         rs[2].output_throughput = 5120.0;

@@ -29,10 +29,10 @@ pub struct VllmContext<'a> {
 /// Builds the vLLM-compatible result object for one rate.
 pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) -> Value {
     let mut m = Map::new();
-    let rate = if r.rate.0.is_infinite() {
+    let rate = if r.rate.per_second().is_infinite() {
         json!("inf")
     } else {
-        json!(r.rate.0)
+        json!(r.rate.per_second())
     };
     m.insert("date".into(), json!(ctx.date));
     m.insert("backend".into(), json!(ctx.backend));
@@ -215,7 +215,7 @@ mod tests {
     fn schema_snapshot() {
         let metrics = [Latency::Ttft, Latency::Tpot];
         let mut r = sample_report(8.0);
-        r.rate = crate::rate::Rate(f64::INFINITY);
+        r.rate = crate::rate::Rate::INFINITE;
         let rec = crate::report::jsonl::tests_support_record();
         let mut failed = rec.clone();
         failed.outcome = crate::record::Outcome::Http5xx;

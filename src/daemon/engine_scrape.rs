@@ -1,5 +1,5 @@
 //! The engine scraper of a target: reads the engine's own `/metrics` (vLLM, SGLang,
-//! llama.cpp or TGI, parsed by `crate::engine`) every interval and publishes live load,
+//! llama.cpp or TGI, parsed by `crate::engine_metrics`) every interval and publishes live load,
 //! live KV capacity, headroom, live cost per million tokens and the client/server TTFT
 //! gap. A failed scrape sets `llmprobe_engine_scrape_success 0` and is logged by state
 //! change (the failure log); it never stops the target.
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
 use crate::config::TargetPlan;
-use crate::engine::{self, EngineSnapshot};
+use crate::engine_metrics::{self, EngineSnapshot};
 use crate::export::{EngineGauges, Metrics};
 use crate::secret::{Secret, scrub};
 
@@ -47,7 +47,7 @@ pub fn gauges(
     cur: &EngineSnapshot,
     client_ttft_mean: Option<f64>,
 ) -> (EngineGauges, Option<f64>) {
-    let rates = prev.map(|(p, elapsed)| engine::rates(p, cur, elapsed));
+    let rates = prev.map(|(p, elapsed)| engine_metrics::rates(p, cur, elapsed));
     let gen_tps = rates
         .and_then(|r| r.generation_tokens_per_second)
         .or(cur.gen_throughput);
@@ -225,7 +225,7 @@ pub fn scrape_loop(
             let result = tokio::select! {
                 biased;
                 () = stop.cancelled() => break,
-                r = engine::scrape(&http, &url, timeout) => r,
+                r = engine_metrics::scrape(&http, &url, timeout) => r,
             };
             let ended = Instant::now();
             // Checked under the lock the control task takes to remove this target's
@@ -258,7 +258,7 @@ impl Publisher {
     /// Publishes one scrape that ran from `started` to `ended`.
     fn publish(
         &mut self,
-        result: Result<engine::Scrape, engine::ScrapeError>,
+        result: Result<engine_metrics::Scrape, engine_metrics::ScrapeError>,
         started: Instant,
         ended: Instant,
     ) {
@@ -266,7 +266,7 @@ impl Publisher {
         let (plan, metrics) = (&self.plan, &self.metrics);
         let scrub_secrets = |text: &str| scrub(text, plan.secrets.iter().map(Secret::expose));
         match result {
-            Ok(engine::Scrape {
+            Ok(engine_metrics::Scrape {
                 snapshot: snap,
                 slots_error,
             }) => {
@@ -527,7 +527,7 @@ mod tests {
             "{}/tests/fixtures/engine/{name}",
             env!("CARGO_MANIFEST_DIR")
         );
-        engine::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+        engine_metrics::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
     #[test]

@@ -1,0 +1,60 @@
+//! Where a bench run's events go: the rate's summary (its [`Collector`]), `--records`,
+//! the progress bar and the kept records, fed in that order by one loop.
+
+mod kept;
+mod progress;
+mod records_file;
+mod summary;
+
+pub use kept::Kept;
+pub use progress::Progress;
+pub use records_file::RecordsFile;
+
+use tokio::sync::mpsc;
+
+use crate::aggregate::Collector;
+use crate::latency::Slo;
+use crate::record::RequestRecord;
+use crate::runner::RunEvent;
+use crate::sink::{self, RecordSink};
+
+/// The sinks of one run.
+pub struct RunSinks<'a> {
+    pub summary: Collector,
+    /// `--records`, when given.
+    pub records_file: Option<RecordsFile<'a>>,
+    pub progress: Progress<'a>,
+    /// `None` when no output needs every record.
+    pub kept: Option<Kept>,
+    /// The run's objectives, which judge each request once for every sink.
+    pub slo: Slo,
+}
+
+impl RunSinks<'_> {
+    /// Takes every event until the runner is done, leaving out the records of requests
+    /// that were never sent (`unsent`); returns the summary and the kept records.
+    pub async fn collect(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<RunEvent>,
+        unsent: impl Fn(u64) -> bool,
+    ) -> anyhow::Result<(Collector, Vec<RequestRecord>)> {
+        let mut sinks: Vec<&mut (dyn RecordSink + Send)> = vec![&mut self.summary];
+        if let Some(f) = self.records_file.as_mut() {
+            sinks.push(f);
+        }
+        sinks.push(&mut self.progress);
+        if let Some(k) = self.kept.as_mut() {
+            sinks.push(k);
+        }
+        while let Some(ev) = rx.recv().await {
+            if let RunEvent::Record(r) = &ev
+                && unsent(r.id)
+            {
+                continue;
+            }
+            sink::feed(sinks.iter_mut(), &ev, &self.slo)?;
+        }
+        drop(sinks);
+        Ok((self.summary, self.kept.map_or_else(Vec::new, |k| k.records)))
+    }
+}
