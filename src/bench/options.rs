@@ -253,7 +253,7 @@ impl BenchOptions {
         let dataset = parse_dataset(a)?;
         let turns = parse_turns(a)?;
 
-        let slo = build_slo(&a.slo_flags(), &a.goodput)?;
+        let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
         let stream = !a.no_stream && api.can_stream();
         let parsed = parse_checks(a, &gates)?;
         probe_spec(a, api, &parsed.checks, &slo, turns).validate(&Flags)?;
@@ -1039,7 +1039,7 @@ pub fn parse_percentiles(s: &str) -> Result<Vec<f64>> {
 /// its flag's value) and vLLM-style `--goodput METRIC:MS` items, e.g. `ttft:500 tpot:40
 /// e2el:2000`. Both may be used; the same metric given twice with different values is
 /// an error rather than a silent choice.
-pub fn build_slo(flags: &[(Latency, Option<f64>)], goodput: &[String]) -> Result<Slo> {
+pub fn parse_slo(flags: &[(Latency, Option<f64>)], goodput: &[String]) -> Result<Slo> {
     let mut values: Vec<(Latency, Option<f64>)> = flags.to_vec();
     for item in goodput.iter().flat_map(|g| g.split_whitespace()) {
         let (name, v) = item.split_once(':').ok_or_else(|| {

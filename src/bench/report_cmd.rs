@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::bench::args::{CompareArgs, MergeArgs, ReportArgs, ReportCommand};
-use crate::bench::options::{build_slo, computed_percentiles, parse_metrics, parse_percentiles};
+use crate::bench::options::{computed_percentiles, parse_metrics, parse_percentiles, parse_slo};
 use crate::exit::{self, UsageError};
 use crate::rate::Rate;
 use crate::report::compare;
@@ -101,7 +101,7 @@ fn read_summaries(path: &std::path::Path) -> anyhow::Result<Vec<serde_json::Valu
 }
 
 fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
-    let slo = build_slo(&a.slo_flags(), &a.goodput)?;
+    let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
     let metrics = parse_metrics(&a.percentile_metrics)?;
     let percentiles = parse_percentiles(&a.metric_percentiles)?;
     let gates = a

@@ -43,9 +43,31 @@ async fn until_requests(addr: SocketAddr, target: &str, scenario: &str, n: f64) 
             &[("target", target), ("scenario", scenario)],
         )
         .unwrap_or(0.0);
-        (done >= n).then_some(s)
+        // Probes go on while /metrics is read, and a scrape reads its series one after
+        // another: a probe that ends in between tears it (its request counted, not yet
+        // its TTFT). A scrape whose counts the next one repeats fell between two probes.
+        (done >= n && counts(&s) == counts(&scrape(addr).await)).then_some(s)
     })
     .await
+}
+
+/// Every counter and histogram sample of the probes: what a probe ending changes.
+fn counts(s: &[Sample]) -> Vec<(&str, &std::collections::BTreeMap<String, String>, f64)> {
+    s.iter()
+        .filter(|x| x.name.starts_with("llmprobe_"))
+        // The engine's and the process' own series move with time, not with probes.
+        .filter(|x| {
+            !["llmprobe_engine_", "llmprobe_cgroup_"]
+                .iter()
+                .any(|p| x.name.starts_with(p))
+        })
+        .filter(|x| {
+            ["_total", "_count", "_sum", "_bucket"]
+                .iter()
+                .any(|e| x.name.ends_with(e))
+        })
+        .map(|x| (x.name.as_str(), &x.labels, x.value))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
