@@ -28,10 +28,6 @@ use crate::schedule::{ThinkDist, ThinkTime};
 
 type Result<T> = std::result::Result<T, UsageError>;
 
-/// Largest `--input-len` (2^20 tokens, past the longest context windows served today):
-/// a longer prompt is a typo, and would take gigabytes to build.
-pub const MAX_INPUT_LEN: u32 = 1 << 20;
-
 /// How narrow the max-rate search's bracket must get.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Precision {
@@ -249,7 +245,6 @@ impl BenchOptions {
             None => parse_rate_plan(a, &gates, stop)?,
         };
         let len_dist = parse_len_dist(a)?;
-        check_lengths(a)?;
         let dataset = parse_dataset(a)?;
         let turns = parse_turns(a)?;
 
@@ -639,23 +634,6 @@ fn parse_len_dist(a: &BenchArgs) -> Result<LenDist> {
     })
 }
 
-/// `--input-len` and `--output-len`.
-fn check_lengths(a: &BenchArgs) -> Result<()> {
-    if a.input_len == 0 || a.output_len == 0 {
-        return Err(UsageError::new(
-            "--input-len and --output-len must be at least 1",
-        ));
-    }
-    if a.input_len > MAX_INPUT_LEN {
-        return Err(UsageError::new(format!(
-            "--input-len {} is more than {MAX_INPUT_LEN} tokens",
-            a.input_len
-        )));
-    }
-    Ok(())
-}
-
-/// `--dataset` and `--dataset-path`.
 /// The answer checks and what the requests carry for them.
 struct ParsedChecks {
     checks: Arc<Checks>,
@@ -898,6 +876,9 @@ impl Syntax for Flags {
     fn name(&self, part: Part) -> String {
         match part {
             Part::Endpoint => "--endpoint".into(),
+            Part::InputTokens => "--input-len".into(),
+            Part::OutputTokens => "--output-len".into(),
+            Part::SharedPrefix => "--shared-prefix-len".into(),
             Part::NoStream => "--no-stream".into(),
             Part::Objective(l) => slo_flag(l),
             Part::Check(kind) => format!("--{}", kind.as_str().replace('_', "-")),
@@ -924,6 +905,11 @@ fn probe_spec(
 ) -> ProbeSpec {
     ProbeSpec {
         endpoint: api,
+        input_tokens: a.input_len,
+        output_tokens: a.output_len,
+        // Checked where synthetic prompts are built (a dataset's prompts have no such
+        // prefix).
+        shared_prefix_tokens: 0,
         stream: !a.no_stream,
         slo: *slo,
         checks: checks.kinds().collect(),
@@ -1136,7 +1122,7 @@ mod tests {
     #[test]
     fn input_len_has_a_sane_maximum() {
         assert!(opts("--mock --rate 1 --input-len 1048576").is_ok());
-        assert!(err("--mock --rate 1 --input-len 1048577").contains("--input-len 1048577"));
+        assert!(err("--mock --rate 1 --input-len 1048577").contains("--input-len: 1048577"));
     }
 
     #[test]

@@ -302,17 +302,12 @@ fn scenarios(
     let shared = t.scenarios.iter().filter(|s| s.rate.is_none()).count();
     let mut scenarios = Vec::with_capacity(t.scenarios.len());
     for (i, s) in t.scenarios.iter().enumerate() {
+        let sp = path.key("scenarios").index(i);
+        check_probe(cfg, t, s, path, &sp)?;
         // The prompt must hold the shared prefix, the unique nonce and one more token.
         PromptGenerator::approximate(s.shared_prefix_tokens)
             .check_fits(s.input_tokens)
-            .map_err(|e| {
-                (
-                    path.key("scenarios").index(i).key("input_tokens"),
-                    e.to_string(),
-                )
-            })?;
-        let sp = path.key("scenarios").index(i);
-        check_probe(cfg, t, s, path, &sp)?;
+            .map_err(|e| (sp.key("input_tokens"), e.to_string()))?;
         let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;

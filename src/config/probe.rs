@@ -12,6 +12,9 @@ impl Syntax for Yaml {
     fn name(&self, part: Part) -> String {
         match part {
             Part::Endpoint => "endpoint".into(),
+            Part::InputTokens => "input_tokens".into(),
+            Part::OutputTokens => "output_tokens".into(),
+            Part::SharedPrefix => "shared_prefix_tokens".into(),
             Part::NoStream => "stream: false".into(),
             Part::Objective(l) => format!("slo.{}", l.name()),
             Part::Check(kind) => format!("checks.{kind}"),
@@ -33,6 +36,9 @@ pub fn check_probe(
 ) -> Result<(), (Path, String)> {
     let spec = ProbeSpec {
         endpoint: t.endpoint,
+        input_tokens: s.input_tokens,
+        output_tokens: s.output_tokens,
+        shared_prefix_tokens: s.shared_prefix_tokens,
         stream: s.stream,
         slo: s.slo.or(cfg.defaults.slo).0,
         checks: s.checks.kinds(),
@@ -54,6 +60,9 @@ pub fn check_probe(
                 );
             }
             Part::Endpoint => tp.key("endpoint"),
+            Part::InputTokens => sp.key("input_tokens"),
+            Part::OutputTokens => sp.key("output_tokens"),
+            Part::SharedPrefix => sp.key("shared_prefix_tokens"),
             Part::NoStream => sp.key("stream"),
             Part::Check(kind) => sp.key("checks").key(kind.as_str()),
             Part::StructuredOutput => sp.key("checks").key("structured_output"),

@@ -234,21 +234,6 @@ fn scenarios(t: &Target, path: &Path) -> Result<(), Violation> {
                 ),
             ));
         }
-        if s.input_tokens == 0 {
-            return Err((sp.key("input_tokens"), "must be at least 1".into()));
-        }
-        if s.output_tokens == 0 {
-            return Err((sp.key("output_tokens"), "must be at least 1".into()));
-        }
-        if s.shared_prefix_tokens >= s.input_tokens {
-            return Err((
-                sp.key("shared_prefix_tokens"),
-                format!(
-                    "must be smaller than input_tokens ({}): every prompt needs a unique part",
-                    s.input_tokens
-                ),
-            ));
-        }
         if let Some(temp) = s.temperature
             && !(0.0..=2.0).contains(&temp)
         {

@@ -8,10 +8,20 @@ use crate::client::Endpoint;
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 
+/// Most prompt tokens a probe may ask for (2^20, past the longest context windows
+/// served today): a longer prompt is a typo, and would take gigabytes to build.
+pub const MAX_INPUT_TOKENS: u32 = 1 << 20;
+
 /// One probe's definition, as far as the rules between its parts go.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeSpec {
     pub endpoint: Endpoint,
+    /// Prompt tokens asked for.
+    pub input_tokens: u32,
+    /// Output tokens asked for.
+    pub output_tokens: u32,
+    /// Prompt tokens shared by every probe (a prefix the server may cache).
+    pub shared_prefix_tokens: u32,
     /// Whether streaming was asked for (the endpoint may still not stream).
     pub stream: bool,
     pub slo: Slo,
@@ -29,6 +39,9 @@ pub struct ProbeSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {
     Endpoint,
+    InputTokens,
+    OutputTokens,
+    SharedPrefix,
     /// What turns streaming off (`--no-stream`, `stream: false`).
     NoStream,
     Objective(Latency),
@@ -67,9 +80,43 @@ impl ProbeSpec {
 
     /// The first rule this definition breaks, if any, worded in `syntax`.
     pub fn validate(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        self.lengths_are_possible(syntax)?;
         self.objectives_are_measurable(syntax)?;
         self.checks_are_carried(syntax)?;
         self.prompt_fits(syntax)
+    }
+
+    /// A prompt and an answer of at least one token; a prompt within bounds, with a
+    /// part of its own after any shared prefix.
+    fn lengths_are_possible(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        for (part, n) in [
+            (Part::InputTokens, self.input_tokens),
+            (Part::OutputTokens, self.output_tokens),
+        ] {
+            if n == 0 {
+                return refuse(part, "must be at least 1".into());
+            }
+        }
+        if self.shared_prefix_tokens >= self.input_tokens {
+            return refuse(
+                Part::SharedPrefix,
+                format!(
+                    "must be smaller than {} ({}): every prompt needs a unique part",
+                    syntax.name(Part::InputTokens),
+                    self.input_tokens
+                ),
+            );
+        }
+        if self.input_tokens > MAX_INPUT_TOKENS {
+            return refuse(
+                Part::InputTokens,
+                format!(
+                    "{} is more than {MAX_INPUT_TOKENS} tokens",
+                    self.input_tokens
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// An objective on a latency the answers cannot have is refused, not silently
@@ -204,6 +251,9 @@ mod tests {
         fn name(&self, part: Part) -> String {
             match part {
                 Part::Endpoint => "endpoint".into(),
+                Part::InputTokens => "input_tokens".into(),
+                Part::OutputTokens => "output_tokens".into(),
+                Part::SharedPrefix => "shared_prefix_tokens".into(),
                 Part::NoStream => "stream: false".into(),
                 Part::Objective(l) => format!("slo.{}", l.name()),
                 Part::Check(k) => format!("checks.{k}"),
@@ -217,6 +267,8 @@ mod tests {
     fn spec(endpoint: Endpoint) -> ProbeSpec {
         ProbeSpec {
             endpoint,
+            input_tokens: 40,
+            output_tokens: 8,
             stream: true,
             turns: 1,
             ..ProbeSpec::default()
@@ -282,6 +334,22 @@ mod tests {
             err.message(&Yaml),
             "checks.expect_tool_call: endpoint messages cannot offer tools (chat and responses can)"
         );
+    }
+
+    #[test]
+    fn lengths_need_a_token_and_a_bound() {
+        let mut s = spec(Endpoint::Chat);
+        s.output_tokens = 0;
+        assert_eq!(s.validate(&Yaml).unwrap_err().part, Part::OutputTokens);
+        s.output_tokens = 1;
+        s.input_tokens = MAX_INPUT_TOKENS + 1;
+        let refusal = s.validate(&Yaml).unwrap_err();
+        assert_eq!(
+            refusal.message(&Yaml),
+            "input_tokens: 1048577 is more than 1048576 tokens"
+        );
+        s.input_tokens = MAX_INPUT_TOKENS;
+        assert_eq!(s.validate(&Yaml), Ok(()));
     }
 
     #[test]
