@@ -134,7 +134,8 @@ pub fn trace_rate(survey: &TraceSurvey) -> crate::rate::Rate {
     }
     let scale = 10f64.powi(3 - r.log10().floor() as i32);
     // Four significant digits of a positive rate stay positive.
-    crate::rate::Rate::new((r * scale).round() / scale).unwrap_or(crate::rate::Rate::INFINITE)
+    crate::rate::Rate::new((r * scale).round() / scale)
+        .unwrap_or_else(|| crate::rate::Rate::as_written(r))
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Every metric family of `llmprobe daemon` as data: name, type, help text, labels, unit
 //! and, for histograms, the bucket layout. This list drives registration
 //! (`Metrics::new`) and the removal of a target's or scenario's series; the named
-//! constants are how the code refers to one family. docs/metrics.md documents the same
-//! list (a test below keeps the two equal).
+//! constants are how the code refers to one family, except the latency histograms and
+//! objective gauges, which the latency catalogue generates (`latency_histogram`,
+//! `objective_gauge`). docs/metrics.md documents the same list (a test below keeps the
+//! two equal).
 
 use std::sync::LazyLock;
 

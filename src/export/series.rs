@@ -9,8 +9,9 @@ use crate::latency::{Latency, Slo};
 use crate::record::{CheckKind, RequestRecord};
 use crate::runner::SkipReason;
 
-/// Most per-token ITL observations one probe may add (far above any scenario's
-/// `max_output_tokens`, which the daemon keeps at a few thousand).
+/// Most observations one probe may add to one latency histogram: the bound that matters
+/// is per-token ITL's (far above any scenario's `max_output_tokens`, which the daemon
+/// keeps at a few thousand).
 pub const MAX_ITL_OBSERVATIONS_PER_PROBE: u64 = 1 << 16;
 
 /// Pre-resolved child series of one target × scenario: the hot path.

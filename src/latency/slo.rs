@@ -107,12 +107,19 @@ impl<'de> Visitor<'de> for SecondsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slo, A::Error> {
         let mut slo = Slo::default();
+        let mut seen = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let secs: Option<f64> = map.next_value()?;
-            // Reports from other versions may carry keys this one does not know.
+            // Reports from other versions may carry keys this one does not know, with
+            // any value.
             let Some(l) = Latency::objectives().find(|l| l.name() == key) else {
+                map.next_value::<serde::de::IgnoredAny>()?;
                 continue;
             };
+            if seen.contains(&l) {
+                return Err(serde::de::Error::duplicate_field(l.name()));
+            }
+            seen.push(l);
+            let secs: Option<f64> = map.next_value()?;
             let limit = secs
                 .map(|v| Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom))
                 .transpose()?;
@@ -142,6 +149,16 @@ mod tests {
         assert_eq!(json, r#"{"ttft":0.5,"tpot":null,"e2e":null,"ttfa":2.0}"#);
         assert_eq!(serde_json::from_str::<Slo>(&json).unwrap(), slo);
         assert!(serde_json::from_str::<Slo>(r#"{"ttft":-1}"#).is_err());
+        let newer = r#"{"ttft":0.5,"future":{"a":[1]},"later":"x","itl":null}"#;
+        let read = serde_json::from_str::<Slo>(newer).unwrap();
+        assert_eq!(read, Slo::default().with(Latency::Ttft, ms(500)).unwrap());
+        let twice = serde_json::from_str::<Slo>(r#"{"ttft":0.5,"ttft":0.9}"#);
+        assert!(
+            twice
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate field `ttft`")
+        );
     }
 
     #[test]

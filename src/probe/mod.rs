@@ -7,4 +7,4 @@ mod prober;
 mod spec;
 
 pub use prober::{Conversations, Prober};
-pub use spec::{MAX_INPUT_TOKENS, Part, ProbeSpec, Refusal, Syntax};
+pub use spec::{Part, ProbeSpec, Refusal, Syntax};

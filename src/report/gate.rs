@@ -139,7 +139,7 @@ impl Gate {
             GateMetric::RequestThroughput => Some(r.achieved_rate),
             GateMetric::OutputThroughput => Some(r.output_throughput),
             GateMetric::Latency(m, stat) => {
-                let stats = r.latency(m);
+                let stats = r.latency_stats(m)?;
                 match stat {
                     Stat::Mean => stats.mean,
                     Stat::Percentile(p) => stats.percentile(p),

@@ -384,12 +384,6 @@ pub struct RateReport {
 }
 
 impl RateReport {
-    /// The stats of one latency metric.
-    pub fn latency(&self, m: Latency) -> &LatencyStats {
-        self.latency_stats(m)
-            .expect("every metric users name is in the report")
-    }
-
     /// The stats of one latency, in ms; `None` for dispatch lag, which the report
     /// keeps as [`LagStats`].
     pub fn latency_stats(&self, l: Latency) -> Option<&LatencyStats> {

@@ -147,8 +147,11 @@ fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64]) -> Vec<String> 
         Some(_) => ci(ms(v), &key, &|h| ms(Some(h))),
         None => ms(v),
     };
-    for &m in metrics {
-        let s = r.latency(m);
+    // Every latency users can name has stats (a test in `report` holds them to it).
+    for (m, s) in metrics
+        .iter()
+        .filter_map(|&m| Some((m, r.latency_stats(m)?)))
+    {
         row.push(ms_ci(s.mean, figures::latency_key(m, None)));
         row.extend(
             percentiles

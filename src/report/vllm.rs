@@ -79,7 +79,10 @@ pub fn result(r: &RateReport, records: &[RequestRecord], ctx: &VllmContext<'_>) 
 /// `mean_ttft_ms`, `median_ttft_ms`, `std_ttft_ms`, `p99_ttft_ms`, … for each metric.
 fn latency_keys(m: &mut Map<String, Value>, r: &RateReport, ctx: &VllmContext<'_>) {
     for &metric in ctx.metrics {
-        let s = r.latency(metric);
+        // Every latency users can name has stats (a test in `report` holds them to it).
+        let Some(s) = r.latency_stats(metric) else {
+            continue;
+        };
         let name = metric.user_name();
         m.insert(format!("mean_{name}_ms"), json!(s.mean));
         m.insert(format!("median_{name}_ms"), json!(s.percentile(50.0)));
