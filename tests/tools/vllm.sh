@@ -14,7 +14,8 @@
 #    one; vLLM's clock starts after the HTTP request is parsed and the prompt rendered and
 #    tokenized, the client's when it sends, on a shared 2-core machine).
 # 3. `llmprobe daemon` probes it (one target per protocol, the chat one with
-#    `engine_metrics_url` on vLLM's /metrics) for $LLMPROBE_VLLM_DAEMON_SECS (25 s):
+#    `engine_metrics_url` on vLLM's /metrics) for at least $LLMPROBE_VLLM_DAEMON_SECS (25 s),
+#    then until every target has two probes (Poisson arrivals; at most 5 more minutes):
 #    probes answered with zero failures, and the engine view from vLLM's real metric
 #    names (running, waiting, KV usage and tokens, generation rate, the server TTFT
 #    counters, max concurrent sequences, which must not exceed --max-num-seqs).
@@ -316,7 +317,28 @@ EOF
 daemon_pid=$!
 pids+=("$daemon_pid")
 wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.err"
+# Probes arrive as a Poisson process: after the planned time, keep polling until every
+# target has the probes the checks below need (a slow draw or a busy machine takes
+# longer), up to a generous deadline; the checks then say what is missing.
+enough_probes() {
+  curl -sf --max-time 10 "$url/metrics" | python3 -c '
+import re, sys
+n = {}
+for line in sys.stdin:
+    m = re.match(r"^llmprobe_requests_total\{([^}]*)\} (\S+)$", line.strip())
+    if m:
+        labels = dict(re.findall(r"(\w+)=\"([^\"]*)\"", m.group(1)))
+        key = (labels.get("target"), labels.get("scenario"))
+        n[key] = n.get(key, 0.0) + float(m.group(2))
+want = [("vllm-chat", "short"), ("vllm-chat", "whole")] + [
+    ("vllm-" + e, "short") for e in ("completions", "responses", "messages")]
+sys.exit(0 if all(n.get(k, 0.0) >= 2 for k in want) else 1)'
+}
 sleep "$daemon_secs"
+deadline=$((SECONDS + 300))
+until enough_probes || ((SECONDS >= deadline)); do
+  sleep 2
+done
 server_alive "while the daemon probed it"
 curl -sf --max-time 10 "$url/metrics" >"$scratch/metrics.txt" || fail "GET $url/metrics"
 # The engine's memory, all its processes (informational).
