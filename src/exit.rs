@@ -52,6 +52,17 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// Names as a message lists them: `a, b or c` with `conjunction` "or".
+pub fn listed(names: &[&str], conjunction: &str) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            format!("{} {conjunction} {last}", rest.join(", "))
+        }
+        Some((last, _)) => (*last).to_string(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

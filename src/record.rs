@@ -631,9 +631,11 @@ impl RequestRecord {
         if !self.is_success() {
             return false;
         }
-        let mut value = None;
-        self.samples(l, |v, _| value = Some(v));
-        match value {
+        // The worst value: every latency an objective bounds today has at most one, and
+        // one with several would have to meet it with each.
+        let mut worst = None;
+        self.samples(l, |v, _| worst = worst.max(Some(v)));
+        match worst {
             Some(v) => v <= limit,
             None => l.objective().is_some_and(|o| o.missing_meets),
         }

@@ -249,9 +249,10 @@ impl BenchOptions {
         let turns = parse_turns(a)?;
 
         let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
-        let stream = !a.no_stream && api.can_stream();
         let parsed = parse_checks(a, &gates)?;
-        probe_spec(a, api, &parsed.checks, &slo, turns).validate(&Flags)?;
+        let probe = probe_spec(a, api, &parsed.checks, &slo, turns);
+        probe.validate(&Flags)?;
+        let stream = probe.streamed();
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -1039,10 +1040,9 @@ pub fn parse_slo(flags: &[(Latency, Option<f64>)], goodput: &[String]) -> Result
         })?;
         if metric.objective().is_none() {
             let names: Vec<&str> = Latency::objectives().map(Latency::user_name).collect();
-            let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
             return Err(UsageError::new(format!(
-                "--goodput {item:?}: goodput objectives exist for {} and {last} (vLLM has none for {metric})",
-                rest.join(", ")
+                "--goodput {item:?}: goodput objectives exist for {} (vLLM has none for {metric})",
+                crate::exit::listed(&names, "and")
             )));
         }
         match values.iter_mut().find(|(m, _)| *m == metric) {

@@ -19,6 +19,7 @@ use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
 use crate::latency::Slo;
+use crate::probe::ProbeSpec;
 use crate::secret::{Secret, redact_url};
 use crate::workload::Preamble;
 use crate::workload::prompt::PromptGenerator;
@@ -303,12 +304,12 @@ fn scenarios(
     let mut scenarios = Vec::with_capacity(t.scenarios.len());
     for (i, s) in t.scenarios.iter().enumerate() {
         let sp = path.key("scenarios").index(i);
-        check_probe(cfg, t, s, path, &sp)?;
+        let probe = check_probe(cfg, t, s, path, &sp)?;
         // The prompt must hold the shared prefix, the unique nonce and one more token.
         PromptGenerator::approximate(s.shared_prefix_tokens)
             .check_fits(s.input_tokens)
             .map_err(|e| (sp.key("input_tokens"), e.to_string()))?;
-        let mut plan = scenario(cfg, t, s, rate.split(shared).hz(), buckets);
+        let mut plan = scenario(cfg, t, s, &probe, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
         if let Some((question, preamble)) = plan_messages(s, &sp)? {
@@ -357,10 +358,11 @@ fn scenario(
     cfg: &Config,
     t: &Target,
     s: &Scenario,
+    probe: &ProbeSpec,
     shared_hz: f64,
     buckets: &Buckets,
 ) -> ScenarioPlan {
-    let slo = s.slo.or(cfg.defaults.slo).0;
+    let slo = probe.slo;
     ScenarioPlan {
         name: s.name.clone(),
         rate_hz: s.rate.map_or(shared_hz, |r| r.hz()),
@@ -368,7 +370,7 @@ fn scenario(
         output_tokens: s.output_tokens,
         shared_prefix_tokens: s.shared_prefix_tokens,
         ignore_eos: s.ignore_eos,
-        stream: s.stream && t.endpoint.can_stream(),
+        stream: probe.streamed(),
         buckets: buckets.clone().with_slos([&slo]),
         slo,
         seed: derive_seed(cfg.seed, &t.name, &s.name),

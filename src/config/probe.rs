@@ -25,15 +25,15 @@ impl Syntax for Yaml {
     }
 }
 
-/// Scenario `s` (at `sp`) of target `t` (at `tp`), checked by the rules every probe
-/// follows.
+/// Scenario `s` (at `sp`) of target `t` (at `tp`) as a probe, checked by the rules
+/// every probe follows.
 pub fn check_probe(
     cfg: &Config,
     t: &Target,
     s: &Scenario,
     tp: &Path,
     sp: &Path,
-) -> Result<(), (Path, String)> {
+) -> Result<ProbeSpec, (Path, String)> {
     let spec = ProbeSpec {
         endpoint: t.endpoint,
         input_tokens: s.input_tokens,
@@ -70,5 +70,6 @@ pub fn check_probe(
             Part::Turns => sp.key("turns"),
         };
         (at, refusal.reason)
-    })
+    })?;
+    Ok(spec)
 }

@@ -166,10 +166,9 @@ impl FromStr for Latency {
                     .filter_map(|l| l.user())
                     .map(|u| u.name)
                     .collect();
-                let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
                 format!(
-                    "unknown metric {s:?}: expected {} or {last}",
-                    rest.join(", ")
+                    "unknown metric {s:?}: expected {}",
+                    crate::exit::listed(&names, "or")
                 )
             })
     }

@@ -232,11 +232,7 @@ fn names_of(has: impl Fn(&crate::client::protocol::Api) -> bool) -> String {
         .filter(|e| has(e.api()))
         .map(Endpoint::as_str)
         .collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        Some((last, _)) => (*last).to_string(),
-        None => "none".into(),
-    }
+    crate::exit::listed(&names, "and")
 }
 
 #[cfg(test)]

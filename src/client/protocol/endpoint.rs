@@ -85,10 +85,9 @@ impl std::str::FromStr for Endpoint {
             })
             .ok_or_else(|| {
                 let names: Vec<&str> = Endpoint::ALL.iter().map(|e| e.as_str()).collect();
-                let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
                 format!(
-                    "unknown endpoint {s:?}: expected {} or {last} (or their paths, e.g. {})",
-                    rest.join(", "),
+                    "unknown endpoint {s:?}: expected {} (or their paths, e.g. {})",
+                    crate::exit::listed(&names, "or"),
                     Endpoint::Chat.path()
                 )
             })
