@@ -31,6 +31,7 @@ mod daemon_requests;
 mod daemon_self_check;
 mod daemon_turns;
 mod daemon_web;
+mod discovery;
 mod faults_bench;
 mod faults_client;
 mod faults_daemon;
