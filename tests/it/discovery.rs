@@ -197,7 +197,9 @@ impl Dnsmasq {
             std::env::var("LLMPROBE_REQUIRE_TOOLS").as_deref() != Ok("1"),
             "dnsmasq not found and LLMPROBE_REQUIRE_TOOLS=1"
         );
-        eprintln!("SKIPPED: dnsmasq not found (set LLMPROBE_DNSMASQ or apt-get install dnsmasq-base)");
+        eprintln!(
+            "SKIPPED: dnsmasq not found (set LLMPROBE_DNSMASQ or apt-get install dnsmasq-base)"
+        );
         None
     }
 
