@@ -2,13 +2,16 @@
 //! Kubernetes headless Service), or the SRV records of a name, each record's target
 //! resolved to its addresses and paired with the record's port. Lookups go to the
 //! system's resolver or to one `resolver: IP:PORT`, with no cache of their own so that
-//! each refresh asks again.
+//! each refresh asks again. A name's IPv4 addresses are used if it has any, else its
+//! IPv6 ones: a dual-stack pod is one replica, not two.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use hickory_resolver::TokioResolver;
-use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
+use hickory_resolver::config::{
+    ConnectionConfig, LookupIpStrategy, NameServerConfig, ResolverConfig,
+};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 
@@ -46,6 +49,7 @@ impl Resolver {
         };
         // Every refresh asks the server: membership changes must show within one interval.
         builder.options_mut().cache_size = 0;
+        builder.options_mut().ip_strategy = LookupIpStrategy::Ipv4thenIpv6;
         let resolver = builder
             .build()
             .map_err(|e| DiscoveryError::input("resolver", e.to_string()))?;

@@ -386,3 +386,21 @@ async fn dns_failure_keeps_the_last_good_set() {
         ["127.0.0.2:8000", "127.0.0.3:8000", "127.0.0.4:8000"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_takes_ipv6_for_an_ipv6_only_name_and_ipv4_for_a_dual_stack_one() {
+    let Some(bin) = Dnsmasq::binary() else { return };
+    let hosts_text = "::1 v6.test\n127.0.0.2 both.test\n::1 both.test\n";
+    let mut dns = Dnsmasq::start(&bin, hosts_text, &[]);
+    let resolver = Resolver::new(Some(&dns.server())).unwrap();
+    let v6 = DnsName::new("v6.test.", 8000, resolver.clone()).unwrap();
+    let mut r = Refresher::new(Source::Dns(v6), rules(&[]), Duration::from_secs(30));
+    until_set(&mut r, &mut dns, &["[::1]:8000"]).await;
+    let set = r.current().unwrap();
+    assert_eq!(set.url(&set.replicas[0]), "http://[::1]:8000");
+
+    // One pod with both families is one replica.
+    let both = DnsName::new("both.test.", 8000, resolver).unwrap();
+    let mut r = Refresher::new(Source::Dns(both), rules(&[]), Duration::from_secs(30));
+    until_set(&mut r, &mut dns, &["127.0.0.2:8000"]).await;
+}
