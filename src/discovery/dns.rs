@@ -66,7 +66,8 @@ impl Resolver {
     }
 }
 
-fn parse_server(text: &str) -> Result<SocketAddr, DiscoveryError> {
+/// Checks `resolver: IP:PORT` without building a resolver (for `--config.check`).
+pub fn parse_server(text: &str) -> Result<SocketAddr, DiscoveryError> {
     text.parse().map_err(|_| {
         DiscoveryError::input(
             format!("resolver: {text:?}"),
@@ -87,7 +88,8 @@ fn dns_error(name: &str, e: hickory_resolver::net::NetError) -> DiscoveryError {
     }
 }
 
-fn check_name(name: &str, source: &str) -> Result<String, DiscoveryError> {
+/// Checks a DNS name of the `source` kind (`dns`, `srv`) and returns it trimmed.
+pub fn check_name(name: &str, source: &str) -> Result<String, DiscoveryError> {
     let trimmed = name.trim();
     if trimmed.is_empty() || trimmed == "." {
         return Err(DiscoveryError::input(

@@ -12,7 +12,7 @@ mod sd_format;
 mod source;
 mod static_list;
 
-pub use dns::{DnsName, Resolver, SrvName};
+pub use dns::{DnsName, Resolver, SrvName, check_name as check_dns_name, parse_server};
 pub use error::DiscoveryError;
 pub use file_sd::FileSd;
 pub use http_sd::HttpSd;
