@@ -12,6 +12,8 @@ mod messages;
 pub mod plan;
 mod probe;
 pub mod rate;
+pub mod replicas;
+pub mod replicas_from;
 pub mod schema;
 pub mod slo;
 pub mod validate;

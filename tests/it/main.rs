@@ -23,6 +23,7 @@ mod client_tls;
 mod daemon_checks;
 mod daemon_cli;
 mod daemon_config;
+mod daemon_config_replicas;
 mod daemon_engine;
 mod daemon_logs;
 mod daemon_mock;
