@@ -433,7 +433,7 @@ impl ScenarioProber {
     fn probe(&self, d: Dispatch) -> impl Future<Output = RequestRecord> + Send + 'static + use<> {
         self.status.lock().unwrap_or_else(|e| e.into_inner()).sent += 1;
         let prober = self.prober.clone();
-        let inflight = InflightGuard::new(self.series.inflight().clone());
+        let inflight = self.series.inflight().cloned().map(InflightGuard::new);
         async move {
             let _inflight = inflight;
             prober.send(d, None).await.unwrap_or_else(|e| d.unbuilt(&e))

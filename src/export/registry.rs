@@ -86,7 +86,9 @@ impl Handle {
     }
 }
 
-/// Every non-histogram family of [`FAMILIES`], created and registered.
+/// Every non-histogram family of [`FAMILIES`], created and registered (clones share
+/// the collectors).
+#[derive(Clone)]
 pub struct Registered {
     handles: Vec<(&'static Family, Handle)>,
 }
@@ -94,10 +96,11 @@ pub struct Registered {
 impl Registered {
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let mut handles = Vec::with_capacity(FAMILIES.len());
-        // Per-scenario histograms live in `LatencyHistograms` (a layout per series);
+        // Per-series histograms live in `LatencyHistograms` (a layout per series);
         // process families are read at scrape time by their own collector.
         let own = |f: &&Family| {
-            !(f.kind == Kind::Histogram && f.scope == Scope::Scenario) && f.scope != Scope::Process
+            !(f.kind == Kind::Histogram && matches!(f.scope, Scope::Scenario | Scope::Replica))
+                && f.scope != Scope::Process
         };
         for f in FAMILIES.iter().filter(own) {
             let h = Handle::new(f)?;
