@@ -20,6 +20,7 @@ pub fn check(t: &Target, path: &Path) -> Result<(), (Path, String)> {
         for (key, set) in [
             ("replica_rate", t.replica_rate.is_some()),
             ("engine_metrics_path", t.engine_metrics_path.is_some()),
+            ("replica_series", t.replica_series.is_some()),
         ] {
             if set {
                 return Err((
@@ -95,6 +96,8 @@ pub struct ReplicaPlan {
     pub rate_hz: f64,
     /// Scraped on every replica.
     pub engine_metrics_path: String,
+    /// Every latency histogram per replica (`replica_series: full`), else the slim set.
+    pub full_series: bool,
 }
 
 /// A checked source without its runtime parts (a resolver, an HTTP client), so that a
@@ -172,6 +175,7 @@ pub fn plan(cfg: &Config, t: &Target, path: &Path) -> Result<Option<ReplicaPlan>
             .engine_metrics_path
             .clone()
             .unwrap_or_else(|| DEFAULT_ENGINE_METRICS_PATH.to_string()),
+        full_series: t.replica_series == Some(crate::config::schema::ReplicaSeries::Full),
     }))
 }
 

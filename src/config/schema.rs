@@ -262,6 +262,11 @@ pub struct Target {
     /// Needs `replicas_from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_metrics_path: Option<String>,
+    /// Which series each discovered replica exports: `slim` (default: TTFT and E2E
+    /// histograms and the outcome counters) or `full` (every latency histogram).
+    /// Needs `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_series: Option<ReplicaSeries>,
     /// The capacity model of this deployment, published as `llmprobe_capacity_*`.
     #[serde(
         default,
@@ -513,4 +518,15 @@ pub fn json_schema() -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// How many series a discovered replica exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaSeries {
+    /// TTFT and E2E histograms and the outcome counters.
+    #[default]
+    Slim,
+    /// Every latency histogram a probe measures.
+    Full,
 }

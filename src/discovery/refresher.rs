@@ -85,8 +85,9 @@ impl Refresher {
         &self.source
     }
 
-    /// Looks now and then every `interval`, sending each change and each failure, until
-    /// the receiver is dropped. A late tick is delayed, not bunched.
+    /// Looks now and then every `interval`, sending every outcome (an unchanged set
+    /// too: it tells that the look worked), until the receiver is dropped. A late tick
+    /// is delayed, not bunched.
     pub async fn run(mut self, interval: Duration, events: mpsc::Sender<Refresh>) {
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -96,9 +97,6 @@ impl Refresher {
                 _ = events.closed() => return,
             }
             let outcome = self.refresh().await;
-            if matches!(outcome, Refresh::Unchanged) {
-                continue;
-            }
             if events.send(outcome).await.is_err() {
                 return;
             }

@@ -10,8 +10,7 @@ use prometheus::{GaugeVec, IntCounterVec};
 use super::buckets::Buckets;
 use super::families::{self as f, Scope};
 use super::histograms::LatencyHistograms;
-use super::metrics::{children, set_or_remove};
-use super::registry::Registered;
+use super::registry::{Registered, children, set_or_remove};
 use super::series::{ScenarioSeries, unix_now};
 use crate::latency::Latency;
 

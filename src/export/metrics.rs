@@ -21,7 +21,7 @@ use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
 use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
-use super::registry::Registered;
+use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
 use crate::latency::{Latency, Slo};
@@ -506,31 +506,6 @@ impl Metrics {
         let mut buf = Vec::with_capacity(16 * 1024);
         TextEncoder::new().encode(&families, &mut buf)?;
         Ok(String::from_utf8(buf)?)
-    }
-}
-
-/// The children of a family with an extra label (`reason`), one per value, keyed by it.
-pub(super) fn children(
-    vec: &IntCounterVec,
-    family: &f::Family,
-    l: &[&str],
-) -> Vec<(&'static str, IntCounter)> {
-    let values = family.extra.map(|e| (e.values)()).unwrap_or_default();
-    values
-        .into_iter()
-        .map(|v| {
-            let labels: Vec<&str> = l.iter().copied().chain([v]).collect();
-            (v, vec.with_label_values(&labels))
-        })
-        .collect()
-}
-
-pub(super) fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
-    match v {
-        Some(v) if v.is_finite() => g.with_label_values(labels).set(v),
-        _ => {
-            let _ = g.remove_label_values(labels);
-        }
     }
 }
 

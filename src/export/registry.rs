@@ -187,3 +187,28 @@ impl Registered {
         }
     }
 }
+
+/// The children of a family with an extra label (`reason`), one per value, keyed by it.
+pub fn children(
+    vec: &IntCounterVec,
+    family: &Family,
+    l: &[&str],
+) -> Vec<(&'static str, IntCounter)> {
+    let values = family.extra.map(|e| (e.values)()).unwrap_or_default();
+    values
+        .into_iter()
+        .map(|v| {
+            let labels: Vec<&str> = l.iter().copied().chain([v]).collect();
+            (v, vec.with_label_values(&labels))
+        })
+        .collect()
+}
+
+pub fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
+    match v {
+        Some(v) if v.is_finite() => g.with_label_values(labels).set(v),
+        _ => {
+            let _ = g.remove_label_values(labels);
+        }
+    }
+}
