@@ -216,7 +216,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `capacity`, `engine_metrics_url`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`",
     ),
     (
         "zero_grace_period",
@@ -285,6 +285,14 @@ const BAD: &[(&str, &str)] = &[
     (
         "engine_metrics_path_relative",
         "engine_metrics_path_relative.yaml:7:26: targets[0].engine_metrics_path: \"metrics\" must be a path starting with /",
+    ),
+    (
+        "replica_series_without_replicas_from",
+        "replica_series_without_replicas_from.yaml:5:21: targets[0].replica_series: applies to discovered replicas: it needs replicas_from",
+    ),
+    (
+        "replica_series_unknown",
+        "replica_series_unknown.yaml:6:21: targets[0].replica_series: unknown variant <value>, expected `slim` or `full`",
     ),
     (
         "replica_rate_without_replicas_from",
