@@ -339,9 +339,10 @@ fn sparklines_cell(r: &ScenarioRow) -> String {
     )
 }
 
-/// A windowed figure, with over how long it was taken when its window is not yet full.
+/// A windowed figure, with over how long it was taken when its window is not yet full
+/// (a figure without a number, `–` or `– / –`, needs no note).
 fn windowed(figure: String, w: &WindowStats) -> String {
-    if figure == "–" {
+    if !figure.contains(|c: char| c.is_ascii_digit()) {
         return figure;
     }
     figure + &over(w.short_by_start())
@@ -454,6 +455,7 @@ mod tests {
         // Ten minutes in, only the hour is short of its window.
         let page = status_page(&board, &metrics, t0 + 600.0, true);
         assert!(page.contains("data-label=\"goodput 5m\">–</td>"));
+        assert!(page.contains("data-label=\"TTFT p50 / p99\">– / –</td>"));
         assert_eq!(page.matches("over 10m").count(), 2, "SLO 1h, goodput 1h");
         assert!(page.contains("6.3/min <small class=\"covered\">over 10m</small>"));
     }
