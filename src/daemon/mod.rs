@@ -387,7 +387,7 @@ impl Control {
         let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
         self.remove_series_not_in(&plan, new);
         // A restarted target discovers its replicas again and starts their series anew.
-        fleet::remove_all(&self.shared.metrics, &plan, &members);
+        fleet::remove_all(&self.shared, &plan, &members);
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`

@@ -205,6 +205,12 @@ async fn file_sd_replicas_are_probed_named_summed_and_follow_churn() {
         .unwrap();
     assert_eq!(slowest, &all[1]);
     assert!(mean_ttft(&s, &all[1]) >= 0.4);
+    // The status page lists the replicas worst first: the slow one on top.
+    let (status, page) = get(&format!("http://{addr}/")).await;
+    assert_eq!(status, 200);
+    let rows: Vec<&str> = page.split("<tr class=\"replica\"").skip(1).collect();
+    assert_eq!(rows.len(), 3, "{page}");
+    assert!(rows[0].contains(&all[1]), "{}", rows[0]);
     // Live room per replica: KV blocks × 16 tokens / 4096-token context.
     let s = one_round(addr).await;
     assert_fleet_is_the_sum(&s, &all);

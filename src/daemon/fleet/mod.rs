@@ -61,6 +61,7 @@ impl FleetContext {
             .metrics
             .fleet()
             .remove_replica(self.labels(), &scenarios, replica);
+        self.shared.status.remove_replica(&self.plan.name, replica);
         self.members
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -70,7 +71,9 @@ impl FleetContext {
 
 /// Removes the series of every replica and of the fleet of a stopped target. The
 /// caller holds the target's publish lock after cancelling it, so nothing comes back.
-pub fn remove_all(metrics: &crate::export::Metrics, plan: &TargetPlan, members: &Members) {
+pub fn remove_all(shared: &Shared, plan: &TargetPlan, members: &Members) {
+    let metrics = &shared.metrics;
+    shared.status.remove_replicas(&plan.name);
     let scenarios: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
     let labels = [plan.name.as_str(), plan.model.as_str()];
     let gone = std::mem::take(&mut *members.lock().unwrap_or_else(|e| e.into_inner()));

@@ -17,7 +17,9 @@ use crate::daemon::scenario::{
     ScenarioProber, budget_admission, run_config, scenario_client, scenario_workload,
     stagger_offset,
 };
-use crate::daemon::sinks::{BudgetSink, Consumer, LogSink, MetricsSink, consume};
+use crate::daemon::sinks::{
+    BudgetSink, Consumer, LogSink, MetricsSink, ReplicaStatusSink, consume,
+};
 use crate::discovery::Replica;
 use crate::probe::{Conversations, Prober};
 use crate::runner::{self, Dispatch};
@@ -172,6 +174,13 @@ fn start_scenario(
         summary_interval,
         target: plan.name.clone(),
         scenario: scenario.name.clone(),
+        secrets: plan.secrets.clone(),
+    }));
+    sinks.push(Box::new(ReplicaStatusSink {
+        status: ctx
+            .shared
+            .status
+            .replica(&plan.name, &plan.model, &replica.host_port),
         secrets: plan.secrets.clone(),
     }));
     tasks.spawn(consume(

@@ -15,7 +15,7 @@ use crate::daemon::engine_scrape::gauges;
 use crate::daemon::failure_lines::{self, Activity, Attempt};
 use crate::daemon::failure_log::{FailureKey, FailureLog};
 use crate::engine_metrics::{self, EngineSnapshot, Scrape, ScrapeError};
-use crate::export::ReplicaEngineGauges;
+use crate::export::{ReplicaEngine, ReplicaEngineGauges};
 use crate::secret::{Secret, scrub};
 
 /// One replica's outcome in a round.
@@ -71,11 +71,13 @@ impl ReplicaScrapes {
                 Ok(scrape) => {
                     let load = self.load(ctx, &s.replica, scrape.snapshot, s.started);
                     fleet.set_replica_engine(labels, &s.replica, true, &load);
+                    show(ctx, &s.replica, true, &load);
                     loads.push(load);
                     self.log_success(ctx, &s.replica);
                 }
                 Err(e) => {
                     fleet.set_replica_engine(labels, &s.replica, false, &ReplicaLoad::default());
+                    show(ctx, &s.replica, false, &ReplicaLoad::default());
                     self.log_failure(ctx, &s.replica, &e);
                 }
             }
@@ -149,4 +151,20 @@ impl ReplicaScrapes {
         };
         failure_lines::failure(Activity::EngineScrape, &key, attempt, &lines);
     }
+}
+
+/// A replica's engine onto its row of the status page.
+fn show(ctx: &FleetContext, replica: &str, scrape_ok: bool, g: &ReplicaLoad) {
+    ctx.shared
+        .status
+        .replica(&ctx.plan.name, &ctx.plan.model, replica)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .set_engine(ReplicaEngine {
+            scrape_ok,
+            running: g.running,
+            waiting: g.waiting,
+            kv_cache_usage_ratio: g.kv_cache_usage_ratio,
+            headroom: g.headroom,
+        });
 }
