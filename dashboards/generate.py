@@ -607,8 +607,9 @@ def capacity_dashboard() -> dict:
                     (fleet_or_engine("llmprobe_fleet_waiting_requests",
                                      "llmprobe_engine_waiting_requests"),
                      "waiting {{target}}")]),
-        stat("Headroom", "1 - running / max concurrent sequences. For a target with "
-             "replicas_from, over the fleet's sums, and 0 while any replica queues; else the "
+        stat("Headroom", "Free concurrency: 1 - running / max concurrent sequences (and "
+             "1 - KV use, the smaller; 0 while requests queue). For a target with "
+             "replicas_from, over the fleet's sums, 0 while any replica queues; else the "
              "single engine's (live numbers when scraped, else the model). "
              "LlmprobeHeadroomLow fires under 10%.", "percentunit",
              [(f"min by (target, model) (llmprobe_fleet_headroom_ratio{{{SEL_TM}}})\n"
