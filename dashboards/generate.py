@@ -182,6 +182,51 @@ def stat(title: str, desc: str, unit: str, queries: list[tuple[str, str]], *,
     }
 
 
+def table(title: str, desc: str, columns: list[tuple[str, str, str]], *, w: int = 24,
+          h: int = 9, sort_by: str | None = None,
+          colored: dict[str, list[tuple[str, float | None]]] | None = None) -> dict:
+    """One row per series label set: each (column name, unit, instant query) is a column,
+    the queries' results merged on their common labels (Grafana's `merge` transformation),
+    the time column dropped. `colored` columns get a background from their thresholds."""
+    colored = colored or {}
+    overrides = []
+    for i, (name, unit, _) in enumerate(columns):
+        props: list[dict] = [{"id": "unit", "value": unit}]
+        if name in colored:
+            props += [{"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                      {"id": "thresholds", "value": threshold_steps(colored[name])}]
+        overrides.append({"matcher": {"id": "byName", "options": name}, "properties": props})
+    refs = [chr(ord("A") + i) for i in range(len(columns))]
+    options: dict = {"showHeader": True, "cellHeight": "sm",
+                     "footer": {"show": False, "reducer": ["sum"], "countRows": False,
+                                "fields": ""}}
+    if sort_by:
+        options["sortBy"] = [{"displayName": sort_by, "desc": False}]
+    return {
+        "type": "table",
+        "title": title,
+        "description": desc,
+        "datasource": DS,
+        "_size": (w, h),
+        "fieldConfig": {"defaults": {"unit": "short",
+                                     "custom": {"align": "auto",
+                                                "cellOptions": {"type": "auto"}},
+                                     "color": {"mode": "thresholds"},
+                                     "thresholds": threshold_steps([("green", None)])},
+                        "overrides": overrides},
+        "options": options,
+        "transformations": [
+            {"id": "merge", "options": {}},
+            {"id": "organize", "options": {
+                "excludeByName": {"Time": True},
+                "renameByName": {f"Value #{r}": name for r, (name, _, _) in zip(refs, columns)},
+            }},
+        ],
+        "targets": [dict(target(expr, "__auto", r), format="table", instant=True, range=False)
+                    for r, (_, _, expr) in zip(refs, columns)],
+    }
+
+
 def threshold_steps(steps: list[tuple[str, float | None]]) -> dict:
     return {"mode": "absolute", "steps": [{"color": c, "value": v} for c, v in steps]}
 
@@ -436,31 +481,143 @@ def server_ttft(window: str) -> str:
             f"(rate(llmprobe_engine_ttft_observations_total{{{SEL_TM}}}[{window}])))")
 
 
+def fleet_or_engine(fleet: str, engine: str, engine_agg: str = "sum") -> str:
+    """A fleet gauge (`llmprobe_fleet_*`, one series per target from each llmprobe
+    instance, hence `max`) where the target discovers its replicas, else the single
+    engine's gauge behind its front door."""
+    return (f"max by (target, model) ({fleet}{{{SEL_TM}}})\n"
+            f"or {engine_agg} by (target, model) ({engine}{{{SEL_TM}}})")
+
+
+BY_REPLICA = "target, model, replica"
+
+
+def replica_table() -> dict:
+    per = f"by ({BY_REPLICA})"
+    return table(
+        "Replicas now",
+        "One row per discovered replica (targets with replicas_from): its engine's running "
+        "and waiting requests, KV cache use and headroom (1 - running / max sequences, 0 "
+        "while it queues) from the last scrape, whether that scrape worked, and its own "
+        "probes' TTFT p99 and goodput over the dashboard range. Sorted by headroom: the "
+        "replica that is full, or slow, or failing while the fleet's average looks fine "
+        "comes first.",
+        [("Running", "short",
+          f"sum {per} (llmprobe_replica_engine_running_requests{{{SEL_TM}}})"),
+         ("Waiting", "short",
+          f"sum {per} (llmprobe_replica_engine_waiting_requests{{{SEL_TM}}})"),
+         ("KV cache", "percentunit",
+          f"max {per} (llmprobe_replica_engine_kv_cache_usage_ratio{{{SEL_TM}}})"),
+         ("Headroom", "percentunit",
+          f"min {per} (llmprobe_replica_headroom_ratio{{{SEL_TM}}})"),
+         ("TTFT p99", "s",
+          f"histogram_quantile(0.99, sum by ({BY_REPLICA}, le) "
+          f"(rate(llmprobe_replica_ttft_seconds_bucket{{{SEL}}}[$__range])))"),
+         ("Goodput", "percentunit",
+          f"sum {per} (rate(llmprobe_replica_goodput_requests_total{{{SEL}}}[$__range]))\n/\n"
+          f"sum {per} (rate(llmprobe_replica_requests_total{{{SEL}}}[$__range]))"),
+         ("Scraped", "bool_yes_no",
+          f"min {per} (llmprobe_replica_engine_scrape_success{{{SEL_TM}}})")],
+        sort_by="Headroom",
+        colored={"Waiting": [("green", None), ("red", 1)],
+                 "KV cache": [("green", None), ("orange", 0.9)],
+                 "Headroom": [("red", None), ("orange", 0.1), ("green", 0.25)],
+                 "Goodput": ATTAINMENT,
+                 "Scraped": [("red", None), ("green", 1)]},
+    )
+
+
+def fleet_panels() -> list[dict]:
+    """Targets that discover their replicas (replicas_from): the set, its cost, and each
+    replica on its own. Empty for targets without replicas_from."""
+    return [
+        row("Fleet: discovered replicas"),
+        timeseries("Replicas: discovered, scraped, queueing", "Replicas in the discovered "
+                   "set (after max_replicas), those whose last engine scrape worked (the fleet "
+                   "sums run over these), those with waiting requests, and those found beyond "
+                   "max_replicas and not probed.", "short",
+                   [(f"max by (target, model) (llmprobe_fleet_replicas{{{SEL_TM}}})",
+                     "discovered {{target}}"),
+                    (f"max by (target, model) (llmprobe_fleet_scraped_replicas{{{SEL_TM}}})",
+                     "scraped {{target}}"),
+                    (f"max by (target, model) (llmprobe_fleet_queueing_replicas{{{SEL_TM}}})",
+                     "queueing {{target}}"),
+                    (f"max by (target, model) (llmprobe_discovery_refused_replicas{{{SEL_TM}}})",
+                     "refused {{target}}")]),
+        stat("Fleet $ per 1M output tokens", "gpu_hourly x GPUs per replica x replicas / "
+             "(3600 x the replicas' summed generation tok/s) x 1e6, now (needs a capacity "
+             "block with gpu_hourly).", "currencyUSD",
+             [(f"max by (target, model) "
+               f"(llmprobe_fleet_cost_per_million_output_tokens_dollars{{{SEL_TM}}})",
+               "{{target}}")], w=4, h=8, decimals=2),
+        stat("Since replica refresh", "Seconds since the replica set was last refreshed "
+             "(DNS or SD read) successfully; after a failed refresh the last good set is "
+             "kept and probed.", "s",
+             [(f"time() - max by (target, model) "
+               f"(llmprobe_discovery_last_success_timestamp_seconds{{{SEL_TM}}})",
+               "{{target}}")],
+             w=4, h=8, thresholds=[("green", None), ("orange", 120), ("red", 600)]),
+        stat("Discovery errors", "Failed refreshes of the replica set (DNS or SD errors) "
+             "over the dashboard range.", "short",
+             [(f"sum by (target, model) "
+               f"(increase(llmprobe_discovery_errors_total{{{SEL_TM}}}[$__range]))",
+               "{{target}}")],
+             w=4, h=8, thresholds=[("green", None), ("orange", 1)], decimals=0),
+        replica_table(),
+        timeseries("TTFT p99 per replica", "TTFT p99 of each replica's own probes over 5m "
+                   "windows (the rule llmprobe:replica_ttft:p99_rate5m); at a low "
+                   "replica_rate, few probes fall in a window and the line has holes.", "s",
+                   [(f"histogram_quantile(0.99, sum by ({BY_REPLICA}, le) "
+                     f"(rate(llmprobe_replica_ttft_seconds_bucket{{{SEL}}}[5m])))",
+                     "{{replica}} {{target}}")]),
+        timeseries("Running and waiting per replica", "Each replica engine's running and "
+                   "waiting requests: uneven load, or one replica queueing while others "
+                   "idle.", "short",
+                   [(f"sum by ({BY_REPLICA}) (llmprobe_replica_engine_running_requests{{{SEL_TM}}})",
+                     "running {{replica}} {{target}}"),
+                    (f"sum by ({BY_REPLICA}) (llmprobe_replica_engine_waiting_requests{{{SEL_TM}}})",
+                     "waiting {{replica}} {{target}}")]),
+    ]
+
+
 def capacity_dashboard() -> dict:
     panels = [
         row("Concurrency"),
         timeseries("Max concurrent sequences: model vs live", "The capacity model's maximum "
                    "concurrent sequences (KV pool tokens / context, vLLM's definition), the "
-                   "live number from the engine's KV capacity, and what is running now.",
+                   "live number and what is running now: summed over the scraped replicas "
+                   "for a target with replicas_from, else from the engine behind the front "
+                   "door.",
                    "short",
                    [(f"max by (target, model) (llmprobe_capacity_max_concurrent_sequences{{{SEL_TM}}})",
                      "model {{target}}"),
-                    (f"max by (target, model) (llmprobe_engine_max_concurrent_sequences{{{SEL_TM}}})",
+                    (fleet_or_engine("llmprobe_fleet_max_concurrent_sequences",
+                                     "llmprobe_engine_max_concurrent_sequences", "max"),
                      "live {{target}}"),
-                    (f"sum by (target, model) (llmprobe_engine_running_requests{{{SEL_TM}}})",
+                    (fleet_or_engine("llmprobe_fleet_running_requests",
+                                     "llmprobe_engine_running_requests"),
                      "running {{target}}")]),
-        timeseries("Engine running and waiting", "Requests the engine is running and queueing "
-                   "(all clients, not only the probes).", "short",
-                   [(f"sum by (target, model) (llmprobe_engine_running_requests{{{SEL_TM}}})",
+        timeseries("Engine running and waiting", "Requests the engines are running and "
+                   "queueing (all clients, not only the probes): summed over the scraped "
+                   "replicas for a target with replicas_from, else the engine behind the "
+                   "front door.", "short",
+                   [(fleet_or_engine("llmprobe_fleet_running_requests",
+                                     "llmprobe_engine_running_requests"),
                      "running {{target}}"),
-                    (f"sum by (target, model) (llmprobe_engine_waiting_requests{{{SEL_TM}}})",
+                    (fleet_or_engine("llmprobe_fleet_waiting_requests",
+                                     "llmprobe_engine_waiting_requests"),
                      "waiting {{target}}")]),
-        stat("Headroom", "1 - running / max concurrent sequences (live engine numbers when "
-             "scraped, else the model). LlmprobeHeadroomLow fires under 10%.", "percentunit",
-             [(f"min by (target, model) (llmprobe_capacity_headroom_ratio{{{SEL_TM}}})",
+        stat("Headroom", "Free concurrency: 1 - running / max concurrent sequences (and "
+             "1 - KV use, the smaller; 0 while requests queue). For a target with "
+             "replicas_from, over the fleet's sums, 0 while any replica queues; else the "
+             "single engine's (live numbers when scraped, else the model). "
+             "LlmprobeHeadroomLow fires under 10%.", "percentunit",
+             [(f"min by (target, model) (llmprobe_fleet_headroom_ratio{{{SEL_TM}}})\n"
+               f"or min by (target, model) (llmprobe_capacity_headroom_ratio{{{SEL_TM}}})",
                "{{target}}")],
              thresholds=[("red", None), ("orange", 0.1), ("green", 0.25)], decimals=1),
-        stat("Engine scrape", "Whether the last scrape of the engine's own /metrics worked.",
+        stat("Engine scrape", "Whether the last scrape of the front door engine's own "
+             "/metrics (engine_metrics_url) worked; replicas: the fleet row below.",
              "bool_yes_no",
              [(f"min by (target, model) (llmprobe_engine_scrape_success{{{SEL_TM}}})",
                "{{target}}")],
@@ -468,9 +625,13 @@ def capacity_dashboard() -> dict:
         stat("Engine scrape duration", "How long the last engine /metrics scrape took.", "s",
              [(f"max by (target, model) (llmprobe_engine_scrape_duration_seconds{{{SEL_TM}}})",
                "{{target}}")], w=12),
+        *fleet_panels(),
         row("KV cache and memory"),
-        timeseries("KV cache usage", "Fraction of the engine's KV cache in use.", "percentunit",
-                   [(f"max by (target, model) (llmprobe_engine_kv_cache_usage_ratio{{{SEL_TM}}})",
+        timeseries("KV cache usage", "Fraction of the engine's KV cache in use: the fullest "
+                   "replica for a target with replicas_from, else the engine behind the front "
+                   "door.", "percentunit",
+                   [(f"max by (target, model) (llmprobe_replica_engine_kv_cache_usage_ratio{{{SEL_TM}}})\n"
+                     f"or max by (target, model) (llmprobe_engine_kv_cache_usage_ratio{{{SEL_TM}}})",
                      "{{target}}")], thresholds=[("green", None), ("orange", 0.9)]),
         timeseries("KV cache tokens: model vs live", "KV pool size in tokens per replica from "
                    "the capacity model, and the engine's live KV capacity.", "short",
@@ -492,7 +653,8 @@ def capacity_dashboard() -> dict:
                    "generation rate.", "suffix: tok/s",
                    [(f"max by (target, model) (llmprobe_capacity_decode_tokens_per_second{{{SEL_TM}}})",
                      "model {{target}}"),
-                    (f"max by (target, model) (llmprobe_engine_generation_tokens_per_second{{{SEL_TM}}})",
+                    (fleet_or_engine("llmprobe_fleet_generation_tokens_per_second",
+                                     "llmprobe_engine_generation_tokens_per_second", "max"),
                      "live {{target}}")]),
         timeseries("$ per 1M output tokens: model vs live", "price/h x GPUs / (3600 x "
                    "aggregate tok/s) x 1e6, from the model and from the observed rate.",
@@ -500,8 +662,9 @@ def capacity_dashboard() -> dict:
                    [(f"max by (target, model) "
                      f"(llmprobe_capacity_cost_per_million_output_tokens_dollars{{{SEL_TM}}})",
                      "model {{target}}"),
-                    (f"max by (target, model) "
-                     f"(llmprobe_engine_cost_per_million_output_tokens_dollars{{{SEL_TM}}})",
+                    (fleet_or_engine("llmprobe_fleet_cost_per_million_output_tokens_dollars",
+                                     "llmprobe_engine_cost_per_million_output_tokens_dollars",
+                                     "max"),
                      "live {{target}}")]),
         stat("Probe spend over the range", "What the probes themselves cost, for targets with a "
              "price.", "currencyUSD",

@@ -18,6 +18,7 @@ pub mod client;
 pub mod config;
 pub mod conversation;
 pub mod daemon;
+pub mod discovery;
 pub mod duration;
 pub mod engine_metrics;
 pub mod event;

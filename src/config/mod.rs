@@ -12,6 +12,8 @@ mod messages;
 pub mod plan;
 mod probe;
 pub mod rate;
+pub mod replicas;
+pub mod replicas_from;
 pub mod schema;
 pub mod slo;
 pub mod validate;
@@ -19,6 +21,7 @@ pub mod validate;
 pub use error::ConfigError;
 pub use plan::{Plan, ScenarioPlan, TargetPlan};
 pub use rate::ProbeRate;
+pub use replicas::ReplicaPlan;
 pub use schema::{
     BucketsConfig, Config, DEFAULT_LISTEN, Defaults, HeaderSource, HeaderValue, PriceConfig,
     Scenario, Target, json_schema,

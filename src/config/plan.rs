@@ -14,6 +14,7 @@ use super::error::ConfigError;
 use super::locate::Path;
 use super::messages::plan_messages;
 use super::probe::check_probe;
+use super::replicas::ReplicaPlan;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
 use super::validate::validate;
 use crate::client::ClientConfig;
@@ -59,6 +60,9 @@ pub struct TargetPlan {
     pub price: Option<TokenPrice>,
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
+    /// How the replicas behind the front door are discovered and probed. Built and
+    /// checked here; the daemon does not use it yet (replicas are not probed yet).
+    pub replicas: Option<ReplicaPlan>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
     /// capacity block's context. Never a probe scenario's size: production traffic,
     /// not the probes, fills the engine.
@@ -175,6 +179,10 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     for t in &mut shown.targets {
         t.base_url = redact_url(&t.base_url);
         t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
+        // `/config` shows the replica count as it always has, unless they are discovered.
+        if t.replicas_from.is_none() {
+            t.replicas = Some(t.replicas.unwrap_or(1));
+        }
     }
     let redacted_yaml = serde_yaml_ng::to_string(&shown)
         .map_err(|e| (root.clone(), format!("cannot print the config: {e}")))?;
@@ -269,6 +277,7 @@ fn target(
 
     let scenarios = scenarios(cfg, t, path, buckets)?;
 
+    let replicas = super::replicas::plan(cfg, t, path)?;
     let capacity = capacity_plan(t, path)?;
     let context_tokens = t
         .capacity
@@ -287,6 +296,7 @@ fn target(
         }),
         capacity,
         engine_metrics_url: t.engine_metrics_url.clone(),
+        replicas,
         context_tokens,
         secrets,
     })
@@ -336,7 +346,7 @@ fn capacity_plan(t: &Target, path: &Path) -> Result<Option<CapacityPlan>, (Path,
         Some(inputs) => {
             let report = crate::capacity::evaluate(inputs)
                 .map_err(|e| (path.key("capacity"), e.to_string()))?;
-            let replicas = f64::from(t.replicas);
+            let replicas = f64::from(t.replicas.unwrap_or(1));
             Some(CapacityPlan {
                 gauges: CapacityGauges {
                     max_concurrent_sequences: report.max_concurrent_sequences,

@@ -245,9 +245,28 @@ pub struct Target {
     /// What to send; one runner each. Default: one scenario named `default`.
     #[serde(default = "default_scenarios")]
     pub scenarios: Vec<Scenario>,
-    /// Replicas behind `base_url` (multiplies the aggregate capacity gauges).
-    #[serde(default = "one")]
-    pub replicas: u32,
+    /// Replicas behind `base_url` (multiplies the aggregate capacity gauges); default 1.
+    /// A target counts its replicas here or discovers them with `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", default = "one_replica")]
+    pub replicas: Option<u32>,
+    /// Where the replicas behind `base_url` are discovered: exactly one of `dns`, `srv`,
+    /// `file_sd`, `http_sd`, `static`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_from: Option<super::replicas_from::ReplicasFrom>,
+    /// Probes to each discovered replica, besides the front door's `rate` (default:
+    /// `defaults.rate`). Needs `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_rate: Option<ProbeRate>,
+    /// The engine metrics path scraped on every discovered replica (default `/metrics`).
+    /// Needs `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_metrics_path: Option<String>,
+    /// Which series each discovered replica exports: `slim` (default: TTFT and E2E
+    /// histograms and the outcome counters) or `full` (every latency histogram).
+    /// Needs `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_series: Option<ReplicaSeries>,
     /// The capacity model of this deployment, published as `llmprobe_capacity_*`.
     #[serde(
         default,
@@ -268,6 +287,11 @@ fn yes() -> bool {
 
 fn one() -> u32 {
     1
+}
+
+/// The replica count's default as the schema shows it.
+fn one_replica() -> Option<u32> {
+    Some(1)
 }
 
 fn default_scenarios() -> Vec<Scenario> {
@@ -494,4 +518,15 @@ pub fn json_schema() -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// How many series a discovered replica exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicaSeries {
+    /// TTFT and E2E histograms and the outcome counters.
+    #[default]
+    Slim,
+    /// Every latency histogram a probe measures.
+    Full,
 }

@@ -144,9 +144,10 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
     if t.max_inflight == Some(0) {
         return Err((path.key("max_inflight"), "must be at least 1".into()));
     }
-    if t.replicas == 0 {
+    if t.replicas == Some(0) {
         return Err((path.key("replicas"), "must be at least 1".into()));
     }
+    super::replicas::check(t, path)?;
     if let Some(p) = &t.price {
         for (name, v) in [
             ("input_per_million", p.input_per_million),

@@ -1,8 +1,9 @@
 //! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
 //! SLOs, one with answer checks, a price, a capacity block, the mock's vLLM-format
-//! `/metrics` as the engine), plus a second target on the Responses API whose answers reason first (TTFA and
-//! reasoning tokens).
+//! `/metrics` as the engine), a second target on the Responses API whose answers reason
+//! first (TTFA and reasoning tokens), and a third whose two replicas (two more mocks, one
+//! slower) are discovered from a static list (the replica and fleet series).
 
 use std::net::SocketAddr;
 
@@ -13,19 +14,54 @@ use crate::mock::{MockConfig, MockFlags, MockServer};
 /// `rate()` over a minute to be smooth, little enough for a laptop.
 pub const DEMO_RATE: &str = "4/s";
 
-/// Starts the mock on 127.0.0.1:0 with `faults` (`KIND[=PARAM][:P]`, as `llmprobe mock
-/// --fault`) and returns it with the demo config pointing at it.
-pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSource)> {
+/// How much slower the demo's second replica answers than the first: the replica table
+/// and the per-replica series then have a slow replica to show.
+const SLOW_REPLICA_FACTOR: u32 = 3;
+
+/// The demo's mock engines: the one every target's front door probes, and the two
+/// replicas of the fleet target.
+pub struct DemoMocks {
+    pub engine: MockServer,
+    pub replicas: Vec<MockServer>,
+}
+
+impl DemoMocks {
+    pub fn base_url(&self) -> String {
+        self.engine.base_url()
+    }
+
+    pub async fn shutdown(self) {
+        self.engine.shutdown().await;
+        for r in self.replicas {
+            r.shutdown().await;
+        }
+    }
+}
+
+/// Starts the mocks on 127.0.0.1:0 with `faults` (`KIND[=PARAM][:P]`, as `llmprobe mock
+/// --fault`; the replicas have none) and returns them with the demo config.
+pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource)> {
     let mut cfg = MockConfig::from_flags(MockFlags {
         faults: crate::mock::parse_fault_flags("--mock-fault", faults)?,
         ..MockFlags::default()
     })?;
     let model = cfg.model.clone();
     cfg.num_gpu_blocks = demo_kv_blocks(&model, cfg.block_size)?;
-    let server = crate::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-    let text = config_text(&server.base_url(), &model);
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut replicas = Vec::new();
+    for slower in [1, SLOW_REPLICA_FACTOR] {
+        let replica = MockConfig {
+            faults: Vec::new(),
+            ttft: cfg.ttft * slower,
+            ..cfg.clone()
+        };
+        replicas.push(crate::mock::start(replica, loopback).await?);
+    }
+    let engine = crate::mock::start(cfg, loopback).await?;
+    let replica_urls: Vec<String> = replicas.iter().map(MockServer::base_url).collect();
+    let text = config_text(&engine.base_url(), &model, &replica_urls);
     Ok((
-        server,
+        DemoMocks { engine, replicas },
         ConfigSource::Inline {
             name: "<--mock demo config>".to_string(),
             text,
@@ -37,7 +73,8 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(MockServer, ConfigSourc
 /// live max sequences (KV tokens / context) and headroom agree with the model instead of
 /// showing a tiny engine that looks half full with one request.
 fn demo_kv_blocks(model: &str, block_size: u32) -> anyhow::Result<u32> {
-    let plan = crate::config::plan::load_str(&config_text("http://127.0.0.1:9", model), "demo")?;
+    let plan =
+        crate::config::plan::load_str(&config_text("http://127.0.0.1:9", model, &[]), "demo")?;
     let tokens = plan
         .targets
         .first()
@@ -51,9 +88,10 @@ fn demo_kv_blocks(model: &str, block_size: u32) -> anyhow::Result<u32> {
     })
 }
 
-/// The demo config for a mock at `base_url`.
-pub fn config_text(base_url: &str, model: &str) -> String {
-    format!(
+/// The demo config for a mock at `base_url`, with a fleet target when there are
+/// `replicas` (their base URLs).
+pub fn config_text(base_url: &str, model: &str, replicas: &[String]) -> String {
+    let mut text = format!(
         r#"# The --mock demo: the embedded mock engine (TTFT 50 ms, 10 ms per token).
 grace_period: 2s
 engine_scrape_interval: 2s
@@ -98,6 +136,39 @@ targets:
         output_tokens: 24
         slo: {{ttft: 100ms, ttfa: 200ms, e2e: 500ms}}
 "#
+    );
+    if !replicas.is_empty() {
+        text.push_str(&fleet_target(base_url, model, replicas));
+    }
+    text
+}
+
+/// A target whose replicas are discovered from a static list; the front door is the
+/// first mock, as a router would be.
+fn fleet_target(base_url: &str, model: &str, replicas: &[String]) -> String {
+    format!(
+        r#"  - name: mock-fleet
+    base_url: {base_url}
+    model: {model}
+    rate: 1/s
+    timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
+    scenarios:
+      - name: chat
+        input_tokens: 64
+        output_tokens: 16
+        slo: {{ttft: 100ms, e2e: 500ms}}
+    capacity:
+      preset: llama-3.1-8b
+      gpu: h100
+      tp: 1
+      gpu_hourly: 2.5
+    replica_rate: 2/s
+    # Every latency histogram per replica, so the demo fills every documented family.
+    replica_series: full
+    replicas_from:
+      static: [{}]
+"#,
+        replicas.join(", ")
     )
 }
 
@@ -107,9 +178,15 @@ mod tests {
 
     #[test]
     fn demo_config_is_valid() {
-        let plan =
-            crate::config::plan::load_str(&config_text("http://127.0.0.1:9", "mock-llm"), "demo")
-                .unwrap();
+        let plan = crate::config::plan::load_str(
+            &config_text(
+                "http://127.0.0.1:9",
+                "mock-llm",
+                &["http://127.0.0.1:10".into(), "http://127.0.0.1:11".into()],
+            ),
+            "demo",
+        )
+        .unwrap();
         let t = &plan.targets[0];
         assert_eq!(t.scenarios.len(), 2);
         let r = &plan.targets[1];
@@ -122,6 +199,7 @@ mod tests {
         );
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
+        assert!(plan.targets[2].replicas.is_some());
     }
 
     #[test]

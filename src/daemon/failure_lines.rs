@@ -16,6 +16,8 @@ pub enum Activity {
     /// One answer check of the probes that were answered; its reason is the check.
     AnswerCheck,
     EngineScrape,
+    /// A target's replica discovery looks.
+    Discovery,
 }
 
 impl Activity {
@@ -24,6 +26,7 @@ impl Activity {
             Activity::Probe => "probe",
             Activity::AnswerCheck => "answer check",
             Activity::EngineScrape => "engine scrape",
+            Activity::Discovery => "replica discovery",
         }
     }
 
@@ -32,6 +35,7 @@ impl Activity {
             Activity::Probe => "probes",
             Activity::AnswerCheck => "answer checks",
             Activity::EngineScrape => "engine scrapes",
+            Activity::Discovery => "replica discovery looks",
         }
     }
 
@@ -41,6 +45,7 @@ impl Activity {
             Activity::Probe => "probe failed",
             Activity::AnswerCheck => "answer check failed",
             Activity::EngineScrape => "engine scrape failed",
+            Activity::Discovery => "replica discovery failed; keeping the last good set",
         }
     }
 }

@@ -41,6 +41,14 @@ impl FailureKey {
         }
     }
 
+    /// The same stream on one discovered replica.
+    pub fn with_replica(&self, replica: &str) -> FailureKey {
+        FailureKey {
+            replica: Some(replica.to_string()),
+            ..self.clone()
+        }
+    }
+
     /// One answer check of the probes of this stream.
     pub fn with_check(&self, check: &'static str) -> FailureKey {
         FailureKey {

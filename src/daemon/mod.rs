@@ -13,7 +13,10 @@ pub mod demo;
 pub mod engine_scrape;
 pub mod failure_lines;
 pub mod failure_log;
+pub mod fleet;
+pub mod scenario;
 pub mod self_check;
+pub mod shared;
 pub mod sinks;
 pub mod source;
 pub mod target;
@@ -34,8 +37,9 @@ use crate::config::schema::SelfCheckConfig;
 use crate::config::{Plan, plan};
 use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
 use crate::web::{Web, WebOptions};
+use shared::Shared;
 pub use source::ConfigSource;
-use target::{RunningTarget, Shared};
+use target::RunningTarget;
 
 /// How often secret files are read again to notice a rotated key.
 pub const SECRET_CHECK_INTERVAL: Duration = Duration::from_secs(60);
@@ -378,9 +382,12 @@ impl Control {
     fn retire(&mut self, running: RunningTarget, new: Option<&crate::config::TargetPlan>) {
         let plan = running.plan.clone();
         let publish = running.publish.clone();
+        let members = running.members.clone();
         self.stopping.push(running.stop(self.grace_period));
         let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
         self.remove_series_not_in(&plan, new);
+        // A restarted target discovers its replicas again and starts their series anew.
+        fleet::remove_all(&self.shared, &plan, &members);
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`

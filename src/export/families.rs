@@ -49,6 +49,13 @@ pub enum Scope {
     /// Engine-scrape series of a target (and what is derived from them), removed when
     /// its `engine_metrics_url` goes.
     Engine,
+    /// Probe results of one discovered replica × scenario (labels + `replica`),
+    /// removed when the replica leaves the set.
+    Replica,
+    /// Engine-scrape series of one discovered replica (`target, model, replica`).
+    ReplicaEngine,
+    /// A target's fleet sums and discovery state, removed with its `replicas_from`.
+    Fleet,
     /// The daemon's own series, never removed.
     Daemon,
     /// The daemon's own series read from the OS at each scrape (cgroup CPU throttling),
@@ -85,13 +92,19 @@ pub struct Family {
 pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
 /// Labels of capacity and engine gauges, in this order.
 pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
+/// Labels of a discovered replica's probe results, in this order.
+pub const REPLICA_PROBE_LABELS: [&str; 4] = ["target", "model", "scenario", "replica"];
+/// Labels of a discovered replica's engine series, in this order.
+pub const REPLICA_LABELS: [&str; 3] = ["target", "model", "replica"];
 
 impl Family {
     /// Every label name, in order.
     pub fn labels(&self) -> Vec<&'static str> {
         let mut labels = match self.scope {
             Scope::Scenario => PROBE_LABELS.to_vec(),
-            Scope::Capacity | Scope::Engine => TARGET_LABELS.to_vec(),
+            Scope::Capacity | Scope::Engine | Scope::Fleet => TARGET_LABELS.to_vec(),
+            Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
+            Scope::ReplicaEngine => REPLICA_LABELS.to_vec(),
             Scope::Daemon | Scope::Process => Vec::new(),
         };
         labels.extend(self.extra.map(|e| e.label));
@@ -387,6 +400,126 @@ pub const ENG_TTFT_COUNT: Family = counter(
 .float()
 .scope(Scope::Engine);
 
+// Discovered replicas: a slim set per replica × scenario (the latency histograms come
+// from the catalogue, see `replica_histogram`), per replica engine gauges, and the
+// target's fleet sums. Own names, so a `sum by (target)` over the front door's series
+// never mixes replica probes in.
+
+const fn replica(f: Family) -> Family {
+    f.scope(Scope::Replica)
+}
+
+pub const REPLICA_REQUESTS: Family = replica(counter(
+    "llmprobe_replica_requests_total",
+    "Probes of one discovered replica completed (any outcome).",
+));
+pub const REPLICA_FAILURES: Family = replica(counter(
+    "llmprobe_replica_request_failures_total",
+    "Probes of one discovered replica that failed, by reason.",
+))
+.extra("reason", failure_reasons);
+pub const REPLICA_GOODPUT: Family = replica(counter(
+    "llmprobe_replica_goodput_requests_total",
+    "Probes of one discovered replica that succeeded and met every SLO of their scenario.",
+));
+pub const REPLICA_LAST_SUCCESS: Family = replica(gauge(
+    "llmprobe_replica_last_success_timestamp_seconds",
+    "Unix time of the last successful probe of one discovered replica.",
+))
+.unit("seconds");
+
+const fn replica_engine(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::ReplicaEngine)
+}
+
+pub const REPLICA_ENG_SUCCESS: Family = replica_engine(
+    "llmprobe_replica_engine_scrape_success",
+    "Whether the last scrape of this replica's engine /metrics succeeded.",
+);
+pub const REPLICA_ENG_RUNNING: Family = replica_engine(
+    "llmprobe_replica_engine_running_requests",
+    "Requests running in this replica's engine.",
+);
+pub const REPLICA_ENG_WAITING: Family = replica_engine(
+    "llmprobe_replica_engine_waiting_requests",
+    "Requests waiting in this replica's engine queue.",
+);
+pub const REPLICA_ENG_KV_USAGE: Family = replica_engine(
+    "llmprobe_replica_engine_kv_cache_usage_ratio",
+    "This replica's KV cache usage, 0..1.",
+)
+.unit("ratio");
+pub const REPLICA_ENG_MAX_SEQS: Family = replica_engine(
+    "llmprobe_replica_engine_max_concurrent_sequences",
+    "This replica's live max concurrent sequences (as llmprobe_engine_max_concurrent_sequences).",
+);
+pub const REPLICA_ENG_GEN_TPS: Family = replica_engine(
+    "llmprobe_replica_engine_generation_tokens_per_second",
+    "This replica's generation throughput over the last scrape interval.",
+);
+pub const REPLICA_HEADROOM: Family = replica_engine(
+    "llmprobe_replica_headroom_ratio",
+    "This replica's headroom (as llmprobe_capacity_headroom_ratio).",
+)
+.unit("ratio");
+
+const fn fleet(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::Fleet)
+}
+
+pub const FLEET_REPLICAS: Family = fleet(
+    "llmprobe_fleet_replicas",
+    "Replicas in the discovered set (at most max_replicas).",
+);
+pub const FLEET_SCRAPED: Family = fleet(
+    "llmprobe_fleet_scraped_replicas",
+    "Replicas whose engine scrape succeeded in the last round: the fleet sums are over these.",
+);
+pub const FLEET_RUNNING: Family = fleet(
+    "llmprobe_fleet_running_requests",
+    "Requests running, summed over the scraped replicas.",
+);
+pub const FLEET_WAITING: Family = fleet(
+    "llmprobe_fleet_waiting_requests",
+    "Requests waiting, summed over the scraped replicas.",
+);
+pub const FLEET_MAX_SEQS: Family = fleet(
+    "llmprobe_fleet_max_concurrent_sequences",
+    "Live max concurrent sequences, summed over the scraped replicas.",
+);
+pub const FLEET_QUEUEING: Family = fleet(
+    "llmprobe_fleet_queueing_replicas",
+    "Scraped replicas with requests waiting.",
+);
+pub const FLEET_HEADROOM: Family = fleet(
+    "llmprobe_fleet_headroom_ratio",
+    "Fleet headroom, 0..1: 0 when any replica queues, else the smaller of 1 - running / max sequences (sums) and 1 - mean KV usage.",
+)
+.unit("ratio");
+pub const FLEET_GEN_TPS: Family = fleet(
+    "llmprobe_fleet_generation_tokens_per_second",
+    "Generation throughput summed over the scraped replicas.",
+);
+pub const FLEET_COST: Family = fleet(
+    "llmprobe_fleet_cost_per_million_output_tokens_dollars",
+    "Live dollars per million output tokens of the fleet: gpu_hourly of the scraped replicas over their summed generation rate.",
+)
+.unit("dollars");
+pub const DISCOVERY_ERRORS: Family = counter(
+    "llmprobe_discovery_errors_total",
+    "Replica discovery looks that failed (the last good set stays in force).",
+)
+.scope(Scope::Fleet);
+pub const DISCOVERY_LAST_SUCCESS: Family = fleet(
+    "llmprobe_discovery_last_success_timestamp_seconds",
+    "Unix time of the last successful replica discovery look.",
+)
+.unit("seconds");
+pub const DISCOVERY_REFUSED: Family = fleet(
+    "llmprobe_discovery_refused_replicas",
+    "Replicas found beyond max_replicas at the last look, left unprobed.",
+);
+
 // The daemon itself.
 
 pub const BUILD_INFO: Family = gauge("llmprobe_build_info", "Build information; value 1.")
@@ -462,6 +595,7 @@ pub const CGROUP_PERIODS: Family = counter(
 pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
     let histograms = Latency::ALL.into_iter().filter_map(latency_histogram);
     let objectives = Latency::objectives().filter_map(objective_gauge);
+    let replica_histograms = Latency::ALL.into_iter().filter_map(replica_histogram);
     [REQUESTS, FAILURES, GOODPUT, SLO_MET, PROBE_RATE]
         .into_iter()
         .chain(histograms)
@@ -499,6 +633,34 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             ENG_TTFT_GAP,
             ENG_TTFT_SUM,
             ENG_TTFT_COUNT,
+        ])
+        .chain([
+            REPLICA_REQUESTS,
+            REPLICA_FAILURES,
+            REPLICA_GOODPUT,
+            REPLICA_LAST_SUCCESS,
+        ])
+        .chain(replica_histograms)
+        .chain([
+            REPLICA_ENG_SUCCESS,
+            REPLICA_ENG_RUNNING,
+            REPLICA_ENG_WAITING,
+            REPLICA_ENG_KV_USAGE,
+            REPLICA_ENG_MAX_SEQS,
+            REPLICA_ENG_GEN_TPS,
+            REPLICA_HEADROOM,
+            FLEET_REPLICAS,
+            FLEET_SCRAPED,
+            FLEET_RUNNING,
+            FLEET_WAITING,
+            FLEET_MAX_SEQS,
+            FLEET_QUEUEING,
+            FLEET_HEADROOM,
+            FLEET_GEN_TPS,
+            FLEET_COST,
+            DISCOVERY_ERRORS,
+            DISCOVERY_LAST_SUCCESS,
+            DISCOVERY_REFUSED,
             BUILD_INFO,
             RELOAD_OK,
             RELOAD_TS,
@@ -521,18 +683,39 @@ pub fn latency_histogram(l: Latency) -> Option<Family> {
         .map(|h| histogram(h.family, h.help, Layout::Of(h.buckets)))
 }
 
+/// The histogram family of latency `l` for discovered replicas: the front door's
+/// name with `llmprobe_replica_` in front, for each latency a replica's probes
+/// measure (dispatch lag is the prober's own, measured once on the front door).
+fn replica_histogram(l: Latency) -> Option<Family> {
+    if l == Latency::DispatchLag {
+        return None;
+    }
+    let f = latency_histogram(l)?;
+    let rest = f.name.strip_prefix("llmprobe_")?;
+    // Built once per family for the process' life (FAMILIES is a LazyLock).
+    let name: &'static str = format!("llmprobe_replica_{rest}").leak();
+    Some(Family { name, ..f }.scope(Scope::Replica))
+}
+
+/// The replicas' histogram family of latency `l`, if they have one.
+pub fn replica_histogram_of(l: Latency) -> Option<&'static Family> {
+    let own = latency_histogram(l)?;
+    let rest = own.name.strip_prefix("llmprobe_")?;
+    histograms(Scope::Replica).find(|f| f.name.strip_prefix("llmprobe_replica_") == Some(rest))
+}
+
 /// The gauge publishing a scenario's objective on latency `l`, if one may bound it.
 pub fn objective_gauge(l: Latency) -> Option<Family> {
     l.objective()
         .map(|o| gauge(o.gauge, o.gauge_help).unit("seconds"))
 }
 
-/// The per-scenario histogram families (each series with its own layout), in list
-/// order.
-pub fn histograms() -> impl Iterator<Item = &'static Family> {
+/// The histogram families of `scope` (each series with its own layout), in list
+/// order: the front door's (`Scope::Scenario`) or the replicas' (`Scope::Replica`).
+pub fn histograms(scope: Scope) -> impl Iterator<Item = &'static Family> {
     FAMILIES
         .iter()
-        .filter(|f| f.kind == Kind::Histogram && f.scope == Scope::Scenario)
+        .filter(move |f| f.kind == Kind::Histogram && f.scope == scope)
 }
 
 #[cfg(test)]
@@ -633,9 +816,12 @@ mod tests {
             }
             assert_eq!(f.kind == Kind::Histogram, f.buckets.is_some(), "{}", f.name);
         }
-        let layouts: Vec<_> = histograms().map(|f| f.buckets).collect();
+        let layouts: Vec<_> = histograms(Scope::Scenario).map(|f| f.buckets).collect();
         assert_eq!(layouts.len(), 6);
+        assert_eq!(histograms(Scope::Replica).count(), 5);
         let b = Buckets::vllm();
-        assert!(histograms().all(|f| f.buckets.is_some_and(|l| !l.of(&b).is_empty())));
+        assert!(
+            histograms(Scope::Scenario).all(|f| f.buckets.is_some_and(|l| !l.of(&b).is_empty()))
+        );
     }
 }

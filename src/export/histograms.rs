@@ -1,5 +1,5 @@
-//! The latency histogram families as one collector. Each target × scenario keeps its
-//! own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
+//! The latency histogram families of one scope (the front door's or the discovered
+//! replicas') as one collector. Each series keeps its own bucket layout, so a new SLO threshold on one scenario resets nothing else: the
 //! collector emits one MetricFamily per name made of per-series histograms with
 //! different `le` sets, which the text format and Prometheus accept (every series is a
 //! histogram of its own; `promtool check metrics` agrees, see tests/it/daemon_mock.rs).
@@ -12,51 +12,64 @@ use prometheus::proto::MetricFamily;
 use prometheus::{Histogram, HistogramOpts};
 
 use super::buckets::Buckets;
-use super::families::{self, Family, PROBE_LABELS};
+use super::families::{self, Family, Scope};
 
-/// The latency histograms of one target × scenario, all built with this series' own
-/// bucket layout (vLLM's ∪ configured extras ∪ the scenario's own SLO thresholds), in
-/// the order of [`families::histograms`].
+/// The latency histograms of one series, all built with its own bucket layout (vLLM's
+/// ∪ configured extras ∪ the scenario's own SLO thresholds), in the order of
+/// [`families::histograms`] of the scope; a family the series does not export is
+/// `None` (a replica's slim set).
 #[derive(Clone)]
 pub struct SeriesHistograms {
     buckets: Buckets,
-    h: Vec<Histogram>,
+    /// The families the series exports, by name.
+    kept: Vec<&'static str>,
+    h: Vec<Option<Histogram>>,
 }
 
 impl SeriesHistograms {
-    fn new(labels: [&str; 3], buckets: Buckets) -> prometheus::Result<Self> {
+    fn new(
+        scope: Scope,
+        labels: &[&str],
+        buckets: Buckets,
+        kept: Vec<&'static str>,
+    ) -> prometheus::Result<Self> {
         let mut h = Vec::new();
-        for f in families::histograms() {
+        for f in families::histograms(scope) {
+            if !kept.contains(&f.name) {
+                h.push(None);
+                continue;
+            }
             let bounds = f.buckets.map_or(&[][..], |l| l.of(&buckets));
             let mut opts = HistogramOpts::new(f.name, f.help).buckets(bounds.to_vec());
-            for (k, v) in PROBE_LABELS.iter().zip(labels) {
-                opts = opts.const_label(*k, v);
+            for (k, v) in f.labels().iter().zip(labels) {
+                opts = opts.const_label(*k, *v);
             }
-            h.push(Histogram::with_opts(opts)?);
+            h.push(Some(Histogram::with_opts(opts)?));
         }
-        Ok(SeriesHistograms { buckets, h })
+        Ok(SeriesHistograms { buckets, kept, h })
     }
 
     /// The histogram of family `f`.
     pub fn get(&self, f: &Family) -> prometheus::Result<Histogram> {
-        families::histograms()
+        families::histograms(f.scope)
             .position(|g| g.name == f.name)
-            .and_then(|i| self.h.get(i).cloned())
-            .ok_or_else(|| prometheus::Error::Msg(format!("{} is no histogram family", f.name)))
+            .and_then(|i| self.h.get(i).cloned().flatten())
+            .ok_or_else(|| prometheus::Error::Msg(format!("{} is not exported here", f.name)))
     }
 }
 
-type SeriesMap = BTreeMap<[String; 3], SeriesHistograms>;
+type SeriesMap = BTreeMap<Vec<String>, SeriesHistograms>;
 
-/// Every series' latency histograms, collected family by family.
+/// Every series' latency histograms of one scope, collected family by family.
 pub struct LatencyHistograms {
+    scope: Scope,
     descs: Vec<Desc>,
     series: Mutex<SeriesMap>,
 }
 
 impl LatencyHistograms {
-    pub fn new() -> prometheus::Result<Self> {
-        let descs = families::histograms()
+    pub fn new(scope: Scope) -> prometheus::Result<Self> {
+        let descs = families::histograms(scope)
             .map(|f| {
                 Desc::new(
                     f.name.to_string(),
@@ -67,6 +80,7 @@ impl LatencyHistograms {
             })
             .collect::<prometheus::Result<Vec<_>>>()?;
         Ok(LatencyHistograms {
+            scope,
             descs,
             series: Mutex::new(BTreeMap::new()),
         })
@@ -77,27 +91,31 @@ impl LatencyHistograms {
         self.series.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The histograms of one series with `buckets`: the existing ones when their layout
-    /// is the same (they continue), fresh ones otherwise (they restart from zero).
+    /// The histograms of one series with `buckets`, of the families named in `kept`:
+    /// the existing ones when their layout and families are the same (they continue),
+    /// fresh ones otherwise (they restart from zero).
     pub fn resolve(
         &self,
-        labels: [&str; 3],
+        labels: &[&str],
         buckets: &Buckets,
+        kept: Vec<&'static str>,
     ) -> prometheus::Result<SeriesHistograms> {
-        let key = labels.map(str::to_string);
+        let key: Vec<String> = labels.iter().map(|l| (*l).to_string()).collect();
         let mut map = self.lock();
         if let Some(existing) = map.get(&key)
             && existing.buckets == *buckets
+            && existing.kept == kept
         {
             return Ok(existing.clone());
         }
-        let fresh = SeriesHistograms::new(labels, buckets.clone())?;
+        let fresh = SeriesHistograms::new(self.scope, labels, buckets.clone(), kept)?;
         map.insert(key, fresh.clone());
         Ok(fresh)
     }
 
-    pub fn remove(&self, labels: [&str; 3]) {
-        self.lock().remove(&labels.map(str::to_string));
+    pub fn remove(&self, labels: &[&str]) {
+        let key: Vec<String> = labels.iter().map(|l| (*l).to_string()).collect();
+        self.lock().remove(&key);
     }
 }
 
@@ -112,7 +130,10 @@ impl Collector for LatencyHistograms {
         for i in 0..self.descs.len() {
             let mut family: Option<MetricFamily> = None;
             for s in map.values() {
-                for mut mf in s.h[i].collect() {
+                let Some(h) = s.h.get(i).and_then(Option::as_ref) else {
+                    continue;
+                };
+                for mut mf in h.collect() {
                     match &mut family {
                         None => family = Some(mf),
                         Some(f) => f.mut_metric().extend(mf.take_metric()),

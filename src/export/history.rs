@@ -1,7 +1,9 @@
 //! The status page's memory of the last hour, per target × scenario, in fixed-size
 //! ring buffers: 60 one-minute slots (probe and good counts, TTFT and TPOT in small
 //! log-bucket histograms) and the last [`RECENT`] probes. Nothing grows with time or
-//! probe rate: about 30 KiB per target × scenario (see [`History::BYTES`]).
+//! probe rate: about 30 KiB per target × scenario (see [`History::BYTES`]). A window's
+//! rates divide by the time it covers: a scenario that started four minutes ago has
+//! four minutes of data in its last hour, not sixty.
 
 use std::collections::VecDeque;
 
@@ -94,6 +96,9 @@ pub struct WindowStats {
     pub probes: u64,
     pub good: u64,
     pub minutes: u32,
+    /// Seconds the window covers: its length, or less while the scenario has run for
+    /// less (`min(window, now - start)`); rates divide by this.
+    pub covered_seconds: f64,
     pub ttft_p50: Option<f64>,
     pub ttft_p99: Option<f64>,
     pub tpot_p50: Option<f64>,
@@ -106,9 +111,42 @@ impl WindowStats {
         (self.probes > 0).then(|| self.good as f64 / self.probes as f64)
     }
 
-    /// Good probes per minute over the window.
+    /// Good probes per minute over the time the window covers (one second at least, so
+    /// a probe at the very start is not a division by zero).
     pub fn goodput_per_min(&self) -> f64 {
-        self.good as f64 / f64::from(self.minutes.max(1))
+        self.good as f64 * 60.0 / self.covered_seconds.max(1.0)
+    }
+
+    /// The window's length in seconds.
+    pub fn window_seconds(&self) -> f64 {
+        f64::from(self.minutes) * 60.0
+    }
+
+    /// The seconds covered when that is less than the window (by more than a second):
+    /// what a label must say ("over 4m").
+    pub fn short_by_start(&self) -> Option<f64> {
+        (self.covered_seconds < self.window_seconds() - 1.0).then_some(self.covered_seconds)
+    }
+}
+
+/// Seconds of a `window` ending at `now` that lie after `start` (unknown start: the whole
+/// window), within `0..=window`.
+pub fn covered(window: f64, now: f64, start: Option<f64>) -> f64 {
+    start.map_or(window, |s| (now - s).clamp(0.0, window))
+}
+
+/// A span of time as a label says it: `45s`, `4m 30s` under ten minutes, else `12m`.
+pub fn span(seconds: f64) -> String {
+    let s = if seconds.is_finite() {
+        seconds.max(0.0).floor() as u64
+    } else {
+        0
+    };
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) if m < 10 => format!("{m}m {s}s"),
+        (m, _) => format!("{m}m"),
     }
 }
 
@@ -127,6 +165,10 @@ pub struct History {
     recent: VecDeque<ProbeRow>,
     /// The minute of the first probe: earlier minutes are unknown, not zero.
     first_minute: Option<i64>,
+    /// Unix time of the first probe.
+    first_at: Option<f64>,
+    /// Unix time the scenario started, when known.
+    started: Option<f64>,
 }
 
 impl Default for History {
@@ -135,6 +177,8 @@ impl Default for History {
             slots: vec![Slot::default(); SLOTS],
             recent: VecDeque::with_capacity(RECENT),
             first_minute: None,
+            first_at: None,
+            started: None,
         }
     }
 }
@@ -145,10 +189,29 @@ impl History {
         + RECENT * std::mem::size_of::<ProbeRow>()
         + std::mem::size_of::<History>();
 
+    /// A history of a scenario that started at `at` (Unix seconds): its windows cover
+    /// no time before.
+    pub fn started_at(at: f64) -> Self {
+        History {
+            started: Some(at),
+            ..History::default()
+        }
+    }
+
+    /// Where the data begins: the start, or the first probe when that is earlier (a
+    /// start read from another clock) or the start is unknown.
+    pub fn start(&self) -> Option<f64> {
+        match (self.started, self.first_at) {
+            (Some(s), Some(f)) => Some(s.min(f)),
+            (s, f) => s.or(f),
+        }
+    }
+
     /// Records one finished probe.
     pub fn add(&mut self, row: ProbeRow) {
         let minute = (row.at / 60.0).floor() as i64;
         self.first_minute = Some(self.first_minute.map_or(minute, |m| m.min(minute)));
+        self.first_at = Some(self.first_at.map_or(row.at, |f| f.min(row.at)));
         let slot = &mut self.slots[minute.rem_euclid(SLOTS as i64) as usize];
         if slot.minute != minute {
             *slot = Slot {
@@ -179,7 +242,7 @@ impl History {
     }
 
     /// Statistics over the last `minutes` minutes up to `now` (Unix seconds), the
-    /// current minute included.
+    /// current minute included, covering no time before the start.
     pub fn window(&self, now: f64, minutes: u32) -> WindowStats {
         let current = (now / 60.0).floor() as i64;
         let minutes = minutes.clamp(1, SLOTS as u32);
@@ -187,6 +250,7 @@ impl History {
         let mut tpot = LogHist::default();
         let mut w = WindowStats {
             minutes,
+            covered_seconds: covered(f64::from(minutes) * 60.0, now, self.start()),
             ..WindowStats::default()
         };
         for m in (current - i64::from(minutes) + 1)..=current {
@@ -263,7 +327,14 @@ mod tests {
         let hour = h.window(t0 + 40.0 * 60.0, 60);
         assert_eq!((hour.probes, hour.good), (100, 75));
         assert_eq!(hour.attainment(), Some(0.75));
-        assert!((hour.goodput_per_min() - 75.0 / 60.0).abs() < 1e-9);
+        // No start given: the data begins at the first probe, 40 minutes before.
+        assert_eq!(hour.covered_seconds, 40.0 * 60.0);
+        assert!((hour.goodput_per_min() - 75.0 / 40.0).abs() < 1e-9);
+        let later = h.window(t0 + 70.0 * 60.0, 60);
+        assert_eq!(
+            (later.covered_seconds, later.short_by_start()),
+            (3600.0, None)
+        );
         let minutes = h.minutes(t0 + 70.0 * 60.0);
         assert_eq!(minutes.len(), SLOTS);
         assert_eq!(minutes[SLOTS - 1].map(|m| m.good), Some(1));
@@ -296,5 +367,60 @@ mod tests {
         assert_eq!(rows[0].at, (RECENT + 9) as f64);
         const { assert!(History::BYTES < 32 * 1024) };
         eprintln!("History::BYTES = {}", History::BYTES);
+    }
+
+    #[test]
+    fn four_minutes_of_data_are_a_rate_over_four_minutes() {
+        // Started at minute 100; 63 good probes over the next four minutes (15.75/min).
+        let t0 = 6_000.0;
+        let mut h = History::started_at(t0);
+        for i in 0..63 {
+            h.add(row(t0 + 1.0 + f64::from(i) * 3.8, true, 0.05));
+        }
+        let now = t0 + 240.0;
+        let (five, hour) = (h.window(now, 5), h.window(now, 60));
+        assert_eq!((five.good, hour.good), (63, 63));
+        assert_eq!((five.covered_seconds, hour.covered_seconds), (240.0, 240.0));
+        assert_eq!(five.goodput_per_min(), 15.75);
+        assert_eq!(hour.goodput_per_min(), five.goodput_per_min());
+        assert_eq!(hour.short_by_start(), Some(240.0));
+        assert_eq!(span(hour.short_by_start().unwrap()), "4m");
+        // Past five minutes only the hour is short; past the hour nothing is.
+        let now = t0 + 330.0;
+        assert_eq!(h.window(now, 5).short_by_start(), None);
+        assert_eq!(h.window(now, 60).short_by_start(), Some(330.0));
+        assert_eq!(h.window(t0 + 3600.0, 60).short_by_start(), None);
+    }
+
+    #[test]
+    fn the_start_is_the_earlier_of_start_and_first_probe() {
+        assert_eq!(History::default().start(), None);
+        let mut h = History::started_at(100.0);
+        assert_eq!(h.start(), Some(100.0));
+        h.add(row(40.0, true, 0.1));
+        assert_eq!(h.start(), Some(40.0));
+        let mut h = History::default();
+        h.add(row(70.0, true, 0.1));
+        assert_eq!(h.start(), Some(70.0));
+        // A start after `now` (another clock) covers nothing, and divides by a second.
+        assert_eq!(covered(300.0, 50.0, Some(100.0)), 0.0);
+        assert_eq!(covered(300.0, 50.0, None), 300.0);
+    }
+
+    #[test]
+    fn spans_read_as_labels() {
+        let cases = [
+            (0.0, "0s"),
+            (45.9, "45s"),
+            (60.0, "1m"),
+            (270.0, "4m 30s"),
+            (599.0, "9m 59s"),
+            (750.0, "12m"),
+            (-3.0, "0s"),
+            (f64::NAN, "0s"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(span(secs), want, "{secs}");
+        }
     }
 }

@@ -19,10 +19,11 @@ use prometheus::{
 use super::buckets::Buckets;
 use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
+use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
-use super::registry::Registered;
+use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
-use super::series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
+use super::series::{CheckSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
@@ -208,6 +209,7 @@ pub struct Metrics {
     engine: EngineVecs,
     daemon: DaemonGauges,
     histograms: Arc<LatencyHistograms>,
+    fleet: FleetSeries,
     self_check: SelfCheckSeries,
     /// Per target: what `set_engine` and `set_headroom` last published, for the page.
     engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
@@ -220,8 +222,10 @@ impl Metrics {
     pub fn new() -> anyhow::Result<Arc<Self>> {
         let registry = Registry::new();
         let registered = Registered::new(&registry)?;
-        let histograms = Arc::new(LatencyHistograms::new()?);
+        let histograms = Arc::new(LatencyHistograms::new(Scope::Scenario)?);
         registry.register(Box::new(SharedCollector(histograms.clone())))?;
+        let replica_histograms = Arc::new(LatencyHistograms::new(Scope::Replica)?);
+        registry.register(Box::new(SharedCollector(replica_histograms.clone())))?;
         register_process_collector(&registry);
         registry.register(Box::new(CgroupCollector::for_self()?))?;
         Ok(Arc::new(Metrics {
@@ -229,6 +233,7 @@ impl Metrics {
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
+            fleet: FleetSeries::new(&registered, replica_histograms)?,
             daemon: DaemonGauges::new(&registered)?,
             registry,
             registered,
@@ -251,25 +256,30 @@ impl Metrics {
         buckets: &Buckets,
     ) -> anyhow::Result<ScenarioSeries> {
         let l = [target, model, scenario];
-        let h = self.histograms.resolve(l, &buckets.clone().normalized())?;
+        let kept = f::histograms(Scope::Scenario).map(|f| f.name).collect();
+        let h = self
+            .histograms
+            .resolve(&l, &buckets.clone().normalized(), kept)?;
         let p = &self.probe;
         self.publish_slo(&l, slo);
         Ok(ScenarioSeries {
             requests: p.requests.with_label_values(&l),
             failures: children(&p.failures, &f::FAILURES, &l),
             goodput: p.goodput.with_label_values(&l),
-            prompt_tokens: p.prompt_tokens.with_label_values(&l),
-            output_tokens: p.output_tokens.with_label_values(&l),
-            reasoning_tokens: p.reasoning_tokens.with_label_values(&l),
-            cost: match price {
-                Some(price) => Some((price, p.cost.with_label_values(&l))),
-                None => {
-                    // A price removed on reload: no frozen cost series stays behind.
-                    let _ = p.cost.remove_label_values(&l);
-                    None
-                }
-            },
-            inflight: p.inflight.with_label_values(&l),
+            spend: Some(SpendSeries {
+                prompt_tokens: p.prompt_tokens.with_label_values(&l),
+                output_tokens: p.output_tokens.with_label_values(&l),
+                reasoning_tokens: p.reasoning_tokens.with_label_values(&l),
+                cost: match price {
+                    Some(price) => Some((price, p.cost.with_label_values(&l))),
+                    None => {
+                        // A price removed on reload: no frozen cost series stays behind.
+                        let _ = p.cost.remove_label_values(&l);
+                        None
+                    }
+                },
+            }),
+            inflight: Some(p.inflight.with_label_values(&l)),
             last_success: p.last_success.with_label_values(&l),
             skipped: children(&p.skipped, &f::SKIPPED, &l),
             slo_met: self.slo_met(&l, slo),
@@ -343,7 +353,7 @@ impl Metrics {
     pub fn remove_scenario(&self, target: &str, model: &str, scenario: &str) {
         self.registered
             .remove(Scope::Scenario, &[target, model, scenario]);
-        self.histograms.remove([target, model, scenario]);
+        self.histograms.remove(&[target, model, scenario]);
     }
 
     /// Publishes the capacity model's gauges for a target.
@@ -466,6 +476,11 @@ impl Metrics {
             .remove(target);
     }
 
+    /// The series of discovered replicas and of the fleet they make.
+    pub fn fleet(&self) -> &FleetSeries {
+        &self.fleet
+    }
+
     /// The series self-probes move.
     pub fn self_check(&self) -> &SelfCheckSeries {
         &self.self_check
@@ -491,28 +506,6 @@ impl Metrics {
         let mut buf = Vec::with_capacity(16 * 1024);
         TextEncoder::new().encode(&families, &mut buf)?;
         Ok(String::from_utf8(buf)?)
-    }
-}
-
-/// The children of a family with an extra label (`reason`), one per value, keyed by it.
-fn children(
-    vec: &IntCounterVec,
-    family: &f::Family,
-    l: &[&str; 3],
-) -> Vec<(&'static str, IntCounter)> {
-    let values = family.extra.map(|e| (e.values)()).unwrap_or_default();
-    values
-        .into_iter()
-        .map(|v| (v, vec.with_label_values(&[l[0], l[1], l[2], v])))
-        .collect()
-}
-
-fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
-    match v {
-        Some(v) if v.is_finite() => g.with_label_values(labels).set(v),
-        _ => {
-            let _ = g.remove_label_values(labels);
-        }
     }
 }
 

@@ -2,21 +2,26 @@
 //! over HTTP. `families` is the only place metric names, help texts and labels live,
 //! `buckets` the only place bucket bounds live; `registry` registers the families and
 //! removes their series, `histograms` is the per-series-layout latency collector,
-//! `metrics` binds the families to what sets them and `series` is the per-probe hot
-//! path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
+//! `metrics` binds the families to what sets them (`fleet` those of discovered
+//! replicas and their sums) and `series` is the per-probe hot path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
 //! `/config`, `/`, `/target/NAME`); `status` is the per-target board behind `/` and
-//! `/-/ready`, `history` its bounded memory of the last hour, `page` and `sparkline`
+//! `/-/ready`, `history` its bounded memory of the last hour, `replica_status` a
+//! discovered replica's entry on it, `page`, `replica_table`, `html` and `sparkline`
 //! the HTML; `self_check` the prober's own error series and `cgroup` its CPU throttling.
 //! Nothing here probes or schedules.
 
 pub mod buckets;
 pub mod cgroup;
 pub mod families;
+pub mod fleet;
 pub mod histograms;
 pub mod history;
+pub mod html;
 pub mod metrics;
 pub mod page;
 pub mod registry;
+pub mod replica_status;
+pub mod replica_table;
 pub mod self_check;
 pub mod series;
 pub mod server;
@@ -24,7 +29,9 @@ pub mod sparkline;
 pub mod status;
 
 pub use buckets::Buckets;
+pub use fleet::{FleetGauges, FleetSeries, ReplicaEngineGauges};
 pub use metrics::{CapacityGauges, EngineGauges, EngineState, Metrics, SkipReason};
+pub use replica_status::{ReplicaEngine, ReplicaHandle, ReplicaStatus};
 pub use self_check::{SelfCheckSeries, SelfProbe};
 pub use series::{CheckSeries, ScenarioSeries, TokenPrice, unix_now};
 pub use server::{ReloadRequest, ServerState, serve};

@@ -4,12 +4,18 @@
 //! strict Content-Security-Policy. Auto-refresh is a `<meta refresh>` a link turns off.
 //!
 //! The tables are lists of columns: a new record field (time to first answer token, an
-//! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`].
+//! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`]. A
+//! windowed figure says over how long it was taken while its window is not yet full
+//! (`goodput 1h` four minutes after the start: `over 4m`). A target with discovered
+//! replicas gets their table after its scenarios (`replica_table`).
 
 use std::fmt::Write as _;
 
 use super::history::{ProbeRow, WindowStats};
+pub use super::html::{Column, escape};
+use super::html::{clock, header_cells, ms, outcome, over, pair, percent, row, url_segment, whole};
 use super::metrics::{EngineState, Metrics};
+use super::replica_table::replica_table;
 use super::sparkline::sparkline;
 use super::status::{ScenarioStatus, StatusBoard};
 
@@ -31,13 +37,6 @@ pub struct ScenarioRow {
     pub now: f64,
 }
 
-/// A column of a table: its header, a hover explanation, and its cell's HTML.
-pub struct Column<R: ?Sized> {
-    pub head: &'static str,
-    pub title: &'static str,
-    pub cell: fn(&R) -> String,
-}
-
 pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
     Column {
         head: "scenario",
@@ -46,33 +45,33 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
     },
     Column {
         head: "SLO 5m",
-        title: "probes meeting every SLO, last 5 minutes",
-        cell: |r| percent(r.five.attainment()),
+        title: "probes meeting every SLO, last 5 minutes (or since the start)",
+        cell: |r| windowed(percent(r.five.attainment()), &r.five),
     },
     Column {
         head: "SLO 1h",
-        title: "probes meeting every SLO, last hour",
-        cell: |r| percent(r.hour.attainment()),
+        title: "probes meeting every SLO, last hour (or since the start)",
+        cell: |r| windowed(percent(r.hour.attainment()), &r.hour),
     },
     Column {
         head: "goodput 5m",
-        title: "good probes per minute, last 5 minutes",
-        cell: |r| per_min(&r.five),
+        title: "good probes per minute, last 5 minutes (or since the start)",
+        cell: |r| windowed(per_min(&r.five), &r.five),
     },
     Column {
         head: "goodput 1h",
-        title: "good probes per minute, last hour",
-        cell: |r| per_min(&r.hour),
+        title: "good probes per minute, last hour (or since the start)",
+        cell: |r| windowed(per_min(&r.hour), &r.hour),
     },
     Column {
         head: "TTFT p50 / p99",
-        title: "time to first token, last 5 minutes",
-        cell: |r| pair(r.five.ttft_p50, r.five.ttft_p99),
+        title: "time to first token, last 5 minutes (or since the start)",
+        cell: |r| windowed(pair(r.five.ttft_p50, r.five.ttft_p99), &r.five),
     },
     Column {
         head: "TPOT p50 / p99",
-        title: "time per output token, last 5 minutes",
-        cell: |r| pair(r.five.tpot_p50, r.five.tpot_p99),
+        title: "time per output token, last 5 minutes (or since the start)",
+        cell: |r| windowed(pair(r.five.tpot_p50, r.five.tpot_p99), &r.five),
     },
     Column {
         head: "failures",
@@ -145,42 +144,47 @@ pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
     },
 ];
 
-/// `/`: each target with its engine line and its scenarios.
+/// `/`: each target with its engine line, its scenarios and its replicas.
 pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bool) -> String {
     let mut out = head("llmprobe daemon", refresh, "/");
-    let mut target: Option<String> = None;
+    let mut targets: Vec<Vec<ScenarioStatus>> = Vec::new();
     for s in board.snapshot() {
-        if target.as_deref() != Some(s.target.as_str()) {
-            if target.is_some() {
-                out.push_str("</tbody></table></div></section>\n");
-            }
-            target = Some(s.target.clone());
-            section_head(&mut out, &s, metrics.engine_state(&s.target), refresh);
+        match targets.last_mut() {
+            Some(t) if t[0].target == s.target => t.push(s),
+            _ => targets.push(vec![s]),
         }
-        let row = ScenarioRow {
-            five: s.history.window(now, 5),
-            hour: s.history.window(now, 60),
-            status: s,
-            now,
-        };
-        out.push_str("<tr class=\"scenario\">");
-        for c in SCENARIO_COLUMNS {
-            cell(&mut out, c.head, &(c.cell)(&row));
-        }
-        out.push_str("</tr>\n");
     }
-    if target.is_some() {
-        out.push_str("</tbody></table></div></section>\n");
-    } else {
+    for scenarios in &mut targets {
+        let target = scenarios[0].target.clone();
+        section_head(
+            &mut out,
+            &scenarios[0],
+            metrics.engine_state(&target),
+            refresh,
+        );
+        for s in scenarios.drain(..) {
+            let r = ScenarioRow {
+                five: s.history.window(now, 5),
+                hour: s.history.window(now, 60),
+                status: s,
+                now,
+            };
+            row(&mut out, "scenario", SCENARIO_COLUMNS, &r);
+        }
+        out.push_str("</tbody></table></div>\n");
+        replica_table(&mut out, board.replicas(&target), now);
+        out.push_str("</section>\n");
+    }
+    if targets.is_empty() {
         out.push_str("<p>No target is configured.</p>\n");
     }
     out.push_str("</main></body></html>\n");
     out
 }
 
-/// `/target/NAME`: the last probes of every scenario of a target, newest first; `None`
-/// when no such target runs.
-pub fn target_page(board: &StatusBoard, name: &str, refresh: bool) -> Option<String> {
+/// `/target/NAME`: the last probes of every scenario of a target, newest first, then its
+/// replicas as of `now`; `None` when no such target runs.
+pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> Option<String> {
     let all: Vec<ScenarioStatus> = board
         .snapshot()
         .into_iter()
@@ -209,13 +213,11 @@ pub fn target_page(board: &StatusBoard, name: &str, refresh: bool) -> Option<Str
     header_cells(&mut out, PROBE_COLUMNS);
     out.push_str("</tr></thead><tbody>\n");
     for r in &rows {
-        out.push_str("<tr class=\"probe\">");
-        for c in PROBE_COLUMNS {
-            cell(&mut out, c.head, &(c.cell)(r));
-        }
-        out.push_str("</tr>\n");
+        row(&mut out, "probe", PROBE_COLUMNS, r);
     }
-    out.push_str("</tbody></table></div></section></main></body></html>\n");
+    out.push_str("</tbody></table></div>\n");
+    replica_table(&mut out, board.replicas(name), now);
+    out.push_str("</section></main></body></html>\n");
     Some(out)
 }
 
@@ -270,27 +272,10 @@ fn section_head(out: &mut String, s: &ScenarioStatus, engine: Option<EngineState
     out.push_str("</tr></thead><tbody>\n");
 }
 
-/// A table cell; its column's name rides along for the phone layout (one card per row).
-fn cell(out: &mut String, head: &str, html: &str) {
-    let _ = write!(out, "<td data-label=\"{}\">{html}</td>", escape(head));
-}
-
-fn header_cells<R>(out: &mut String, columns: &[Column<R>]) {
-    for c in columns {
-        let _ = write!(
-            out,
-            "<th title=\"{}\">{}</th>",
-            escape(c.title),
-            escape(c.head)
-        );
-    }
-}
-
 fn engine_line(e: Option<EngineState>) -> String {
     let Some(e) = e else {
         return "Engine: not scraped".to_string();
     };
-    let num = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"));
     let scrape = match e.scrape_ok {
         Some(true) => "<span class=\"ok\">scrape ok</span>",
         Some(false) => "<span class=\"bad\">scrape failing</span>",
@@ -298,8 +283,8 @@ fn engine_line(e: Option<EngineState>) -> String {
     };
     format!(
         "Engine: {scrape} · running {} · waiting {} · KV cache {} · headroom {}",
-        num(e.running),
-        num(e.waiting),
+        whole(e.running),
+        whole(e.waiting),
         percent(e.kv_cache_usage_ratio),
         percent(e.headroom)
     )
@@ -354,8 +339,13 @@ fn sparklines_cell(r: &ScenarioRow) -> String {
     )
 }
 
-fn percent(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_string(), |v| format!("{:.1} %", v * 100.0))
+/// A windowed figure, with over how long it was taken when its window is not yet full
+/// (a figure without a number, `–` or `– / –`, needs no note).
+fn windowed(figure: String, w: &WindowStats) -> String {
+    if !figure.contains(|c: char| c.is_ascii_digit()) {
+        return figure;
+    }
+    figure + &over(w.short_by_start())
 }
 
 fn per_min(w: &WindowStats) -> String {
@@ -364,63 +354,6 @@ fn per_min(w: &WindowStats) -> String {
     } else {
         format!("{:.1}/min", w.goodput_per_min())
     }
-}
-
-fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_string(), |v| format!("{:.0} ms", v * 1e3))
-}
-
-fn pair(a: Option<f64>, b: Option<f64>) -> String {
-    format!("{} / {}", ms(a), ms(b))
-}
-
-fn outcome(o: &str, good: bool) -> String {
-    let class = match (o, good) {
-        ("ok", true) => "ok",
-        ("ok", false) => "warn",
-        _ => "bad",
-    };
-    let shown = if o == "ok" && !good {
-        "ok, SLO missed"
-    } else {
-        o
-    };
-    format!("<span class=\"{class}\">{}</span>", escape(shown))
-}
-
-/// `HH:MM:SS` of a Unix time (UTC).
-fn clock(at: f64) -> String {
-    let secs = at.max(0.0) as u64 % 86_400;
-    format!("{:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
-}
-
-/// A target name as one URL path segment.
-fn url_segment(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
-
-/// HTML escaping for text and attribute values (error texts come from remote servers).
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -474,12 +407,90 @@ mod tests {
 
     #[test]
     fn the_target_page_lists_the_last_probes_newest_first() {
-        let page = target_page(&board(), "prod/eu", true).unwrap();
+        let page = target_page(&board(), "prod/eu", 6_300.0, true).unwrap();
         let rows = page.matches("<tr class=\"probe\">").count();
         assert_eq!(rows, 60);
         let first = page.find("01:44:50").expect("newest probe");
         let older = page.find("01:40:00").expect("oldest probe");
         assert!(first < older);
-        assert!(target_page(&board(), "nope", true).is_none());
+        assert!(target_page(&board(), "nope", 6_300.0, true).is_none());
+    }
+
+    #[test]
+    fn figures_of_a_young_scenario_say_over_how_long() {
+        // Four minutes after the start: 63 good probes, 15.75/min in both windows.
+        let board = StatusBoard::new();
+        let h = board.scenario("t", "m", "s");
+        let t0 = 6_000.0;
+        {
+            let mut s = h.lock().unwrap();
+            s.history = super::super::history::History::started_at(t0);
+            for i in 0..63 {
+                let at = t0 + 1.0 + f64::from(i) * 3.8;
+                s.record(Outcome::Ok, true, None, at);
+                s.history.add(ProbeRow {
+                    at,
+                    outcome: "ok",
+                    good: true,
+                    ttft: Some(0.05),
+                    ttfa: None,
+                    tpot: Some(0.01),
+                    e2e: Some(0.5),
+                    input_tokens: 64,
+                    output_tokens: 16,
+                });
+            }
+        }
+        let metrics = Metrics::new().unwrap();
+        let page = status_page(&board, &metrics, t0 + 240.0, true);
+        let note = "<small class=\"covered\">over 4m</small>";
+        let goodput = format!("15.8/min {note}</td>");
+        assert!(
+            page.contains(&format!("data-label=\"goodput 5m\">{goodput}")),
+            "{page}"
+        );
+        assert!(page.contains(&format!("data-label=\"goodput 1h\">{goodput}")));
+        assert!(page.contains(&format!("data-label=\"SLO 1h\">100.0 % {note}</td>")));
+        assert_eq!(page.matches(note).count(), 6, "every windowed figure");
+        // Ten minutes in, only the hour is short of its window.
+        let page = status_page(&board, &metrics, t0 + 600.0, true);
+        assert!(page.contains("data-label=\"goodput 5m\">–</td>"));
+        assert!(page.contains("data-label=\"TTFT p50 / p99\">– / –</td>"));
+        assert_eq!(page.matches("over 10m").count(), 2, "SLO 1h, goodput 1h");
+        assert!(page.contains("6.3/min <small class=\"covered\">over 10m</small>"));
+    }
+
+    #[test]
+    fn replicas_follow_their_target_and_are_escaped() {
+        let board = board();
+        let hostile = "<img src=x onerror=alert(1)>:80";
+        board.replica("prod/eu", "llama", hostile);
+        let h = board.replica("prod/eu", "llama", "10.0.0.7:8000");
+        let mut r = crate::record::RequestRecord::new(
+            1,
+            std::time::Duration::ZERO,
+            std::time::Duration::ZERO,
+        );
+        r.outcome = Outcome::Http5xx;
+        h.lock()
+            .unwrap()
+            .record_probe(&r, false, Some("down".into()), 6_290.0);
+        let metrics = Metrics::new().unwrap();
+        for page in [
+            status_page(&board, &metrics, 6_300.0, true),
+            target_page(&board, "prod/eu", 6_300.0, true).unwrap(),
+        ] {
+            assert_eq!(page.matches("<tr class=\"replica\">").count(), 2);
+            assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;:80"));
+            assert!(!page.contains("<img"));
+            let failing = page.find(">10.0.0.7:8000</td>").unwrap();
+            let fresh = page.find("&lt;img").unwrap();
+            assert!(failing < fresh, "the failing replica first");
+            assert!(page.contains("10s ago · <span class=\"bad\">http_5xx</span>"));
+            assert!(page.contains("no probe yet"));
+        }
+        board.remove_replicas("prod/eu");
+        let page = status_page(&board, &metrics, 6_300.0, true);
+        assert!(!page.contains("<tr class=\"replica\">") && !page.contains("Replicas"));
     }
 }

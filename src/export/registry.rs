@@ -86,7 +86,9 @@ impl Handle {
     }
 }
 
-/// Every non-histogram family of [`FAMILIES`], created and registered.
+/// Every non-histogram family of [`FAMILIES`], created and registered (clones share
+/// the collectors).
+#[derive(Clone)]
 pub struct Registered {
     handles: Vec<(&'static Family, Handle)>,
 }
@@ -94,10 +96,11 @@ pub struct Registered {
 impl Registered {
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let mut handles = Vec::with_capacity(FAMILIES.len());
-        // Per-scenario histograms live in `LatencyHistograms` (a layout per series);
+        // Per-series histograms live in `LatencyHistograms` (a layout per series);
         // process families are read at scrape time by their own collector.
         let own = |f: &&Family| {
-            !(f.kind == Kind::Histogram && f.scope == Scope::Scenario) && f.scope != Scope::Process
+            !(f.kind == Kind::Histogram && matches!(f.scope, Scope::Scenario | Scope::Replica))
+                && f.scope != Scope::Process
         };
         for f in FAMILIES.iter().filter(own) {
             let h = Handle::new(f)?;
@@ -181,6 +184,31 @@ impl Registered {
             for labels in f.series_of(base) {
                 h.remove(&labels);
             }
+        }
+    }
+}
+
+/// The children of a family with an extra label (`reason`), one per value, keyed by it.
+pub fn children(
+    vec: &IntCounterVec,
+    family: &Family,
+    l: &[&str],
+) -> Vec<(&'static str, IntCounter)> {
+    let values = family.extra.map(|e| (e.values)()).unwrap_or_default();
+    values
+        .into_iter()
+        .map(|v| {
+            let labels: Vec<&str> = l.iter().copied().chain([v]).collect();
+            (v, vec.with_label_values(&labels))
+        })
+        .collect()
+}
+
+pub fn set_or_remove(g: &GaugeVec, labels: &[&str], v: Option<f64>) {
+    match v {
+        Some(v) if v.is_finite() => g.with_label_values(labels).set(v),
+        _ => {
+            let _ = g.remove_label_values(labels);
         }
     }
 }

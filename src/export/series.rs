@@ -14,17 +14,17 @@ use crate::runner::SkipReason;
 /// keeps at a few thousand).
 pub const MAX_ITL_OBSERVATIONS_PER_PROBE: u64 = 1 << 16;
 
-/// Pre-resolved child series of one target × scenario: the hot path.
+/// Pre-resolved child series of one target × scenario (or of one discovered replica ×
+/// scenario, which has a slim set: no spend, in-flight, skip, objective or check
+/// series, and only some latency histograms): the hot path.
 pub struct ScenarioSeries {
     pub(super) requests: IntCounter,
     /// `llmprobe_request_failures_total` per `reason` value.
     pub(super) failures: Vec<(&'static str, IntCounter)>,
     pub(super) goodput: IntCounter,
-    pub(super) prompt_tokens: IntCounter,
-    pub(super) output_tokens: IntCounter,
-    pub(super) reasoning_tokens: IntCounter,
-    pub(super) cost: Option<(TokenPrice, prometheus::Counter)>,
-    pub(super) inflight: IntGauge,
+    /// The probes' token use and cost (the front door's series only).
+    pub(super) spend: Option<SpendSeries>,
+    pub(super) inflight: Option<IntGauge>,
     pub(super) last_success: Gauge,
     /// `llmprobe_probes_skipped_total` per `reason` value.
     pub(super) skipped: Vec<(&'static str, IntCounter)>,
@@ -34,6 +34,14 @@ pub struct ScenarioSeries {
     pub(super) latencies: Vec<(Latency, Histogram)>,
     /// The answer-check series of the checks the scenario configures.
     pub(super) checks: Vec<CheckSeries>,
+}
+
+/// The token and cost counters of a scenario's probes.
+pub struct SpendSeries {
+    pub(super) prompt_tokens: IntCounter,
+    pub(super) output_tokens: IntCounter,
+    pub(super) reasoning_tokens: IntCounter,
+    pub(super) cost: Option<(TokenPrice, prometheus::Counter)>,
 }
 
 /// The series of one answer check of one scenario.
@@ -53,12 +61,15 @@ impl ScenarioSeries {
         self.observe_latencies(r, true);
         // Spend counts only probes the server answered: a connect or TLS failure sent
         // no prompt (the record's prompt count falls back to what it meant to send).
-        if r.http_status.is_some() {
-            self.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
-            self.output_tokens.inc_by(u64::from(r.output_tokens()));
-            self.reasoning_tokens
+        if let Some(spend) = &self.spend
+            && r.http_status.is_some()
+        {
+            spend.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
+            spend.output_tokens.inc_by(u64::from(r.output_tokens()));
+            spend
+                .reasoning_tokens
                 .inc_by(u64::from(r.reasoning_tokens()));
-            if let Some((price, c)) = &self.cost {
+            if let Some((price, c)) = &spend.cost {
                 c.inc_by(price.cost(r.prompt_tokens(), r.output_tokens()));
             }
         }
@@ -127,9 +138,10 @@ impl ScenarioSeries {
         }
     }
 
-    /// The in-flight gauge (the daemon increments it around each probe).
-    pub fn inflight(&self) -> &IntGauge {
-        &self.inflight
+    /// The in-flight gauge (the daemon increments it around each probe); replicas have
+    /// none.
+    pub fn inflight(&self) -> Option<&IntGauge> {
+        self.inflight.as_ref()
     }
 }
 

@@ -168,7 +168,7 @@ async fn target(
     Path(name): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    match page::target_page(&s.status, &name, q.refresh()) {
+    match page::target_page(&s.status, &name, super::unix_now(), q.refresh()) {
         Some(p) => html(p),
         None => (
             StatusCode::NOT_FOUND,

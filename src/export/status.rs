@@ -2,12 +2,14 @@
 //! target × scenario with its last result, last error (already scrubbed of secrets by
 //! the daemon) and SLO attainment since it started. Plus the running config as
 //! redacted YAML for `/config`. Each entry keeps the last hour in bounded ring buffers
-//! (`history`) for the status page.
+//! (`history`) for the status page. Beside the front door's scenarios, one entry per
+//! discovered replica of a target (`replica_status`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::history::{History, ProbeRow};
+use super::replica_status::{ReplicaHandle, ReplicaStatus};
 use crate::record::{CheckKind, CheckResult, Outcome, RequestRecord};
 
 /// Live state of one target × scenario.
@@ -120,6 +122,8 @@ struct Board {
     config_yaml: String,
     loaded: bool,
     scenarios: BTreeMap<(String, String), ScenarioHandle>,
+    /// By (target, replica).
+    replicas: BTreeMap<(String, String), ReplicaHandle>,
 }
 
 /// Shared between the daemon (writer) and the HTTP server (reader).
@@ -155,7 +159,7 @@ impl StatusBoard {
     }
 
     /// The entry of a target × scenario, created empty when new (an unchanged target
-    /// keeps its entry across reloads).
+    /// keeps its entry across reloads). A new entry's windows start now.
     pub fn scenario(&self, target: &str, model: &str, scenario: &str) -> ScenarioHandle {
         let mut b = self.write();
         b.scenarios
@@ -165,10 +169,50 @@ impl StatusBoard {
                     target: target.to_string(),
                     model: model.to_string(),
                     scenario: scenario.to_string(),
+                    history: History::started_at(super::unix_now()),
                     ..ScenarioStatus::default()
                 }))
             })
             .clone()
+    }
+
+    /// The entry of a target's replica, created empty when new (first seen now); later
+    /// calls return the same entry.
+    pub fn replica(&self, target: &str, model: &str, replica: &str) -> ReplicaHandle {
+        let mut b = self.write();
+        b.replicas
+            .entry((target.to_string(), replica.to_string()))
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(ReplicaStatus::new(
+                    target,
+                    model,
+                    replica,
+                    Some(super::unix_now()),
+                )))
+            })
+            .clone()
+    }
+
+    /// Drops a replica that left the target's discovered set.
+    pub fn remove_replica(&self, target: &str, replica: &str) {
+        self.write()
+            .replicas
+            .remove(&(target.to_string(), replica.to_string()));
+    }
+
+    /// Drops every replica of a target (the target left the config or its discovery).
+    pub fn remove_replicas(&self, target: &str) {
+        self.write().replicas.retain(|(t, _), _| t != target);
+    }
+
+    /// Snapshot of a target's replicas, ordered by name.
+    pub fn replicas(&self, target: &str) -> Vec<ReplicaStatus> {
+        self.read()
+            .replicas
+            .iter()
+            .filter(|((t, _), _)| t == target)
+            .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
     }
 
     /// Drops the entries of a target × scenario that left the config.
@@ -253,5 +297,35 @@ mod tests {
         a.lock().unwrap().record(Outcome::Ok, true, None, 1.0);
         let again = board.scenario("a", "m", "s");
         assert_eq!(again.lock().unwrap().requests, 1);
+    }
+
+    #[test]
+    fn a_replica_entry_is_created_once_and_removed_by_name_or_target() {
+        let board = StatusBoard::new();
+        let a = board.replica("t", "m", "10.0.0.1:8000");
+        a.lock().unwrap().probes = 3;
+        assert_eq!(
+            board
+                .replica("t", "m", "10.0.0.1:8000")
+                .lock()
+                .unwrap()
+                .probes,
+            3
+        );
+        assert!(Arc::ptr_eq(&a, &board.replica("t", "m", "10.0.0.1:8000")));
+        board.replica("t", "m", "10.0.0.2:8000");
+        board.replica("u", "m", "10.0.0.1:8000");
+        let names =
+            |t: &str| -> Vec<String> { board.replicas(t).into_iter().map(|r| r.replica).collect() };
+        assert_eq!(names("t"), ["10.0.0.1:8000", "10.0.0.2:8000"]);
+        board.remove_replica("t", "10.0.0.1:8000");
+        assert_eq!(names("t"), ["10.0.0.2:8000"]);
+        board.remove_replicas("t");
+        assert!(names("t").is_empty());
+        assert_eq!(names("u"), ["10.0.0.1:8000"]);
+        // Replicas do not hold readiness back.
+        board.scenario("t", "m", "s").lock().unwrap().sent += 1;
+        board.set_config("targets: []".into());
+        assert!(board.ready());
     }
 }

@@ -6,6 +6,8 @@
   target, model and scenario that use it;
 - every panel (rows aside) and every query targets {"type":"prometheus","uid":"${datasource}"};
 - every panel has a unit; panel ids are unique and panels fit the 24-column grid;
+- a table panel's queries are instant, in table format, and merged into one row per
+  label set (a `merge` transformation), so that each query is a column;
 - no ${DS_...} import placeholders anywhere (they break file and sidecar provisioning).
 
     lint.py [dashboards/*.json]     exit 1 and one line per problem when a rule is broken
@@ -71,6 +73,12 @@ def lint(name: str, dash: dict) -> list[str]:
                 say(f"{title} [{t.get('refId')}]: query datasource is not {DS}")
             if not str(t.get("expr", "")).strip():
                 say(f"{title} [{t.get('refId')}]: empty expr")
+            if p.get("type") == "table" and (t.get("instant") is not True
+                                             or t.get("format") != "table"):
+                say(f"{title} [{t.get('refId')}]: a table's query is not instant in table format")
+        if p.get("type") == "table" and len(targets) > 1 and \
+                "merge" not in [x.get("id") for x in p.get("transformations", [])]:
+            say(f"{title}: a table with several queries has no merge transformation")
     return problems
 
 
@@ -88,14 +96,19 @@ def lint_files(paths: list[Path]) -> list[str]:
     return problems
 
 
-def selftest(path: Path) -> int:
+def selftest(path: Path, with_table: Path) -> int:
     base = json.loads(path.read_text(encoding="utf-8"))
-    if lint(path.name, base):
-        print(f"selftest: {path.name} is not clean to begin with", file=sys.stderr)
-        return 1
+    tabled = json.loads(with_table.read_text(encoding="utf-8"))
+    for name, d in ((path.name, base), (with_table.name, tabled)):
+        if lint(name, d):
+            print(f"selftest: {name} is not clean to begin with", file=sys.stderr)
+            return 1
 
     def first_panel(d):
         return next(p for p in panels(d["panels"]) if p["type"] != "row")
+
+    def first_table(d):
+        return next(p for p in panels(d["panels"]) if p["type"] == "table")
 
     mutants = {
         "old schemaVersion": lambda d: d.update(schemaVersion=38),
@@ -107,11 +120,19 @@ def selftest(path: Path) -> int:
             datasource={"type": "prometheus", "uid": "prom"}),
         "unstable uid": lambda d: d.update(uid=None),
     }
+    table_mutants = {
+        "table without merge": lambda d: first_table(d).update(transformations=[]),
+        "table query over a range": lambda d: first_table(d)["targets"][0].update(
+            instant=False, range=True),
+        "table query as a time series": lambda d: first_table(d)["targets"][-1].pop("format"),
+    }
+    cases = [(what, m, path.name, base) for what, m in mutants.items()]
+    cases += [(what, m, with_table.name, tabled) for what, m in table_mutants.items()]
     failed = 0
-    for what, mutate in mutants.items():
-        d = copy.deepcopy(base)
+    for what, mutate, name, dash in cases:
+        d = copy.deepcopy(dash)
         mutate(d)
-        if lint(path.name, d):
+        if lint(name, d):
             print(f"selftest: {what}: reported")
         else:
             print(f"selftest FAILED: {what} was not reported", file=sys.stderr)
@@ -121,7 +142,8 @@ def selftest(path: Path) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--selftest"]:
-        return selftest(ROOT / "dashboards" / "llmprobe-slo.json")
+        return selftest(ROOT / "dashboards" / "llmprobe-slo.json",
+                        ROOT / "dashboards" / "llmprobe-capacity.json")
     paths = [Path(a) for a in argv] or sorted((ROOT / "dashboards").glob("*.json"))
     if not paths:
         print("no dashboards", file=sys.stderr)

@@ -216,7 +216,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `capacity`, `engine_metrics_url`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`",
     ),
     (
         "zero_grace_period",
@@ -281,6 +281,86 @@ const BAD: &[(&str, &str)] = &[
     (
         "turns_reserved_name",
         "turns_reserved_name.yaml:6:16: targets[0].scenarios[0].name: must not end in \":later\": the later turns of a conversation are observed under that name",
+    ),
+    (
+        "engine_metrics_path_relative",
+        "engine_metrics_path_relative.yaml:7:26: targets[0].engine_metrics_path: \"metrics\" must be a path starting with /",
+    ),
+    (
+        "replica_series_without_replicas_from",
+        "replica_series_without_replicas_from.yaml:5:21: targets[0].replica_series: applies to discovered replicas: it needs replicas_from",
+    ),
+    (
+        "replica_series_unknown",
+        "replica_series_unknown.yaml:6:21: targets[0].replica_series: unknown variant <value>, expected `slim` or `full`",
+    ),
+    (
+        "replica_rate_without_replicas_from",
+        "replica_rate_without_replicas_from.yaml:5:19: targets[0].replica_rate: applies to discovered replicas: it needs replicas_from",
+    ),
+    (
+        "replicas_from_and_replicas",
+        "replicas_from_and_replicas.yaml:5:15: targets[0].replicas: a target either counts its replicas (replicas: N) or discovers them (replicas_from), not both: remove one",
+    ),
+    (
+        "replicas_from_bad_label",
+        "replicas_from_bad_label.yaml:7:22: targets[0].replicas_from.labels[1]: labels: \"__meta_pod\": reserved: `__` names and `replica` cannot come from SD",
+    ),
+    (
+        "replicas_from_bad_resolver",
+        "replicas_from_bad_resolver.yaml:7:17: targets[0].replicas_from.resolver: resolver: \"10.96.0.10\": must be IP:PORT (an IPv6 address in brackets)",
+    ),
+    (
+        "replicas_from_dns_empty_name",
+        "replicas_from_dns_empty_name.yaml:6:19: targets[0].replicas_from.dns.name: dns: \" \": empty name",
+    ),
+    (
+        "replicas_from_dns_port_zero",
+        "replicas_from_dns_port_zero.yaml:6:49: targets[0].replicas_from.dns.port: must be 1..65535",
+    ),
+    (
+        "replicas_from_file_sd_wildcard_dir",
+        "replicas_from_file_sd_wildcard_dir.yaml:6:16: targets[0].replicas_from.file_sd: file_sd: \"/etc/llmprobe/*/replicas.json\": a pattern may only be in the file name",
+    ),
+    (
+        "replicas_from_http_sd_bad_url",
+        "replicas_from_http_sd_bad_url.yaml:6:22: targets[0].replicas_from.http_sd.url: http_sd: \"ftp://discovery:8080/targets\": the scheme must be http or https",
+    ),
+    (
+        "replicas_from_max_replicas_zero",
+        "replicas_from_max_replicas_zero.yaml:7:21: targets[0].replicas_from.max_replicas: must be at least 1",
+    ),
+    (
+        "replicas_from_no_source",
+        "replicas_from_no_source.yaml:6:7: targets[0].replicas_from: needs one source: dns, srv, file_sd, http_sd or static",
+    ),
+    (
+        "replicas_from_resolver_on_static",
+        "replicas_from_resolver_on_static.yaml:7:17: targets[0].replicas_from.resolver: applies to dns and srv lookups, not to static",
+    ),
+    (
+        "replicas_from_srv_bad_name",
+        "replicas_from_srv_bad_name.yaml:6:19: targets[0].replicas_from.srv.name: srv: \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.svc\": decoding error: label bytes exceed 63: 64",
+    ),
+    (
+        "replicas_from_srv_bad_shape",
+        "replicas_from_srv_bad_shape.yaml:6:7: targets[0].replicas_from: srv: a DNS name or {name, interval}",
+    ),
+    (
+        "replicas_from_static_empty",
+        "replicas_from_static_empty.yaml:6:15: targets[0].replicas_from.static: needs at least one URL",
+    ),
+    (
+        "replicas_from_static_with_path",
+        "replicas_from_static_with_path.yaml:6:38: targets[0].replicas_from.static[1]: static: \"http://10.0.0.6:8000/v1\": a replica is scheme://host:port, with no path, query or user",
+    ),
+    (
+        "replicas_from_two_sources",
+        "replicas_from_two_sources.yaml:7:15: targets[0].replicas_from.static: one source per target, and dns is set too",
+    ),
+    (
+        "replicas_from_zero_interval",
+        "replicas_from_zero_interval.yaml:6:65: targets[0].replicas_from.dns.interval: must be greater than zero",
     ),
     (
         "zero_timeout",

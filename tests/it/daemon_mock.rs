@@ -458,7 +458,7 @@ async fn promtool_finds_nothing_on_a_live_scrape() {
         return;
     }
     let m = mock(MockConfig::default()).await;
-    let text = llmprobe::daemon::demo::config_text(&m.base_url(), "mock-llm");
+    let text = llmprobe::daemon::demo::config_text(&m.base_url(), "mock-llm", &[]);
     let (dir, path) = config_file(&text);
     let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
         .await

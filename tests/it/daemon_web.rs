@@ -110,7 +110,7 @@ async fn daemon(
     web_config: Option<&str>,
     health_open: bool,
     lifecycle: bool,
-) -> (Daemon, llmprobe::mock::MockServer) {
+) -> (Daemon, demo::DemoMocks) {
     let config_file = web_config.map(|text| {
         let path = dir.join("web.yml");
         std::fs::write(&path, text).unwrap();

@@ -201,10 +201,23 @@ fn metric_shape(text: &str) -> String {
         } else if line.starts_with("process_") {
             lines.insert(line.split(['{', ' ']).next().unwrap().to_string());
         } else {
-            lines.insert(line.rsplit_once(' ').unwrap().0.to_string());
+            lines.insert(mask_replica_port(line.rsplit_once(' ').unwrap().0));
         }
     }
     lines.into_iter().map(|l| l + "\n").collect()
+}
+
+/// The demo's replicas listen on ports picked at start: the shape keeps `replica`
+/// with the port masked (both replicas then share their lines).
+fn mask_replica_port(series: &str) -> String {
+    const KEY: &str = "replica=\"127.0.0.1:";
+    match series.split_once(KEY) {
+        Some((head, rest)) => {
+            let tail = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+            format!("{head}{KEY}PORT{tail}")
+        }
+        None => series.to_string(),
+    }
 }
 
 #[test]
@@ -241,8 +254,11 @@ fn daemon_mock_metrics_keep_their_names_labels_and_buckets() {
             .lines()
             .filter(|l| l.starts_with("llmprobe_requests_total{"))
             .all(|l| !l.ends_with(" 0"));
-        let ready =
-            done && text.contains("llmprobe_engine_") && text.contains("llmprobe_requests_total{");
+        // The fleet's cost needs two scrape rounds with tokens generated between them.
+        let ready = done
+            && text.contains("llmprobe_engine_")
+            && text.contains("llmprobe_requests_total{")
+            && text.contains("llmprobe_fleet_cost_per_million_output_tokens_dollars{");
         if ready && writing {
             std::thread::sleep(Duration::from_secs(2));
             break metric_shape(&http_get(&addr, "/metrics"));

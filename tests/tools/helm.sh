@@ -3,7 +3,9 @@
 # ci/*-values.yaml, the core objects validated offline against the Kubernetes schemas
 # (kubernetes-validate, strict), the CRD objects and cross-object rules checked by
 # lib/chart_checks.py, the rendered PrometheusRule passed through promtool, values the
-# schema must reject rejected, and `helm package` shipping the rule and dashboard files.
+# schema must reject rejected, the opt-in engine headless Service checked (headless, its
+# selector and port, unseen by the ServiceMonitor), and `helm package` shipping the rule
+# and dashboard files.
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_HELM helm
 need_tool LLMPROBE_KUBERNETES_VALIDATE kubernetes-validate
@@ -98,6 +100,8 @@ reject "a minRequests window the rules do not have" --set prometheusRule.minRequ
 reject "an unknown top-level value" --set replicas=2
 reject "config.listen without a port" --set config.listen=localhost
 reject "a sweep without a model" --set sweep.enabled=true
+reject "an engine headless Service without a selector" --set engineHeadlessService.enabled=true
+reject "an engine headless Service with a bad name" --set engineHeadlessService.name=Vllm_Headless
 reject "an AlertmanagerConfig without the route's receivers" --set alertmanagerConfig.enabled=true
 reject "a timeCompression that does not divide the rule windows" \
   --set prometheusRule.enabled=true --set prometheusRule.timeCompression=7
@@ -152,6 +156,9 @@ if "$py" "$checks" check "$scratch/alerting-values/rendered.yaml" "$chart/ci/ale
   fail "chart checks missed: an AlertmanagerConfig with an inhibit rule the repository's file lacks"
 fi
 say "chart checks caught: an AlertmanagerConfig differing from alertmanager/llmprobe.yml"
+caught "an engine headless Service the ServiceMonitor selects" "$chart/ci/fleet-values.yaml" \
+  -f "$chart/ci/fleet-values.yaml" --set engineHeadlessService.name=llmprobe \
+  --set engineHeadlessService.namespace=default --namespace default
 caught "readOnlyRootFilesystem=false" "$scratch/empty-values.yaml" --set securityContext.readOnlyRootFilesystem=false
 printf 'secrets:\n  k: leaked-key-value\n' > "$scratch/leak-values.yaml"
 caught "an API key in the config" "$scratch/leak-values.yaml" -f "$scratch/leak-values.yaml" \

@@ -3,8 +3,10 @@
 # the same tests run against mutated rule files (guard off or fixed, objective loosened, an
 # SLI reading the wrong counter or ignoring the threshold gate, ProbeDown at a fixed 600 s,
 # LlmprobeAbsent blind to up == 0, latency SLIs or their guard counting failed probes, the
-# composite page as quick as the cause's, pages without keep_firing_for) must fail: those
-# are what the tests check. Every alert carries the hierarchy's labels (severity, layer).
+# composite page as quick as the cause's, pages without keep_firing_for; the fleet
+# headroom without its single-engine fallback or preferring it, per-replica rules summed
+# without `replica` or per scenario, the replica failure ratio without its 0 fallback) must
+# fail: those are what the tests check. Every alert carries the hierarchy's labels (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -83,4 +85,11 @@ mutate check-threshold-low 's/ratio_rate15m >= 0.5/ratio_rate15m >= 0.1/' alerts
 mutate self-check-guard-off 's/llmprobe:self_check_probes:increase10m >= 5/llmprobe:self_check_probes:increase10m >= 0/' alerts/tests/self-check.test.yaml
 mutate self-check-ignores-throttling 's/llmprobe:cgroup_throttled_periods:ratio_rate10m > 0.25/llmprobe:cgroup_throttled_periods:ratio_rate10m > 1/' alerts/tests/self-check.test.yaml
 mutate self-check-median 's/histogram_quantile(0.99,/histogram_quantile(0.5,/' alerts/tests/self-check.test.yaml
+mutate fleet-headroom-no-fallback 's/ or min by (target, model) (llmprobe_capacity_headroom_ratio)$//' alerts/tests/fleet.test.yaml
+mutate fleet-headroom-single-engine-first 's/min by (target, model) (llmprobe_fleet_headroom_ratio) or min by (target, model) (llmprobe_capacity_headroom_ratio)/min by (target, model) (llmprobe_capacity_headroom_ratio) or min by (target, model) (llmprobe_fleet_headroom_ratio)/' alerts/tests/fleet.test.yaml
+mutate fleet-headroom-best-instance 's/min by (target, model) (llmprobe_fleet_headroom_ratio)/max by (target, model) (llmprobe_fleet_headroom_ratio)/' alerts/tests/fleet.test.yaml
+mutate replica-ttft-without-replica 's/sum by (target, model, replica, le)/sum by (target, model, le)/' alerts/tests/fleet.test.yaml
+mutate replica-ttft-per-scenario 's/sum by (target, model, replica, le)/sum by (target, model, scenario, replica, le)/' alerts/tests/fleet.test.yaml
+mutate replica-goodput-per-scenario 's/sum by (target, model, replica) (rate(llmprobe_replica_goodput_requests_total/sum by (target, model, scenario, replica) (rate(llmprobe_replica_goodput_requests_total/' alerts/tests/fleet.test.yaml
+mutate replica-failure-no-fallback 's/0 \* sum by (target, model, replica) (rate(llmprobe_replica_requests_total/0 * sum by (target, model, replica) (rate(llmprobe_replica_request_failures_total/' alerts/tests/fleet.test.yaml
 say "ok"

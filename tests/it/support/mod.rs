@@ -5,4 +5,5 @@ pub mod alone;
 pub mod bench;
 pub mod client;
 pub mod daemon;
+pub mod dnsmasq;
 pub mod mock;

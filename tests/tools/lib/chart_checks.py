@@ -102,6 +102,35 @@ def check_pod(name: str, pod: dict) -> None:
             problem(f"{name}/{c['name']}: no resources")
 
 
+def check_engine_headless(engine: list[dict], values: dict, defaults: dict,
+                          by_kind: dict[str, list[dict]]) -> None:
+    """engineHeadlessService: rendered exactly when enabled, headless, over the selected
+    engine pods at the port named http, and invisible to the chart's ServiceMonitor."""
+    ehs = merged(defaults["engineHeadlessService"], values.get("engineHeadlessService") or {})
+    if bool(engine) != bool(ehs["enabled"]) or len(engine) > 1:
+        problem(f"engine headless Services rendered: {len(engine)}, enabled: {ehs['enabled']}")
+    for svc in engine:
+        spec = svc["spec"]
+        if spec.get("clusterIP") != "None":
+            problem(f"engine headless Service clusterIP {spec.get('clusterIP')!r}, not None")
+        if spec.get("selector") != ehs["selector"]:
+            problem(f"engine headless Service selector {spec.get('selector')} != {ehs['selector']}")
+        if spec.get("ports") != [{"name": "http", "port": ehs["port"], "targetPort": ehs["port"],
+                                  "protocol": "TCP"}]:
+            problem(f"engine headless Service ports {spec.get('ports')}: want http {ehs['port']}")
+        if bool(spec.get("publishNotReadyAddresses")) != bool(ehs["publishNotReadyAddresses"]):
+            problem("engine headless Service publishNotReadyAddresses differs from the values")
+        if ehs["name"] and svc["metadata"]["name"] != ehs["name"]:
+            problem(f"engine headless Service name {svc['metadata']['name']} != {ehs['name']}")
+        if ehs["namespace"] and svc["metadata"].get("namespace") != ehs["namespace"]:
+            problem(f"engine headless Service namespace {svc['metadata'].get('namespace')}")
+        labels = svc["metadata"].get("labels", {})
+        for sm in by_kind.get("ServiceMonitor", []):
+            sel = deep_get(sm, "spec", "selector", "matchLabels", default={})
+            if sel.items() <= labels.items():
+                problem("the ServiceMonitor selects the engine headless Service")
+
+
 def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
     docs = load(rendered)
     values = yaml.safe_load(Path(values_file).read_text(encoding="utf-8")) or {}
@@ -186,7 +215,13 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
             problem(f"config.yaml {got} differs from the values' config {want}")
 
     # Service selects the daemon's pods only, and the ServiceMonitor selects the Service.
-    services = by_kind.get("Service", [])
+    # The opt-in headless Service over the engine's pods is checked on its own below.
+    all_services = by_kind.get("Service", [])
+    is_engine = lambda svc: deep_get(  # noqa: E731
+        svc, "metadata", "labels", "app.kubernetes.io/component") == "engine-headless"
+    services = [svc for svc in all_services if not is_engine(svc)]
+    check_engine_headless([svc for svc in all_services if is_engine(svc)], values, defaults,
+                          by_kind)
     pod_labels = deep_get(deployments[0], "spec", "template", "metadata", "labels", default={}) \
         if deployments else {}
     for svc in services:

@@ -1,0 +1,216 @@
+//! The series of discovered replicas and of the fleet they make: a slim probe set per
+//! replica × scenario, engine gauges per replica, and per target the fleet sums and the
+//! state of discovery. What sets them is `daemon::fleet`; the names are in
+//! [`super::families`].
+
+use std::sync::Arc;
+
+use prometheus::{GaugeVec, IntCounterVec};
+
+use super::buckets::Buckets;
+use super::families::{self as f, Scope};
+use super::histograms::LatencyHistograms;
+use super::registry::{Registered, children, set_or_remove};
+use super::series::{ScenarioSeries, unix_now};
+use crate::latency::Latency;
+
+/// The latencies a replica exports by default: enough to tell a slow replica and a
+/// failing one, at a fraction of the front door's series.
+pub const SLIM_LATENCIES: [Latency; 2] = [Latency::Ttft, Latency::E2e];
+
+/// One replica's engine gauges from one scrape (`None` removes a series).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ReplicaEngineGauges {
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_cache_usage_ratio: Option<f64>,
+    pub max_concurrent_sequences: Option<f64>,
+    pub generation_tokens_per_second: Option<f64>,
+    pub headroom: Option<f64>,
+}
+
+/// A target's fleet figures from one scrape round (`None` removes a series).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FleetGauges {
+    pub replicas: usize,
+    pub scraped: usize,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub max_concurrent_sequences: Option<f64>,
+    pub queueing: usize,
+    pub headroom: Option<f64>,
+    pub generation_tokens_per_second: Option<f64>,
+    pub cost_per_million_output_tokens: Option<f64>,
+}
+
+/// The registered replica and fleet families.
+pub struct FleetSeries {
+    requests: IntCounterVec,
+    failures: IntCounterVec,
+    goodput: IntCounterVec,
+    last_success: GaugeVec,
+    histograms: Arc<LatencyHistograms>,
+    engine: [GaugeVec; 7],
+    fleet: [GaugeVec; 9],
+    discovery_errors: IntCounterVec,
+    discovery_last_success: GaugeVec,
+    discovery_refused: GaugeVec,
+    registered: Registered,
+}
+
+impl FleetSeries {
+    pub(super) fn new(
+        r: &Registered,
+        histograms: Arc<LatencyHistograms>,
+    ) -> prometheus::Result<Self> {
+        let g = |fam| r.gauge_vec(fam);
+        Ok(FleetSeries {
+            requests: r.int_counter_vec(&f::REPLICA_REQUESTS)?,
+            failures: r.int_counter_vec(&f::REPLICA_FAILURES)?,
+            goodput: r.int_counter_vec(&f::REPLICA_GOODPUT)?,
+            last_success: g(&f::REPLICA_LAST_SUCCESS)?,
+            histograms,
+            engine: [
+                g(&f::REPLICA_ENG_SUCCESS)?,
+                g(&f::REPLICA_ENG_RUNNING)?,
+                g(&f::REPLICA_ENG_WAITING)?,
+                g(&f::REPLICA_ENG_KV_USAGE)?,
+                g(&f::REPLICA_ENG_MAX_SEQS)?,
+                g(&f::REPLICA_ENG_GEN_TPS)?,
+                g(&f::REPLICA_HEADROOM)?,
+            ],
+            fleet: [
+                g(&f::FLEET_REPLICAS)?,
+                g(&f::FLEET_SCRAPED)?,
+                g(&f::FLEET_RUNNING)?,
+                g(&f::FLEET_WAITING)?,
+                g(&f::FLEET_MAX_SEQS)?,
+                g(&f::FLEET_QUEUEING)?,
+                g(&f::FLEET_HEADROOM)?,
+                g(&f::FLEET_GEN_TPS)?,
+                g(&f::FLEET_COST)?,
+            ],
+            discovery_errors: r.int_counter_vec(&f::DISCOVERY_ERRORS)?,
+            discovery_last_success: g(&f::DISCOVERY_LAST_SUCCESS)?,
+            discovery_refused: g(&f::DISCOVERY_REFUSED)?,
+            registered: r.clone(),
+        })
+    }
+
+    /// Resolves the slim series of one replica × scenario (at zero, so `rate()` sees the
+    /// first probe). `full` adds every latency histogram a replica has.
+    pub fn replica_scenario(
+        &self,
+        base: [&str; 3],
+        replica: &str,
+        buckets: &Buckets,
+        full: bool,
+    ) -> anyhow::Result<ScenarioSeries> {
+        let l = [base[0], base[1], base[2], replica];
+        let latencies: Vec<(Latency, &'static f::Family)> = Latency::ALL
+            .into_iter()
+            .filter(|l| full || SLIM_LATENCIES.contains(l))
+            .filter_map(|l| f::replica_histogram_of(l).map(|fam| (l, fam)))
+            .collect();
+        let kept = latencies.iter().map(|(_, fam)| fam.name).collect();
+        let h = self
+            .histograms
+            .resolve(&l, &buckets.clone().normalized(), kept)?;
+        Ok(ScenarioSeries {
+            requests: self.requests.with_label_values(&l),
+            failures: children(&self.failures, &f::REPLICA_FAILURES, &l),
+            goodput: self.goodput.with_label_values(&l),
+            spend: None,
+            inflight: None,
+            last_success: self.last_success.with_label_values(&l),
+            skipped: Vec::new(),
+            slo_met: Vec::new(),
+            latencies: latencies
+                .into_iter()
+                .map(|(l, fam)| Ok((l, h.get(fam)?)))
+                .collect::<prometheus::Result<_>>()?,
+            checks: Vec::new(),
+        })
+    }
+
+    /// Publishes one scrape of a replica's engine; a failed one keeps only
+    /// `scrape_success 0`, so stale numbers never look live.
+    pub fn set_replica_engine(
+        &self,
+        target: [&str; 2],
+        replica: &str,
+        success: bool,
+        g: &ReplicaEngineGauges,
+    ) {
+        let l = [target[0], target[1], replica];
+        let [ok, running, waiting, kv, max, tps, headroom] = &self.engine;
+        ok.with_label_values(&l)
+            .set(if success { 1.0 } else { 0.0 });
+        set_or_remove(running, &l, g.running);
+        set_or_remove(waiting, &l, g.waiting);
+        set_or_remove(kv, &l, g.kv_cache_usage_ratio);
+        set_or_remove(max, &l, g.max_concurrent_sequences);
+        set_or_remove(tps, &l, g.generation_tokens_per_second);
+        set_or_remove(headroom, &l, g.headroom);
+    }
+
+    /// Publishes a target's fleet figures.
+    pub fn set_fleet(&self, target: [&str; 2], g: &FleetGauges) {
+        let [
+            replicas,
+            scraped,
+            running,
+            waiting,
+            max,
+            queueing,
+            headroom,
+            tps,
+            cost,
+        ] = &self.fleet;
+        replicas.with_label_values(&target).set(g.replicas as f64);
+        scraped.with_label_values(&target).set(g.scraped as f64);
+        queueing.with_label_values(&target).set(g.queueing as f64);
+        set_or_remove(running, &target, g.running);
+        set_or_remove(waiting, &target, g.waiting);
+        set_or_remove(max, &target, g.max_concurrent_sequences);
+        set_or_remove(headroom, &target, g.headroom);
+        set_or_remove(tps, &target, g.generation_tokens_per_second);
+        set_or_remove(cost, &target, g.cost_per_million_output_tokens);
+    }
+
+    /// Creates the discovery series of a target at zero (before its first look).
+    pub fn start_discovery(&self, target: [&str; 2]) {
+        self.discovery_errors.with_label_values(&target);
+    }
+
+    /// A look succeeded now; `refused` replicas were found beyond `max_replicas`.
+    pub fn discovery_succeeded(&self, target: [&str; 2], refused: usize) {
+        self.discovery_last_success
+            .with_label_values(&target)
+            .set(unix_now());
+        self.discovery_refused
+            .with_label_values(&target)
+            .set(refused as f64);
+    }
+
+    /// A look failed (the last good set stays in force).
+    pub fn discovery_failed(&self, target: [&str; 2]) {
+        self.discovery_errors.with_label_values(&target).inc();
+    }
+
+    /// Removes every series of one replica (it left the set, or its target stopped).
+    pub fn remove_replica(&self, target: [&str; 2], scenarios: &[&str], replica: &str) {
+        for s in scenarios {
+            let l = [target[0], target[1], s, replica];
+            self.registered.remove(Scope::Replica, &l);
+            self.histograms.remove(&l);
+        }
+        self.registered
+            .remove(Scope::ReplicaEngine, &[target[0], target[1], replica]);
+    }
+
+    /// Removes the fleet and discovery series of a target.
+    pub fn remove_fleet(&self, target: [&str; 2]) {
+        self.registered.remove(Scope::Fleet, &target);
+    }
+}
