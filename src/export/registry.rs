@@ -100,7 +100,7 @@ impl Registered {
         // process families are read at scrape time by their own collector.
         let own = |f: &&Family| {
             !(f.kind == Kind::Histogram && matches!(f.scope, Scope::Scenario | Scope::Replica))
-                && f.scope != Scope::Process
+                && !matches!(f.scope, Scope::Process | Scope::ReplicaInfo)
         };
         for f in FAMILIES.iter().filter(own) {
             let h = Handle::new(f)?;
