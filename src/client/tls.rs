@@ -5,7 +5,7 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -63,26 +63,41 @@ fn key_path(tls: &TlsConfig) -> &Path {
     tls.client_key_file.as_deref().unwrap_or(Path::new(""))
 }
 
-/// System roots plus the certificates of `ca_file`.
-fn root_store(ca_file: Option<&Path>) -> anyhow::Result<RootCertStore> {
-    let mut roots = RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-    if let Some(path) = ca_file {
-        for cert in read_certs(path)? {
-            if let Err(e) = roots.add(cert) {
-                crate::usage_bail!(
-                    "tls.ca_file {}: unusable CA certificate ({e})",
-                    path.display()
+/// The system roots, read once per process and shared by every client without a
+/// `ca_file`: each parsed copy costs about 100 KiB, and a daemon holds a client per
+/// target, scenario and replica.
+fn system_roots() -> Arc<RootCertStore> {
+    static ROOTS: OnceLock<Arc<RootCertStore>> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = RootCertStore::empty();
+            let native = rustls_native_certs::load_native_certs();
+            let (added, _ignored) = roots.add_parsable_certificates(native.certs);
+            if added == 0 {
+                tracing::warn!(
+                    "no system CA certificates found: https targets without tls.ca_file will fail"
                 );
             }
+            Arc::new(roots)
+        })
+        .clone()
+}
+
+/// System roots plus the certificates of `ca_file`.
+fn root_store(ca_file: Option<&Path>) -> anyhow::Result<Arc<RootCertStore>> {
+    let Some(path) = ca_file else {
+        return Ok(system_roots());
+    };
+    let mut roots = (*system_roots()).clone();
+    for cert in read_certs(path)? {
+        if let Err(e) = roots.add(cert) {
+            crate::usage_bail!(
+                "tls.ca_file {}: unusable CA certificate ({e})",
+                path.display()
+            );
         }
-    } else if added == 0 {
-        tracing::warn!(
-            "no system CA certificates found and no tls.ca_file given: https targets will fail"
-        );
     }
-    Ok(roots)
+    Ok(Arc::new(roots))
 }
 
 fn read_certs(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {

@@ -70,7 +70,8 @@ impl ReplicaSet {
 pub struct LabelAllowList(BTreeSet<String>);
 
 impl LabelAllowList {
-    /// Each name must be a Prometheus label name, not reserved (`__*`) and not `replica`.
+    /// Each name must be a Prometheus label name, not reserved (`__*`) and none of the
+    /// labels llmprobe sets itself ([`OWN_LABELS`]).
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(
         names: I,
     ) -> Result<Self, DiscoveryError> {
@@ -92,6 +93,9 @@ impl LabelAllowList {
     }
 }
 
+/// The labels llmprobe's replica series carry already.
+pub const OWN_LABELS: [&str; 4] = ["target", "model", "scenario", "replica"];
+
 fn check_label_name(name: &str) -> Result<(), DiscoveryError> {
     let what = format!("labels: {name:?}");
     let mut chars = name.chars();
@@ -104,10 +108,10 @@ fn check_label_name(name: &str) -> Result<(), DiscoveryError> {
             "not a label name ([a-zA-Z_][a-zA-Z0-9_]*)",
         ));
     }
-    if name.starts_with("__") || name == "replica" {
+    if name.starts_with("__") || OWN_LABELS.contains(&name) {
         return Err(DiscoveryError::input(
             what,
-            "reserved: `__` names and `replica` cannot come from SD",
+            "reserved: `__` names and llmprobe's own labels (target, model, scenario, replica) cannot come from SD",
         ));
     }
     Ok(())
@@ -226,7 +230,9 @@ mod tests {
 
     #[test]
     fn the_allow_list_refuses_reserved_and_bad_names() {
-        for bad in ["replica", "__meta_x", "1abc", "a-b", ""] {
+        for bad in [
+            "replica", "target", "model", "scenario", "__meta_x", "1abc", "a-b", "",
+        ] {
             let e = LabelAllowList::new([bad]).unwrap_err();
             assert_eq!(e.reason(), "input", "{bad}: {e}");
         }

@@ -56,6 +56,10 @@ pub enum Scope {
     ReplicaEngine,
     /// A target's fleet sums and discovery state, removed with its `replicas_from`.
     Fleet,
+    /// One series per discovered replica whose labels are `target, model, replica` and
+    /// the SD labels the allow-list keeps (names vary per target); its own collector,
+    /// no registered handle.
+    ReplicaInfo,
     /// The daemon's own series, never removed.
     Daemon,
     /// The daemon's own series read from the OS at each scrape (cgroup CPU throttling),
@@ -104,7 +108,7 @@ impl Family {
             Scope::Scenario => PROBE_LABELS.to_vec(),
             Scope::Capacity | Scope::Engine | Scope::Fleet => TARGET_LABELS.to_vec(),
             Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
-            Scope::ReplicaEngine => REPLICA_LABELS.to_vec(),
+            Scope::ReplicaEngine | Scope::ReplicaInfo => REPLICA_LABELS.to_vec(),
             Scope::Daemon | Scope::Process => Vec::new(),
         };
         labels.extend(self.extra.map(|e| e.label));
@@ -432,6 +436,12 @@ const fn replica_engine(name: &'static str, help: &'static str) -> Family {
     gauge(name, help).scope(Scope::ReplicaEngine)
 }
 
+pub const REPLICA_INFO: Family = gauge(
+    "llmprobe_replica_info",
+    "A discovered replica, value 1, with the SD labels the target's allow-list keeps (join on replica).",
+)
+.int()
+.scope(Scope::ReplicaInfo);
 pub const REPLICA_ENG_SUCCESS: Family = replica_engine(
     "llmprobe_replica_engine_scrape_success",
     "Whether the last scrape of this replica's engine /metrics succeeded.",
@@ -642,6 +652,7 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
         ])
         .chain(replica_histograms)
         .chain([
+            REPLICA_INFO,
             REPLICA_ENG_SUCCESS,
             REPLICA_ENG_RUNNING,
             REPLICA_ENG_WAITING,

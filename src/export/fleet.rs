@@ -3,8 +3,11 @@
 //! state of discovery. What sets them is `daemon::fleet`; the names are in
 //! [`super::families`].
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::{Gauge, LabelPair, Metric, MetricFamily, MetricType};
 use prometheus::{GaugeVec, IntCounterVec};
 
 use super::buckets::Buckets;
@@ -55,6 +58,7 @@ pub struct FleetSeries {
     discovery_errors: IntCounterVec,
     discovery_last_success: GaugeVec,
     discovery_refused: GaugeVec,
+    info: Arc<ReplicaInfo>,
     registered: Registered,
 }
 
@@ -62,6 +66,7 @@ impl FleetSeries {
     pub(super) fn new(
         r: &Registered,
         histograms: Arc<LatencyHistograms>,
+        info: Arc<ReplicaInfo>,
     ) -> prometheus::Result<Self> {
         let g = |fam| r.gauge_vec(fam);
         Ok(FleetSeries {
@@ -93,6 +98,7 @@ impl FleetSeries {
             discovery_errors: r.int_counter_vec(&f::DISCOVERY_ERRORS)?,
             discovery_last_success: g(&f::DISCOVERY_LAST_SUCCESS)?,
             discovery_refused: g(&f::DISCOVERY_REFUSED)?,
+            info,
             registered: r.clone(),
         })
     }
@@ -131,6 +137,16 @@ impl FleetSeries {
                 .collect::<prometheus::Result<_>>()?,
             checks: Vec::new(),
         })
+    }
+
+    /// Publishes a replica's `llmprobe_replica_info` with the SD labels it kept.
+    pub fn set_replica_info(
+        &self,
+        target: [&str; 2],
+        replica: &str,
+        labels: &BTreeMap<String, String>,
+    ) {
+        self.info.set(target, replica, labels.clone());
     }
 
     /// Publishes one scrape of a replica's engine; a failed one keeps only
@@ -207,10 +223,87 @@ impl FleetSeries {
         }
         self.registered
             .remove(Scope::ReplicaEngine, &[target[0], target[1], replica]);
+        self.info.remove(target, replica);
     }
 
     /// Removes the fleet and discovery series of a target.
     pub fn remove_fleet(&self, target: [&str; 2]) {
         self.registered.remove(Scope::Fleet, &target);
+    }
+}
+
+/// `llmprobe_replica_info`: one series per replica whose label names depend on the
+/// target's allow-list, which a fixed-label vector cannot hold.
+pub struct ReplicaInfo {
+    desc: Desc,
+    series: Mutex<BTreeMap<[String; 3], BTreeMap<String, String>>>,
+}
+
+impl ReplicaInfo {
+    pub fn new() -> prometheus::Result<Self> {
+        let f = &f::REPLICA_INFO;
+        let labels = f.labels().iter().map(|l| (*l).to_string()).collect();
+        Ok(ReplicaInfo {
+            desc: Desc::new(f.name.into(), f.help.into(), labels, Default::default())?,
+            series: Mutex::default(),
+        })
+    }
+
+    fn key(target: [&str; 2], replica: &str) -> [String; 3] {
+        [target[0].into(), target[1].into(), replica.into()]
+    }
+
+    fn set(&self, target: [&str; 2], replica: &str, labels: BTreeMap<String, String>) {
+        let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        series.insert(Self::key(target, replica), labels);
+    }
+
+    fn remove(&self, target: [&str; 2], replica: &str) {
+        let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        series.remove(&Self::key(target, replica));
+    }
+}
+
+impl Collector for ReplicaInfo {
+    fn desc(&self) -> Vec<&Desc> {
+        vec![&self.desc]
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let series = self.series.lock().unwrap_or_else(|e| e.into_inner());
+        if series.is_empty() {
+            return Vec::new();
+        }
+        let mut family = MetricFamily::default();
+        family.set_name(f::REPLICA_INFO.name.into());
+        family.set_help(f::REPLICA_INFO.help.into());
+        family.set_field_type(MetricType::GAUGE);
+        for (own, sd) in series.iter() {
+            let own_labels = f::REPLICA_LABELS
+                .iter()
+                .zip(own)
+                .map(|(k, v)| (*k, v.as_str()));
+            let sd_labels = sd.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            let mut pairs: Vec<(&str, &str)> = own_labels.chain(sd_labels).collect();
+            // The text format wants label names in order, like the vectors write them.
+            pairs.sort_unstable();
+            let mut m = Metric::default();
+            m.set_label(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let mut p = LabelPair::default();
+                        p.set_name(k.into());
+                        p.set_value(v.into());
+                        p
+                    })
+                    .collect(),
+            );
+            let mut g = Gauge::default();
+            g.set_value(1.0);
+            m.set_gauge(g);
+            family.mut_metric().push(m);
+        }
+        vec![family]
     }
 }

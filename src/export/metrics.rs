@@ -226,6 +226,8 @@ impl Metrics {
         registry.register(Box::new(SharedCollector(histograms.clone())))?;
         let replica_histograms = Arc::new(LatencyHistograms::new(Scope::Replica)?);
         registry.register(Box::new(SharedCollector(replica_histograms.clone())))?;
+        let replica_info = Arc::new(super::fleet::ReplicaInfo::new()?);
+        registry.register(Box::new(SharedCollector(replica_info.clone())))?;
         register_process_collector(&registry);
         registry.register(Box::new(CgroupCollector::for_self()?))?;
         Ok(Arc::new(Metrics {
@@ -233,7 +235,7 @@ impl Metrics {
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
-            fleet: FleetSeries::new(&registered, replica_histograms)?,
+            fleet: FleetSeries::new(&registered, replica_histograms, replica_info)?,
             daemon: DaemonGauges::new(&registered)?,
             registry,
             registered,

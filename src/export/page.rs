@@ -185,11 +185,7 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
 /// `/target/NAME`: the last probes of every scenario of a target, newest first, then its
 /// replicas as of `now`; `None` when no such target runs.
 pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> Option<String> {
-    let all: Vec<ScenarioStatus> = board
-        .snapshot()
-        .into_iter()
-        .filter(|s| s.target == name)
-        .collect();
+    let all = board.scenarios_of(name);
     if all.is_empty() {
         return None;
     }

@@ -97,11 +97,16 @@ impl Registered {
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let mut handles = Vec::with_capacity(FAMILIES.len());
         // Per-series histograms live in `LatencyHistograms` (a layout per series);
-        // process families are read at scrape time by their own collector.
-        let own = |f: &&Family| {
-            !(f.kind == Kind::Histogram && matches!(f.scope, Scope::Scenario | Scope::Replica))
-                && f.scope != Scope::Process
+        // process families and the replica info have collectors of their own.
+        let elsewhere = |f: &Family| {
+            let per_series = f.kind == Kind::Histogram;
+            match f.scope {
+                Scope::Scenario | Scope::Replica => per_series,
+                Scope::Process | Scope::ReplicaInfo => true,
+                _ => false,
+            }
         };
+        let own = |f: &&Family| !elsewhere(f);
         for f in FAMILIES.iter().filter(own) {
             let h = Handle::new(f)?;
             registry.register(h.boxed())?;

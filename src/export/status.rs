@@ -207,10 +207,11 @@ impl StatusBoard {
 
     /// Snapshot of a target's replicas, ordered by name.
     pub fn replicas(&self, target: &str) -> Vec<ReplicaStatus> {
+        // A range of the ordered map, not a scan: `/` asks once per target.
         self.read()
             .replicas
-            .iter()
-            .filter(|((t, _), _)| t == target)
+            .range((target.to_string(), String::new())..)
+            .take_while(|((t, _), _)| t == target)
             .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
             .collect()
     }
@@ -223,6 +224,16 @@ impl StatusBoard {
     }
 
     /// Snapshot of every entry, ordered by target then scenario.
+    /// The scenarios of one target, in scenario order (a range, not a copy of all).
+    pub fn scenarios_of(&self, target: &str) -> Vec<ScenarioStatus> {
+        self.read()
+            .scenarios
+            .range((target.to_string(), String::new())..)
+            .take_while(|((t, _), _)| t == target)
+            .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
     pub fn snapshot(&self) -> Vec<ScenarioStatus> {
         self.read()
             .scenarios
@@ -327,5 +338,27 @@ mod tests {
         board.scenario("t", "m", "s").lock().unwrap().sent += 1;
         board.set_config("targets: []".into());
         assert!(board.ready());
+    }
+
+    #[test]
+    fn a_targets_entries_are_its_own_and_not_a_neighbours_by_name() {
+        let board = StatusBoard::new();
+        for t in ["s", "t", "t-1", "t1", "u"] {
+            board.scenario(t, "m", "b");
+            board.scenario(t, "m", "a");
+            board.replica(t, "m", &format!("{t}:1"));
+        }
+        let scenarios: Vec<(String, String)> = board
+            .scenarios_of("t")
+            .into_iter()
+            .map(|s| (s.target, s.scenario))
+            .collect();
+        assert_eq!(
+            scenarios,
+            [("t".into(), "a".into()), ("t".into(), "b".into())]
+        );
+        let replicas: Vec<String> = board.replicas("t").into_iter().map(|r| r.replica).collect();
+        assert_eq!(replicas, ["t:1"]);
+        assert!(board.scenarios_of("none").is_empty() && board.replicas("none").is_empty());
     }
 }

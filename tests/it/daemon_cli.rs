@@ -135,7 +135,14 @@ async fn mock_mode_shows_live_data_within_seconds() {
         ok.then_some(s)
     })
     .await;
-    assert!(value(&s, "llmprobe_capacity_max_concurrent_sequences", &[]).is_some());
+    assert!(
+        value(
+            &s,
+            "llmprobe_capacity_max_concurrent_sequences",
+            &[("target", "mock")]
+        )
+        .is_some()
+    );
     let (ok, _) = terminate(child);
     assert!(ok, "SIGTERM must end the daemon cleanly");
 }

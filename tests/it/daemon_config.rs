@@ -304,7 +304,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "replicas_from_bad_label",
-        "replicas_from_bad_label.yaml:7:22: targets[0].replicas_from.labels[1]: labels: \"__meta_pod\": reserved: `__` names and `replica` cannot come from SD",
+        "replicas_from_bad_label.yaml:7:22: targets[0].replicas_from.labels[1]: labels: \"__meta_pod\": reserved: `__` names and llmprobe's own labels (target, model, scenario, replica) cannot come from SD",
     ),
     (
         "replicas_from_bad_resolver",

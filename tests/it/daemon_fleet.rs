@@ -71,15 +71,18 @@ targets:
     )
 }
 
-/// Writes a file_sd file by rename, as config management does.
+/// Writes a file_sd file by rename, as config management does: one target group per
+/// replica, with a `zone` label (allowed) and a `pod` label (not).
 fn write_sd(path: &Path, replicas: &[String]) {
     let tmp = path.with_extension("tmp");
-    let targets: Vec<String> = replicas.iter().map(|r| format!("{r:?}")).collect();
-    std::fs::write(
-        &tmp,
-        format!(r#"[{{"targets": [{}]}}]"#, targets.join(", ")),
-    )
-    .unwrap();
+    let groups: Vec<String> = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(r#"{{"targets": [{r:?}], "labels": {{"zone": "z{i}", "pod": "p{i}"}}}}"#)
+        })
+        .collect();
+    std::fs::write(&tmp, format!("[{}]", groups.join(", "))).unwrap();
     std::fs::rename(&tmp, path).unwrap();
 }
 
@@ -188,7 +191,7 @@ async fn file_sd_replicas_are_probed_named_summed_and_follow_churn() {
     let sd = dir.path().join("replicas.json");
     write_sd(&sd, &all);
     let (_cfg, path) = config_file(&config(&format!(
-        "      file_sd: {{files: {:?}, interval: 200ms}}",
+        "      file_sd: {{files: {:?}, interval: 200ms}}\n      labels: [zone]",
         sd.display().to_string()
     )));
     let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
@@ -205,6 +208,17 @@ async fn file_sd_replicas_are_probed_named_summed_and_follow_churn() {
         .unwrap();
     assert_eq!(slowest, &all[1]);
     assert!(mean_ttft(&s, &all[1]) >= 0.4);
+    // SD labels reach the series only through the allow-list, on the info series.
+    for (i, r) in all.iter().enumerate() {
+        let info = s
+            .iter()
+            .find(|x| x.name == "llmprobe_replica_info" && x.labels.get("replica") == Some(r));
+        let info = info.unwrap_or_else(|| panic!("no llmprobe_replica_info for {r}"));
+        assert_eq!(info.labels.get("zone"), Some(&format!("z{i}")));
+        assert_eq!(info.labels.get("pod"), None);
+        assert_eq!(info.value, 1.0);
+    }
+    assert!(!s.iter().any(|x| x.labels.contains_key("pod")));
     // The status page lists the replicas worst first: the slow one on top.
     let (status, page) = get(&format!("http://{addr}/")).await;
     assert_eq!(status, 200);

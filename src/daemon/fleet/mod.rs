@@ -253,6 +253,18 @@ impl Fleet {
                 ),
             }
         }
+        // Every running replica's SD labels (they may change while it stays).
+        for replica in set
+            .replicas
+            .iter()
+            .filter(|r| self.running.contains_key(&r.host_port))
+        {
+            self.ctx.shared.metrics.fleet().set_replica_info(
+                self.ctx.labels(),
+                &replica.host_port,
+                &replica.labels,
+            );
+        }
         self.current = Some(set);
     }
 
