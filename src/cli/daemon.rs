@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::config::{Overrides, Shard};
 use crate::daemon::RunOptions;
 use crate::web::WebOptions;
 
@@ -29,6 +30,14 @@ pub struct DaemonArgs {
     /// (repeatable; see `llmprobe mock --help`), e.g. http_500:0.05.
     #[arg(long, value_name = "KIND[:P]", requires = "mock")]
     pub mock_fault: Vec<String>,
+    /// Where this prober runs (e.g. eu-west-1): a `location` label on every llmprobe_*
+    /// series; overrides the config's `location`.
+    #[arg(long, value_name = "NAME", value_parser = parse_location)]
+    pub location: Option<String>,
+    /// Probe only this shard's share of the targets and discovered replicas, I of N
+    /// (e.g. 0/3); overrides the config's `shard`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
     /// TLS and basic auth for the HTTP server: a Prometheus exporter-toolkit web config
     /// file (tls_server_config, basic_auth_users, http_server_config.headers). Re-read
     /// when it or a certificate it names changes. See docs/daemon.md.
@@ -58,6 +67,14 @@ impl From<DaemonArgs> for RunOptions {
                 check_interval: None,
             },
             enable_lifecycle: a.web_enable_lifecycle,
+            overrides: Overrides {
+                location: a.location,
+                shard: a.shard,
+            },
         }
     }
+}
+
+fn parse_location(s: &str) -> Result<String, String> {
+    crate::config::shard::check_location(s).map(|()| s.to_string())
 }

@@ -15,6 +15,7 @@ pub mod rate;
 pub mod replicas;
 pub mod replicas_from;
 pub mod schema;
+pub mod shard;
 pub mod slo;
 pub mod validate;
 
@@ -26,4 +27,5 @@ pub use schema::{
     BucketsConfig, Config, DEFAULT_LISTEN, Defaults, HeaderSource, HeaderValue, PriceConfig,
     Scenario, Target, json_schema,
 };
+pub use shard::{Overrides, Shard};
 pub use slo::SloConfig;

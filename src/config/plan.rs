@@ -16,6 +16,7 @@ use super::messages::plan_messages;
 use super::probe::check_probe;
 use super::replicas::ReplicaPlan;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
+use super::shard::{Overrides, Shard};
 use super::validate::validate;
 use crate::client::ClientConfig;
 use crate::export::{Buckets, CapacityGauges, TokenPrice};
@@ -29,6 +30,10 @@ use crate::workload::prompt::PromptGenerator;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub listen: String,
+    /// The `location` label of every series, if any.
+    pub location: Option<String>,
+    /// Which targets and replicas this prober probes.
+    pub shard: Shard,
     pub grace_period: Duration,
     pub engine_scrape_interval: Duration,
     /// How often the log summarises a failure that keeps repeating.
@@ -52,6 +57,9 @@ pub struct Plan {
 pub struct TargetPlan {
     pub name: String,
     pub model: String,
+    /// The prober's shard: which of this target's parts it probes (a changed shard
+    /// restarts the target, whose replicas may move).
+    pub shard: Shard,
     /// Carries the resolved API key and headers.
     pub client: ClientConfig,
     pub scenarios: Vec<ScenarioPlan>,
@@ -140,9 +148,28 @@ pub fn load(path: &FsPath) -> Result<Plan, ConfigError> {
     load_str(&text, &file)
 }
 
+/// [`load`] with the command line's overrides.
+pub fn load_with(path: &FsPath, overrides: &Overrides) -> Result<Plan, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::file(&file, format!("cannot read the config file: {e}")))?;
+    load_str_with(&text, &file, overrides)
+}
+
 /// Parses, validates and resolves config text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str) -> Result<Plan, ConfigError> {
-    let cfg = parse(text, file)?;
+    load_str_with(text, file, &Overrides::default())
+}
+
+/// [`load_str`] with the command line's overrides, applied before the checks.
+pub fn load_str_with(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, ConfigError> {
+    let mut cfg = parse(text, file)?;
+    if let Some(location) = &overrides.location {
+        cfg.location = Some(location.clone());
+    }
+    if let Some(shard) = overrides.shard {
+        cfg.shard = Some(shard);
+    }
     validate(&cfg).map_err(|(path, msg)| ConfigError::at(file, text, &path, msg))?;
     resolve(&cfg).map_err(|(path, msg)| ConfigError::at(file, text, &path, msg))
 }
@@ -188,6 +215,8 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         .map_err(|e| (root.clone(), format!("cannot print the config: {e}")))?;
     Ok(Plan {
         listen: cfg.listen.clone(),
+        location: cfg.location.clone(),
+        shard: cfg.shard.unwrap_or_default(),
         grace_period: cfg.grace_period,
         engine_scrape_interval: cfg.engine_scrape_interval,
         failure_summary_interval: cfg.failure_summary_interval,
@@ -286,6 +315,7 @@ fn target(
     Ok(TargetPlan {
         name: t.name.clone(),
         model: t.model.clone(),
+        shard: cfg.shard.unwrap_or_default(),
         client,
         scenarios,
         max_inflight: t.max_inflight.unwrap_or(cfg.defaults.max_inflight),

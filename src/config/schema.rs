@@ -25,6 +25,16 @@ pub struct Config {
     /// Address of the HTTP server (`/metrics`, `/-/ready`, ...). `--listen` overrides it.
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// Where this prober runs (`eu-west-1`): a `location` label on every `llmprobe_*`
+    /// series, so alerts can tell a failing endpoint from one location's network.
+    /// `--location` overrides it; a change takes effect on restart. Default: no label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    /// This prober's share when several split the targets: `{index, count}`; it probes
+    /// only the targets, and discovered replicas, whose stable hash mod `count` is
+    /// `index`. `--shard I/N` overrides it. Default: every target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<super::shard::Shard>,
     /// Seed of every random choice (arrival times, prompts). Each target × scenario
     /// derives its own stream from it, so adding a target does not change the others.
     #[serde(default)]

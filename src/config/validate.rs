@@ -26,6 +26,12 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
             ),
         ));
     }
+    if let Some(location) = &cfg.location {
+        super::shard::check_location(location).map_err(|e| (root.key("location"), e))?;
+    }
+    if let Some(s) = cfg.shard {
+        super::shard::Shard::new(s.index, s.count).map_err(|e| (root.key("shard"), e))?;
+    }
     if cfg.grace_period.is_zero() {
         return Err((root.key("grace_period"), "must be greater than zero".into()));
     }

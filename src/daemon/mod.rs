@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::schema::SelfCheckConfig;
-use crate::config::{Plan, plan};
+use crate::config::{Overrides, Plan, plan};
 use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
 use crate::web::{Web, WebOptions};
 use shared::Shared;
@@ -71,8 +71,22 @@ impl Daemon {
         web: WebOptions,
         lifecycle: bool,
     ) -> anyhow::Result<Daemon> {
+        Self::start_full(source, listen, web, lifecycle, Overrides::default()).await
+    }
+
+    /// [`Daemon::start_with`] with the command line's `--location` and `--shard`,
+    /// which hold over the config file's on every reload.
+    pub async fn start_full(
+        source: ConfigSource,
+        listen: Option<String>,
+        web: WebOptions,
+        lifecycle: bool,
+        overrides: Overrides,
+    ) -> anyhow::Result<Daemon> {
         crate::install_crypto_provider();
-        let plan = source.load().map_err(crate::exit::UsageError::from)?;
+        let plan = source
+            .load_with(&overrides)
+            .map_err(crate::exit::UsageError::from)?;
         let web = Web::load(web).map_err(|e| crate::exit::UsageError::new(format!("{e:#}")))?;
         let listen = listen.unwrap_or_else(|| plan.listen.clone());
         let addr: SocketAddr = match listen.parse() {
@@ -85,7 +99,7 @@ impl Daemon {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let metrics = Metrics::new()?;
+        let metrics = Metrics::at(plan.location.as_deref())?;
         let status = StatusBoard::new();
         let shutdown = CancellationToken::new();
         let (reload_tx, reload_rx) = mpsc::channel(4);
@@ -100,6 +114,7 @@ impl Daemon {
         };
         let mut control = Control {
             source,
+            overrides,
             shared,
             grace_period: plan.grace_period,
             scrape_interval,
@@ -193,6 +208,8 @@ fn run_nonce() -> u32 {
 
 struct Control {
     source: ConfigSource,
+    /// `--location` and `--shard`, over the file's on every load.
+    overrides: Overrides,
     shared: Shared,
     /// The grace period in force, applied whenever a target stops.
     grace_period: Duration,
@@ -273,7 +290,7 @@ impl Control {
     }
 
     fn reload(&mut self) -> Result<(), String> {
-        match self.source.load() {
+        match self.source.load_with(&self.overrides) {
             Ok(plan) => {
                 self.apply(plan);
                 self.shared.metrics.set_reload(true);
@@ -305,16 +322,31 @@ impl Control {
         });
     }
 
-    /// Makes the running targets match `plan`.
-    fn apply(&mut self, plan: Plan) {
+    /// Makes the running targets match `plan`: those of this prober's shard.
+    fn apply(&mut self, mut plan: Plan) {
         let metrics = self.shared.metrics.clone();
-        if let Some(old) = &self.plan
-            && old.listen != plan.listen
-        {
-            tracing::warn!(
-                old = %old.listen, new = %plan.listen,
-                "listen address changes take effect on restart"
-            );
+        if let Some(old) = &self.plan {
+            if old.listen != plan.listen {
+                tracing::warn!(
+                    old = %old.listen, new = %plan.listen,
+                    "listen address changes take effect on restart"
+                );
+            }
+            if old.location != plan.location {
+                tracing::warn!(
+                    old = ?old.location, new = ?plan.location,
+                    "location changes take effect on restart"
+                );
+            }
+        }
+        let shard = plan.shard;
+        let all = plan.targets.len();
+        // A target whose front door is another shard's may still have replicas here.
+        plan.targets
+            .retain(|t| shard.owns_target(&t.name) || t.replicas.is_some());
+        metrics.set_shard(shard.index, shard.count);
+        if shard.count > 1 {
+            tracing::info!(%shard, targets = plan.targets.len(), of = all, "probing this shard's targets");
         }
         // Shared settings apply to running targets in place: the grace period when a
         // target stops, the intervals through their watch channels.
@@ -441,11 +473,12 @@ pub async fn run_until_signalled(
     listen: Option<String>,
     web: WebOptions,
     lifecycle: bool,
+    overrides: Overrides,
 ) -> anyhow::Result<()> {
     // Before the listening line: a script that signals as soon as it reads the line
     // must find the handlers in place, not the default action that kills the process.
     let signals = Signals::install()?;
-    let daemon = Daemon::start_with(source, listen, web, lifecycle).await?;
+    let daemon = Daemon::start_full(source, listen, web, lifecycle, overrides).await?;
     println!(
         "llmprobe daemon listening on {}://{}",
         daemon.scheme(),
@@ -518,6 +551,8 @@ pub struct RunOptions {
     pub web: WebOptions,
     /// `--web.enable-lifecycle`.
     pub enable_lifecycle: bool,
+    /// `--location` and `--shard`.
+    pub overrides: Overrides,
 }
 
 /// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
@@ -534,7 +569,14 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
         let listen = args
             .listen
             .or_else(|| Some(crate::config::DEFAULT_LISTEN.to_string()));
-        let result = run_until_signalled(source, listen, args.web, args.enable_lifecycle).await;
+        let result = run_until_signalled(
+            source,
+            listen,
+            args.web,
+            args.enable_lifecycle,
+            args.overrides,
+        )
+        .await;
         mock.shutdown().await;
         result?;
         return Ok(std::process::ExitCode::SUCCESS);
@@ -543,10 +585,21 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
         crate::usage_bail!("--config FILE is required (or --mock for a demo)");
     };
     if args.config_check {
-        let plan = plan::load(&path).map_err(crate::exit::UsageError::from)?;
+        let plan =
+            plan::load_with(&path, &args.overrides).map_err(crate::exit::UsageError::from)?;
         let scenarios: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
+        let mine = plan
+            .targets
+            .iter()
+            .filter(|t| plan.shard.owns_target(&t.name))
+            .count();
+        let share = if plan.shard.count > 1 {
+            format!("; shard {} probes {mine} of the front doors", plan.shard)
+        } else {
+            String::new()
+        };
         println!(
-            "{}: OK ({} targets, {} scenarios)",
+            "{}: OK ({} targets, {} scenarios{share})",
             path.display(),
             plan.targets.len(),
             scenarios
@@ -563,6 +616,7 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
         args.listen,
         args.web,
         args.enable_lifecycle,
+        args.overrides,
     )
     .await?;
     Ok(std::process::ExitCode::SUCCESS)

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::{ConfigError, Plan, plan};
+use crate::config::{ConfigError, Overrides, Plan, plan};
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]
@@ -16,9 +16,14 @@ pub enum ConfigSource {
 
 impl ConfigSource {
     pub fn load(&self) -> Result<Plan, ConfigError> {
+        self.load_with(&Overrides::default())
+    }
+
+    /// Loads with the command line's overrides (`--location`, `--shard`).
+    pub fn load_with(&self, overrides: &Overrides) -> Result<Plan, ConfigError> {
         match self {
-            ConfigSource::File(path) => plan::load(path),
-            ConfigSource::Inline { name, text } => plan::load_str(text, name),
+            ConfigSource::File(path) => plan::load_with(path, overrides),
+            ConfigSource::Inline { name, text } => plan::load_str_with(text, name, overrides),
         }
     }
 }

@@ -81,7 +81,9 @@ pub fn start(
     let ttft_window = Arc::new(Mutex::new(TtftWindow::default()));
     let publish = Arc::new(Mutex::new(()));
     let mut tasks = Vec::new();
-    if let Some(cap) = &plan.capacity {
+    // The front door is probed by one shard; the replicas each by their own.
+    let front_door = plan.shard.owns_target(&plan.name);
+    if let Some(cap) = plan.capacity.as_ref().filter(|_| front_door) {
         shared
             .metrics
             .set_capacity(&plan.name, &plan.model, &cap.gauges);
@@ -94,10 +96,10 @@ pub fn start(
         budget: &budget,
         ttft_window: &ttft_window,
     };
-    for (i, scenario) in plan.scenarios.iter().enumerate() {
+    for (i, scenario) in plan.scenarios.iter().enumerate().filter(|_| front_door) {
         tasks.extend(start_scenario(&starting, scenario, (position + i, count))?);
     }
-    if let Some(url) = plan.engine_metrics_url.clone() {
+    if let Some(url) = plan.engine_metrics_url.clone().filter(|_| front_door) {
         tasks.push(tokio::spawn(scrape_loop(Scraper {
             plan: plan.clone(),
             url,

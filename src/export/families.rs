@@ -62,6 +62,8 @@ pub enum Scope {
     ReplicaInfo,
     /// The daemon's own series, never removed.
     Daemon,
+    /// `llmprobe_shard_info`: labels `index, count`, one series, replaced on reload.
+    Shard,
     /// The daemon's own series read from the OS at each scrape (cgroup CPU throttling),
     /// absent where unreadable; no registered handle.
     Process,
@@ -98,6 +100,8 @@ pub const PROBE_LABELS: [&str; 3] = ["target", "model", "scenario"];
 pub const TARGET_LABELS: [&str; 2] = ["target", "model"];
 /// Labels of a discovered replica's probe results, in this order.
 pub const REPLICA_PROBE_LABELS: [&str; 4] = ["target", "model", "scenario", "replica"];
+/// Labels of `llmprobe_shard_info`.
+pub const SHARD_LABELS: [&str; 2] = ["index", "count"];
 /// Labels of a discovered replica's engine series, in this order.
 pub const REPLICA_LABELS: [&str; 3] = ["target", "model", "replica"];
 
@@ -110,6 +114,7 @@ impl Family {
             Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
             Scope::ReplicaEngine | Scope::ReplicaInfo => REPLICA_LABELS.to_vec(),
             Scope::Daemon | Scope::Process => Vec::new(),
+            Scope::Shard => SHARD_LABELS.to_vec(),
         };
         labels.extend(self.extra.map(|e| e.label));
         labels
@@ -548,9 +553,18 @@ pub const RELOAD_TS: Family = gauge(
 )
 .scope(Scope::Daemon)
 .unit("seconds");
-pub const TARGETS: Family = gauge("llmprobe_targets", "Targets configured.")
-    .int()
-    .scope(Scope::Daemon);
+pub const TARGETS: Family = gauge(
+    "llmprobe_targets",
+    "Targets this prober probes (its shard's share of the config's).",
+)
+.int()
+.scope(Scope::Daemon);
+pub const SHARD_INFO: Family = gauge(
+    "llmprobe_shard_info",
+    "This prober's shard (index of count); value 1.",
+)
+.int()
+.scope(Scope::Shard);
 
 // The prober's own error bar.
 
@@ -676,6 +690,7 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             RELOAD_OK,
             RELOAD_TS,
             TARGETS,
+            SHARD_INFO,
             SELF_CHECK_TTFT_ERROR,
             SELF_CHECK_ITL_ERROR,
             SELF_CHECK_DISPATCH_LAG,

@@ -173,6 +173,7 @@ struct DaemonGauges {
     reload_ok: IntGauge,
     reload_ts: Gauge,
     targets: IntGauge,
+    shard: IntGaugeVec,
 }
 
 impl DaemonGauges {
@@ -185,6 +186,7 @@ impl DaemonGauges {
             reload_ok: r.int_gauge(&f::RELOAD_OK)?,
             reload_ts: r.gauge(&f::RELOAD_TS)?,
             targets: r.int_gauge(&f::TARGETS)?,
+            shard: r.int_gauge_vec(&f::SHARD_INFO)?,
         })
     }
 }
@@ -220,7 +222,14 @@ impl Metrics {
     /// programming error (a bad name or a duplicate). Histogram bucket layouts are per
     /// series, see [`Metrics::scenario`].
     pub fn new() -> anyhow::Result<Arc<Self>> {
-        let registry = Registry::new();
+        Self::at(None)
+    }
+
+    /// [`Metrics::new`] with a `location` label on every series it exports.
+    pub fn at(location: Option<&str>) -> anyhow::Result<Arc<Self>> {
+        let labels = location
+            .map(|l| std::collections::HashMap::from([("location".to_string(), l.to_string())]));
+        let registry = Registry::new_custom(None, labels)?;
         let registered = Registered::new(&registry)?;
         let histograms = Arc::new(LatencyHistograms::new(Scope::Scenario)?);
         registry.register(Box::new(SharedCollector(histograms.clone())))?;
@@ -494,6 +503,15 @@ impl Metrics {
         if ok {
             self.daemon.reload_ts.set(unix_now());
         }
+    }
+
+    /// Publishes this prober's shard (the previous one's series goes).
+    pub fn set_shard(&self, index: u32, count: u32) {
+        self.daemon.shard.reset();
+        self.daemon
+            .shard
+            .with_label_values(&[&index.to_string(), &count.to_string()])
+            .set(1);
     }
 
     pub fn set_targets(&self, n: usize) {

@@ -287,6 +287,14 @@ const BAD: &[(&str, &str)] = &[
         "engine_metrics_path_relative.yaml:7:26: targets[0].engine_metrics_path: \"metrics\" must be a path starting with /",
     ),
     (
+        "shard_index_too_big",
+        "shard_index_too_big.yaml:1:8: shard: index 3 is not below count 3 (shards are 0..2)",
+    ),
+    (
+        "location_empty",
+        "location_empty.yaml:1:11: location: must be 1 to 128 characters",
+    ),
+    (
         "replica_series_without_replicas_from",
         "replica_series_without_replicas_from.yaml:5:21: targets[0].replica_series: applies to discovered replicas: it needs replicas_from",
     ),

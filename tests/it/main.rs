@@ -31,6 +31,7 @@ mod daemon_mock;
 mod daemon_reload;
 mod daemon_requests;
 mod daemon_self_check;
+mod daemon_shards;
 mod daemon_turns;
 mod daemon_web;
 mod discovery;

@@ -213,8 +213,12 @@ impl Fleet {
         }
     }
 
-    /// Makes the running replicas match `set` (under the publish lock).
-    fn apply(&mut self, set: ReplicaSet) {
+    /// Makes the running replicas match `set`: those of this prober's shard (under
+    /// the publish lock).
+    fn apply(&mut self, mut set: ReplicaSet) {
+        let (shard, name) = (self.ctx.plan.shard, &self.ctx.plan.name);
+        set.replicas
+            .retain(|r| shard.owns_replica(name, &r.host_port));
         let wanted: BTreeSet<&str> = set.replicas.iter().map(|r| r.host_port.as_str()).collect();
         let gone: Vec<String> = self
             .running
