@@ -251,7 +251,8 @@ targets:
         for k in sample.labels.keys() {
             assert!(
                 [
-                    "target", "model", "scenario", "reason", "sli", "le", "version"
+                    "target", "model", "scenario", "reason", "sli", "le", "version", "index",
+                    "count"
                 ]
                 .contains(&k.as_str()),
                 "unexpected label {k} on {}",
