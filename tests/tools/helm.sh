@@ -4,8 +4,11 @@
 # (kubernetes-validate, strict), the CRD objects and cross-object rules checked by
 # lib/chart_checks.py, the rendered PrometheusRule passed through promtool, values the
 # schema must reject rejected, the opt-in engine headless Service checked (headless, its
-# selector and port, unseen by the ServiceMonitor), and `helm package` shipping the rule
-# and dashboard files.
+# selector and port, unseen by the ServiceMonitor), the daemon's shapes (shards 1 and 3,
+# with and without highAvailability: Deployment or StatefulSets, --shard, POD_INDEX,
+# anti-affinity, PodDisruptionBudget, the ServiceMonitor's pod label, --location; by
+# lib/shard_checks.py, shown able to fail on altered manifests), and `helm package`
+# shipping the rule and dashboard files.
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_HELM helm
 need_tool LLMPROBE_KUBERNETES_VALIDATE kubernetes-validate
@@ -132,6 +135,11 @@ assert any("[60s]" in r["expr"] for g in got for r in g["rules"])
 PY
 say "prometheusRule.timeCompression=60: windows, for and keep_firing_for divided by 60"
 
+reject "shards: 0" --set shards=0
+reject "replicaCount 2 with shards" --set shards=3 --set replicaCount=2
+reject "shards on Kubernetes 1.27 (no pod-index label)" --set shards=3 --kube-version 1.27.0
+reject "highAvailability on Kubernetes 1.27" --set highAvailability=true --kube-version 1.27.0
+reject "a location of 129 characters" --set location="$(printf 'x%.0s' {1..129})"
 reject "web.tls off with a tls_server_config" --set web.config.tls_server_config.cert_file=/x
 reject "a plaintext password as a web user" --set web.config.basic_auth_users.prometheus=hunter2
 
@@ -163,6 +171,49 @@ caught "readOnlyRootFilesystem=false" "$scratch/empty-values.yaml" --set securit
 printf 'secrets:\n  k: leaked-key-value\n' > "$scratch/leak-values.yaml"
 caught "an API key in the config" "$scratch/leak-values.yaml" -f "$scratch/leak-values.yaml" \
   --set config.defaults.note=leaked-key-value
+
+# ... and sharded or highly available probers that lost what makes them so: the rendered
+# ci/ha-shards-values.yaml with its twin anti-affinity removed, with --shard counting 2
+# shards of 3, without its PodDisruptionBudget, without the POD_INDEX env; a
+# ServiceMonitor relabeling that drops the pod label.
+mutate() { # what, python statement on `docs` (the rendered objects)
+  "$py" - "$scratch/ha-shards-values/rendered.yaml" "$scratch/mutant.yaml" "$2" <<'PY' || fail "mutating: $1"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+sets = [d for d in docs if d["kind"] == "StatefulSet"]
+pods = [s["spec"]["template"]["spec"] for s in sets]
+exec(sys.argv[3])
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+}
+# The unaltered objects, after the same load and dump, pass.
+mutate "nothing" 'pass'
+"$py" "$checks" check "$scratch/mutant.yaml" "$chart/ci/ha-shards-values.yaml" "$repo_root" \
+  "$scratch/mutant-rules.yaml" || fail "chart checks refuse the reloaded ha-shards-values manifest"
+mutant_caught() { # what, python statement on `docs`
+  mutate "$@"
+  if "$py" "$checks" check "$scratch/mutant.yaml" "$chart/ci/ha-shards-values.yaml" "$repo_root" \
+      "$scratch/mutant-rules.yaml" 2>/dev/null; then
+    fail "chart checks missed: $1"
+  fi
+  say "chart checks caught: $1"
+}
+mutant_caught "an HA StatefulSet without its anti-affinity" \
+  'del pods[1]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]'
+mutant_caught "both HA sets avoiding their own pods" \
+  'pods[0]["affinity"] = pods[1]["affinity"]'
+mutant_caught "--shard \$(POD_INDEX)/2 with 3 shards" \
+  'a = pods[0]["containers"][0]["args"]; a[a.index("--shard") + 1] = "$(POD_INDEX)/2"'
+mutant_caught "POD_INDEX from the pod name" \
+  'pods[1]["containers"][0]["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name"'
+mutant_caught "no PodDisruptionBudget" \
+  'docs[:] = [d for d in docs if d["kind"] != "PodDisruptionBudget"]'
+mutant_caught "a PodDisruptionBudget covering set -a only" \
+  'p = [d for d in docs if d["kind"] == "PodDisruptionBudget"][0]; p["spec"]["selector"]["matchLabels"]["llmprobe/twin"] = "a"'
+mutant_caught "a missing --location" \
+  'a = pods[0]["containers"][0]["args"]; del a[a.index("--location"):a.index("--location") + 2]'
+caught "a ServiceMonitor relabeling dropping the pod label" "$chart/ci/ha-values.yaml" \
+  -f "$chart/ci/ha-values.yaml" --set-json 'serviceMonitor.relabelings=[{"action":"labeldrop","regex":"pod"}]'
 
 # helm package follows the files/ symlinks: the rules and dashboards are inside the
 # archive (not their tests or generator), and the archive renders the same objects.

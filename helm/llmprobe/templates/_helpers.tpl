@@ -108,3 +108,9 @@ seconds; fails unless it divides exactly. */}}
 {{- end }}
 {{- if .Values.web.tls }}true{{ end }}
 {{- end }}
+
+{{/* Whether the daemon runs as StatefulSets whose pod ordinal is the shard (shards > 1 or
+highAvailability) rather than as the single Deployment. */}}
+{{- define "llmprobe.sharded" -}}
+{{- if or .Values.highAvailability (gt (int .Values.shards) 1) }}true{{ end }}
+{{- end }}

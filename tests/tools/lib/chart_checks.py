@@ -9,7 +9,8 @@
         SECRETS_DIR (each referenced file created there), for `llmprobe daemon --config.check`.
         Exit 3 when the config has no target (nothing the daemon would accept).
     chart_checks.py check RENDERED VALUES_FILE REPO_ROOT RULES_OUT
-        Checks the objects against the values they were rendered from and writes the
+        Checks the objects against the values they were rendered from (the daemon's
+        Deployment or sharded StatefulSets through shard_checks.py) and writes the
         PrometheusRule's groups (if any) as a rule file for promtool.
 
 Needs PyYAML (present in the kubernetes-validate virtualenv this runs in). Exit 1 with one
@@ -24,6 +25,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+import shard_checks
 
 CRD_GROUP = "monitoring.coreos.com/"
 PROBLEMS: list[str] = []
@@ -149,57 +152,60 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
             if str(value) in text:
                 problem(f"{d['kind']}/{d['metadata']['name']}: contains the value of secret {key}")
 
-    deployments = by_kind.get("Deployment", [])
-    if len(deployments) != 1:
-        problem(f"expected 1 Deployment, found {len(deployments)}")
-    for dep in deployments:
+    workloads = by_kind.get("Deployment", []) + by_kind.get("StatefulSet", [])
+    fullname = next((d["metadata"]["name"] for d in by_kind.get("ConfigMap", [])
+                     if "config.yaml" in d.get("data", {})), "")
+    for p in shard_checks.check(values, defaults, by_kind, fullname):
+        problem(p)
+    for dep in workloads:
+        what = f"{dep['kind']}/{dep['metadata']['name']}"
         pod = dep["spec"]["template"]["spec"]
-        check_pod(f"Deployment/{dep['metadata']['name']}", pod)
+        check_pod(what, pod)
         c = pod["containers"][0]
         if c.get("args", [])[:3] != ["daemon", "--config", "/etc/llmprobe/config.yaml"]:
-            problem(f"Deployment: args {c.get('args')} do not start with daemon --config ...")
+            problem(f"{what}: args {c.get('args')} do not start with daemon --config ...")
         web = merged(defaults["web"], values.get("web") or {})
         has_web = bool(web["config"] or web["existingSecret"])
         if has_web and not web["healthUnauthenticated"]:
             for probe in ("livenessProbe", "readinessProbe"):
                 if not deep_get(c, probe, "tcpSocket"):
-                    problem(f"Deployment: {probe} must be a TCP check when the health endpoints need auth")
+                    problem(f"{what}: {probe} must be a TCP check when the health endpoints need auth")
         else:
             scheme = "HTTPS" if web["tls"] else "HTTP"
             for probe, path in (("livenessProbe", "/-/healthy"), ("readinessProbe", "/-/ready")):
                 if deep_get(c, probe, "httpGet", "path") != path:
-                    problem(f"Deployment: {probe} is not GET {path}")
+                    problem(f"{what}: {probe} is not GET {path}")
                 if deep_get(c, probe, "httpGet", "scheme") != scheme:
-                    problem(f"Deployment: {probe} scheme is not {scheme}")
+                    problem(f"{what}: {probe} scheme is not {scheme}")
         args = c.get("args", [])
         if has_web != ("--web.config.file" in args):
-            problem(f"Deployment: --web.config.file passed={not has_web}, expected {has_web}")
+            problem(f"{what}: --web.config.file passed={not has_web}, expected {has_web}")
         if has_web:
             if args[args.index("--web.config.file") + 1] != "/etc/llmprobe/web/web-config.yml":
-                problem("Deployment: --web.config.file is not the mounted web config")
+                problem(f"{what}: --web.config.file is not the mounted web config")
             if web["healthUnauthenticated"] != ("--web.health-unauthenticated" in args):
-                problem("Deployment: --web.health-unauthenticated does not follow the values")
+                problem(f"{what}: --web.health-unauthenticated does not follow the values")
         if web["enableLifecycle"] != ("--web.enable-lifecycle" in args):
-            problem("Deployment: --web.enable-lifecycle does not follow the values")
+            problem(f"{what}: --web.enable-lifecycle does not follow the values")
         mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
         if has_web != ("/etc/llmprobe/web" in mounts) or "subPath" in mounts.get("/etc/llmprobe/web", {}):
-            problem("Deployment: the web config Secret must be mounted whole (no subPath) at /etc/llmprobe/web")
+            problem(f"{what}: the web config Secret must be mounted whole (no subPath) at /etc/llmprobe/web")
         if bool(web["tlsSecret"]) != ("/etc/llmprobe/web-tls" in mounts):
-            problem("Deployment: web.tlsSecret is not mounted at /etc/llmprobe/web-tls")
+            problem(f"{what}: web.tlsSecret is not mounted at /etc/llmprobe/web-tls")
         # The bcrypt hashes live in a Secret only.
         for user, hashed in (deep_get(web, "config", "basic_auth_users", default={}) or {}).items():
             for d in docs:
                 if d["kind"] != "Secret" and str(hashed) in yaml.safe_dump(d):
                     problem(f"{d['kind']}/{d['metadata']['name']}: holds the hash of web user {user}")
         if "/etc/llmprobe/config.yaml" not in mounts:
-            problem("Deployment: config not mounted at /etc/llmprobe/config.yaml")
+            problem(f"{what}: config not mounted at /etc/llmprobe/config.yaml")
         wants_secret = bool(secrets or values.get("existingSecret"))
         if wants_secret != ("/etc/llmprobe/secrets" in mounts):
-            problem(f"Deployment: secrets mounted={not wants_secret}, expected {wants_secret}")
+            problem(f"{what}: secrets mounted={not wants_secret}, expected {wants_secret}")
         if values.get("existingSecret"):
             vols = {v["name"]: v for v in pod.get("volumes", [])}
             if deep_get(vols, "secrets", "secret", "secretName") != values["existingSecret"]:
-                problem("Deployment: the secrets volume does not use existingSecret")
+                problem(f"{what}: the secrets volume does not use existingSecret")
             if [d for d in by_kind.get("Secret", []) if not d["metadata"]["name"].endswith("-web")]:
                 problem("a Secret was rendered although existingSecret is set")
 
@@ -222,12 +228,12 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
     services = [svc for svc in all_services if not is_engine(svc)]
     check_engine_headless([svc for svc in all_services if is_engine(svc)], values, defaults,
                           by_kind)
-    pod_labels = deep_get(deployments[0], "spec", "template", "metadata", "labels", default={}) \
-        if deployments else {}
     for svc in services:
         sel = svc["spec"]["selector"]
-        if not sel.items() <= pod_labels.items():
-            problem(f"Service selector {sel} does not match the daemon pod labels")
+        for dep in workloads:
+            pod_labels = deep_get(dep, "spec", "template", "metadata", "labels", default={})
+            if not sel.items() <= pod_labels.items():
+                problem(f"Service selector {sel} does not match the pods of {dep['metadata']['name']}")
         if "app.kubernetes.io/component" not in sel:
             problem("Service selector would also select the sweep Job's pods")
     for sm in by_kind.get("ServiceMonitor", []):
