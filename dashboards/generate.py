@@ -22,8 +22,9 @@ HERE = Path(__file__).resolve().parent
 # Every panel and query uses the dashboard's `datasource` variable: no ${DS_...} import
 # placeholders, which break file and sidecar provisioning.
 DS = {"type": "prometheus", "uid": "${datasource}"}
-SEL = 'target=~"$target", model=~"$model", scenario=~"$scenario"'
-SEL_TM = 'target=~"$target", model=~"$model"'
+# `location` matches every series when "All" (`.*` also matches a missing label).
+SEL = 'location=~"$location", target=~"$target", model=~"$model", scenario=~"$scenario"'
+SEL_TM = 'location=~"$location", target=~"$target", model=~"$model"'
 BY = "target, model, scenario"
 RATE = "$__rate_interval"
 
@@ -96,6 +97,8 @@ def custom_var(name: str, label: str, values: list[str], default: str, descripti
 def probe_vars() -> list[dict]:
     return [
         datasource_var(),
+        # Where the probers run (`location` in their config); empty with one prober.
+        query_var("location", "Location", "label_values(llmprobe_build_info, location)"),
         query_var("target", "Target", "label_values(llmprobe_requests_total, target)"),
         query_var(
             "model", "Model", 'label_values(llmprobe_requests_total{target=~"$target"}, model)'
@@ -454,7 +457,14 @@ def slo_dashboard() -> dict:
                      "p99 self-check {{instance}}")]),
         timeseries("Probes in flight", "Probes sent and not yet finished.", "short",
                    [(f"sum by ({BY}) (llmprobe_inflight_requests{{{SEL}}})",
-                     "{{target}}/{{scenario}}")], w=24),
+                     "{{target}}/{{scenario}}")]),
+        timeseries("Failures by location", "Share of probes that failed, per prober "
+                   "location (the `location` label of each prober; one unnamed line with a "
+                   "single prober). One location failing alone points at its network, not "
+                   "at the endpoint.", "percentunit",
+                   [(f"sum by (location) (rate(llmprobe_request_failures_total{{{SEL}}}[{RATE}]))"
+                     f"\n/\nsum by (location) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
+                     "{{location}}")]),
     ]
     variables = probe_vars() + [
         custom_var("ttft_slo", "TTFT SLO (s)", ["0.1", "0.25", "0.5", "0.75", "1", "2.5", "5"],
