@@ -264,6 +264,7 @@ impl Publisher {
     ) {
         let took = ended.saturating_duration_since(started).as_secs_f64();
         let (plan, metrics) = (&self.plan, &self.metrics);
+        let _batch = metrics.batch();
         let scrub_secrets = |text: &str| scrub(text, plan.secrets.iter().map(Secret::expose));
         match result {
             Ok(engine_metrics::Scrape {

@@ -215,6 +215,9 @@ pub struct Metrics {
     self_check: SelfCheckSeries,
     /// Per target: what `set_engine` and `set_headroom` last published, for the page.
     engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
+    /// Held (shared) while a scrape's gauges are published together and (exclusive)
+    /// while `/metrics` is rendered: a scrape never shows half of one publication.
+    batch: std::sync::RwLock<()>,
 }
 
 impl Metrics {
@@ -250,6 +253,7 @@ impl Metrics {
             registered,
             histograms,
             engine_states: std::sync::Mutex::default(),
+            batch: std::sync::RwLock::default(),
         }))
     }
 
@@ -520,9 +524,18 @@ impl Metrics {
             .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
+    /// Publishes a batch of gauges that belong together (one engine scrape, one fleet
+    /// round) while the guard lives; `/metrics` shows all of it or none.
+    pub fn batch(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.batch.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The exposition text (`text/plain; version=0.0.4`).
     pub fn render(&self) -> anyhow::Result<String> {
-        let families = self.registry.gather();
+        let families = {
+            let _whole = self.batch.write().unwrap_or_else(|e| e.into_inner());
+            self.registry.gather()
+        };
         let mut buf = Vec::with_capacity(16 * 1024);
         TextEncoder::new().encode(&families, &mut buf)?;
         Ok(String::from_utf8(buf)?)

@@ -63,6 +63,7 @@ impl ReplicaScrapes {
 
     /// Publishes a round: each replica's gauges, then the fleet of `replicas`.
     pub fn publish(&mut self, ctx: &FleetContext, round: Vec<Scraped>, replicas: usize) {
+        let _batch = ctx.shared.metrics.batch();
         let fleet = ctx.shared.metrics.fleet();
         let labels = ctx.labels();
         let mut loads: Vec<ReplicaLoad> = Vec::with_capacity(round.len());
