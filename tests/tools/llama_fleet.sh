@@ -46,7 +46,21 @@ for _ in range(50):
 PY
 )
 [ -n "$port" ] || fail "no port free on 127.0.0.2 and 127.0.0.3 at once"
-dns_port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# dnsmasq binds UDP and TCP: a port free for both.
+dns_port=$(python3 - <<'PY'
+import socket
+while True:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+    p = u.getsockname()[1]
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break
+PY
+)
 
 start_server() { # IP SLOTS
   "$LLMPROBE_LLAMA_SERVER" --model "$model" --host "$1" --port "$port" --ctx-size 2048 \
@@ -71,6 +85,8 @@ user=(); [ "$(id -u)" = 0 ] && user=(--user=root)
   >/dev/null 2>&1 &
 dns_pid=$!
 pids+=("$dns_pid")
+sleep 0.3
+kill -0 "$dns_pid" 2>/dev/null || fail "dnsmasq exited at start (port $dns_port taken?)"
 
 cat >"$scratch/daemon.yaml" <<EOF
 engine_scrape_interval: 1s

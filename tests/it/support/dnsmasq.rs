@@ -2,7 +2,7 @@
 //! SRV records fixed at start, on 127.0.0.1 at a free port. Skips (or fails with
 //! `LLMPROBE_REQUIRE_TOOLS=1`) when dnsmasq is missing.
 
-use std::net::UdpSocket;
+use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -41,12 +41,25 @@ impl Dnsmasq {
         let dir = tempfile::tempdir().unwrap();
         let hosts = dir.path().join("hosts");
         std::fs::write(&hosts, hosts_text).unwrap();
-        // A port that was free a moment ago; dnsmasq fails loudly if it was taken since.
-        let port = UdpSocket::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // dnsmasq binds UDP and TCP on its port; a port free a moment ago may be taken
+        // by a parallel test since, and then dnsmasq exits at once: try another.
+        for _ in 0..20 {
+            let port = free_udp_and_tcp_port();
+            let mut child = Self::spawn(bin, port, &hosts, srv);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if child.try_wait().unwrap().is_none() {
+                return Dnsmasq {
+                    child,
+                    port,
+                    hosts,
+                    _dir: dir,
+                };
+            }
+        }
+        panic!("dnsmasq exited at start on 20 ports in a row");
+    }
+
+    fn spawn(bin: &str, port: u16, hosts: &std::path::Path, srv: &[&str]) -> Child {
         let mut cmd = Command::new(bin);
         cmd.args([
             "--no-daemon",
@@ -68,17 +81,10 @@ impl Dnsmasq {
         for record in srv {
             cmd.arg(format!("--srv-host={record}"));
         }
-        let child = cmd
-            .stdout(Stdio::null())
+        cmd.stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        Dnsmasq {
-            child,
-            port,
-            hosts,
-            _dir: dir,
-        }
+            .unwrap()
     }
 
     pub fn server(&self) -> String {
@@ -110,4 +116,15 @@ impl Drop for Dnsmasq {
 pub fn is_root() -> bool {
     let out = Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// A port free on 127.0.0.1 for both UDP and TCP right now.
+fn free_udp_and_tcp_port() -> u16 {
+    loop {
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
