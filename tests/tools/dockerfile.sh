@@ -30,9 +30,10 @@ if [json.loads(e) for e in instr("ENTRYPOINT")] != [["llmprobe"]]:
 want_cmd = ["daemon", "--config", "/etc/llmprobe/config.yaml"]
 if [json.loads(c) for c in instr("CMD")] != [want_cmd]:
     problems.append(f"CMD {instr('CMD')} is not {want_cmd}")
-deployment = Path("helm/llmprobe/templates/deployment.yaml").read_text(encoding="utf-8")
-if "- daemon\n            - --config\n            - /etc/llmprobe/config.yaml" not in deployment:
-    problems.append("the chart's Deployment args differ from the image's CMD")
+# The pod template the chart's Deployment and StatefulSets share.
+pod = Path("helm/llmprobe/templates/_daemon-pod.tpl").read_text(encoding="utf-8")
+if "- daemon\n            - --config\n            - /etc/llmprobe/config.yaml" not in pod:
+    problems.append("the chart's daemon pod args differ from the image's CMD")
 port = re.search(r"listen:\s*\"?[^\"\n]*:(\d+)", values).group(1)
 if port not in " ".join(instr("EXPOSE")).split():
     problems.append(f"EXPOSE {instr('EXPOSE')} lacks the chart's port {port}")
