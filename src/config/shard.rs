@@ -57,7 +57,7 @@ impl Shard {
 /// FNV-1a over the parts, each followed by a 0 byte (so `("ab", "c")` and `("a",
 /// "bc")` differ), then splitmix64's finalizer: FNV alone splits similar names unevenly
 /// mod small counts. The same on every machine, build and run, unlike std's hasher.
-fn stable_hash(parts: &[&str]) -> u64 {
+pub fn stable_hash(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for b in part.bytes().chain([0]) {

@@ -52,15 +52,9 @@ pub fn replica_base_url(
 }
 
 /// A seed of its own per replica, so replicas of one target do not get their probes
-/// at the same instants.
+/// at the same instants (the shards' stable hash: the same on every run).
 fn replica_seed(seed: u64, replica: &str) -> u64 {
-    // FNV-1a: stable across runs and platforms.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in replica.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    seed ^ h
+    seed ^ crate::config::shard::stable_hash(&[replica])
 }
 
 /// Starts every scenario's runner on `replica`, the `position`-th of `count`.
