@@ -100,6 +100,7 @@ reject() { # what, helm args...
 reject "an objective of 1.5" --set prometheusRule.objectives.goodput=1.5
 reject "a single minRequests number" --set prometheusRule.minRequests=20
 reject "a minRequests window the rules do not have" --set prometheusRule.minRequests.2h=5
+reject "a quorum of no location" --set prometheusRule.minFailingLocations=0
 reject "an unknown top-level value" --set replicas=2
 reject "config.listen without a port" --set config.listen=localhost
 reject "a sweep without a model" --set sweep.enabled=true

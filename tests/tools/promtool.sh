@@ -6,7 +6,11 @@
 # composite page as quick as the cause's, pages without keep_firing_for; the fleet
 # headroom without its single-engine fallback or preferring it, per-replica rules summed
 # without `replica` or per scenario, the replica failure ratio without its 0 fallback) must
-# fail: those are what the tests check. Every alert carries the hierarchy's labels (severity, layer).
+# fail: those are what the tests check; so must the many-probers mutants (a location quorum
+# ignored, not capped, or of one; SLIs merged across locations or split per HA twin; an
+# absent prober covered by anyone or by nobody; the outlier's margin, factor, replica
+# minimum, probe guard, goodput margin or page dropped). Every alert carries the
+# hierarchy's labels (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -36,7 +40,7 @@ done
 # Every alert carries a severity and a layer from the hierarchy (docs/deploy.md, "Alert
 # hierarchy"; alertmanager/llmprobe.yml inhibits by them).
 n_alerts=$(grep -c '^ *- alert:' alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
-for key in "severity: \(page\|ticket\|warning\)" "layer: \(prober\|availability\|correctness\|latency\|composite\|capacity\)"; do
+for key in "severity: \(page\|ticket\|warning\)" "layer: \(prober\|availability\|correctness\|latency\|composite\|capacity\|location\|replica\)"; do
   n_key=$(grep -c "^ *$key\$" alerts/*.yaml | awk -F: '{s+=$2} END {print s}')
   [ "$n_alerts" = "$n_key" ] || fail "$n_alerts alerts but $n_key labels matching '$key'"
 done
@@ -73,9 +77,9 @@ mutate guard-fixed-20 '/window: 1h/{n;s/vector(10)/vector(20)/}'
 mutate objective-90 's/vector(0.99)/vector(0.9)/'
 mutate ttft-reads-tpot 's/sli="ttft"}\[/sli="tpot"}[/'
 mutate sli-without-threshold 's/^\( *\)llmprobe_slo_\(ttft\|tpot\|e2e\)_seconds$/\1llmprobe_requests_total/'
-mutate probedown-fixed-600 's|clamp_min(5 / llmprobe_probe_rate_per_second, 600)|600 + 0 * llmprobe_probe_rate_per_second|'
-mutate probedown-no-fallback 's|0 \* llmprobe_last_success_timestamp_seconds + 600|llmprobe_probe_rate_per_second|'
-mutate absent-ignores-up 's/up == 0 and on/up == 2 and on/'
+mutate probedown-fixed-600 's|clamp_min(5 / max by (target, model, scenario) (llmprobe_probe_rate_per_second), 600)|600 + 0 * max by (target, model, scenario) (llmprobe_probe_rate_per_second)|'
+mutate probedown-no-fallback 's|0 \* max by (target, model, scenario) (llmprobe_last_success_timestamp_seconds) + 600|max by (target, model, scenario) (llmprobe_probe_rate_per_second)|'
+mutate absent-ignores-up 's/(up unless on (job, instance)/(up^0 unless on (job, instance)/'
 mutate latency-over-all-probes 's/^\( *\)llmprobe:requests_succeeded:rate\([0-9mhd]*\)$/\1sum by (target, model, scenario) (rate(llmprobe_requests_total[\2]))/' alerts/tests/hierarchy.test.yaml
 mutate latency-guard-all-probes 's/llmprobe:requests_succeeded:increase/llmprobe:requests:increase/' alerts/tests/hierarchy.test.yaml
 mutate composite-pages-at-2m '/alert: LlmprobeGoodputBudgetBurn/,/for:/s/for: 5m/for: 2m/' alerts/tests/hierarchy.test.yaml
@@ -92,4 +96,21 @@ mutate replica-ttft-without-replica 's/sum by (target, model, replica, le)/sum b
 mutate replica-ttft-per-scenario 's/sum by (target, model, replica, le)/sum by (target, model, scenario, replica, le)/' alerts/tests/fleet.test.yaml
 mutate replica-goodput-per-scenario 's/sum by (target, model, replica) (rate(llmprobe_replica_goodput_requests_total/sum by (target, model, scenario, replica) (rate(llmprobe_replica_goodput_requests_total/' alerts/tests/fleet.test.yaml
 mutate replica-failure-no-fallback 's/0 \* sum by (target, model, replica) (rate(llmprobe_replica_requests_total/0 * sum by (target, model, replica) (rate(llmprobe_replica_request_failures_total/' alerts/tests/fleet.test.yaml
+# Many probers (alerts/tests/many-probers.test.yaml).
+mp=alerts/tests/many-probers.test.yaml
+mutate quorum-ignored 's/>= on (target, model, scenario) llmprobe:slo_locations_needed:count$/>= on (target, model, scenario) 0 * llmprobe:slo_locations_needed:count + 1/' $mp
+mutate quorum-of-one 's/^\( *\)expr: vector(2)$/\1expr: vector(1)/' $mp
+mutate quorum-not-capped 's/scalar(llmprobe:slo_min_failing_locations:count)$/scalar(llmprobe:slo_min_failing_locations:count) + 1/' $mp
+mutate sli-across-locations 's/sum by (target, model, scenario, location) (/sum by (target, model, scenario) (/' $mp
+mutate sli-per-ha-twin 's/sum by (target, model, scenario, location) (/sum by (target, model, scenario, location, instance) (/' $mp
+mutate location-ticket-always 's/^\( *\)unless on (target, model, scenario, sli)$/\1and on (target, model, scenario, sli)/' $mp
+mutate absent-twin-ignored 's/unless on (location, shard)$/unless on (location, shard, instance)/' $mp
+mutate absent-twin-other-shard 's/unless on (location, shard)$/unless on (location)/' $mp
+mutate absent-ignores-stall 's/(increase(llmprobe_self_check_probes_total\[10m\]) == 0)/(increase(llmprobe_self_check_probes_total[10m]) == -1)/' $mp
+mutate outlier-no-margin 's/llmprobe:replica_ttft_p90:median_rate15m + 0.25$/llmprobe:replica_ttft_p90:median_rate15m + 0/' $mp
+mutate outlier-no-factor 's/2 \* llmprobe:replica_ttft_p90:median_rate15m,$/0 * llmprobe:replica_ttft_p90:median_rate15m,/' $mp
+mutate outlier-two-replicas 's/llmprobe:replicas_probed:count15m >= 3$/llmprobe:replicas_probed:count15m >= 2/' $mp
+mutate outlier-guard-off 's/llmprobe:replica_requests:increase15m >= 10/llmprobe:replica_requests:increase15m >= 0/' $mp
+mutate outlier-goodput-margin 's/llmprobe:replica_goodput:median_rate15m - 0.2,$/llmprobe:replica_goodput:median_rate15m - 0.6,/' $mp
+mutate outlier-never-pages 's/^\( *\)and on (target, model) llmprobe:slo_fast_burn:ratio$/\1unless on (target, model) llmprobe:slo_fast_burn:ratio/' $mp
 say "ok"

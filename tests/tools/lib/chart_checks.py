@@ -291,12 +291,17 @@ def check(rendered: str, values_file: str, repo: str, rules_out: str) -> int:
                     want = f"vector({min_requests[window]})"
                     if r["expr"] != want:
                         problem(f"min requests {window}: {r['expr']} != {want}")
+                if r.get("record") == "llmprobe:slo_min_failing_locations:count":
+                    want = f"vector({prv['minFailingLocations']})"
+                    if r["expr"] != want:
+                        problem(f"min failing locations: {r['expr']} != {want}")
                 if r.get("alert") and prv.get("runbookBaseURL"):
                     if not r["annotations"]["runbook_url"].startswith(prv["runbookBaseURL"]):
                         problem(f"{r['alert']}: runbook_url not prefixed")
         # Unchanged values render the rule files exactly.
         if not values.get("prometheusRule", {}).get("objectives") and \
                 "minRequests" not in values.get("prometheusRule", {}) and \
+                "minFailingLocations" not in values.get("prometheusRule", {}) and \
                 not prv.get("runbookBaseURL") and prv.get("timeCompression", 1) == 1 and \
                 not deep_get(values, "alertmanagerConfig", "enabled", default=False) and \
                 groups != file_groups:
