@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Time to page, derived from the rules: docs/deploy.md's detection-time table.
 
-Reads the fast-burn conditions of LlmprobeAvailabilityBudgetBurn (severity page) from
-alerts/llmprobe-alerts.yaml (long and short window, burn factor, guard window, `for`) and
-the objective and minimum-probe guards from alerts/llmprobe-recording.yaml, then simulates
+Reads the fast-burn conditions of LlmprobeAvailabilityBudgetBurn (severity page): its
+`for` from alerts/llmprobe-alerts.yaml, the burn condition it counts locations in (long
+and short window, burn factor, guard window), the objective and the minimum-probe guards
+from alerts/llmprobe-recording.yaml; one location (a single prober), then simulates
 a target that was healthy for `history` and starts failing a fraction p of its probes:
 Poisson probe arrivals at the probe rate, each failing with probability p; Prometheus
 evaluates the condition every eval interval on data one scrape interval old (rate() of
@@ -66,13 +67,18 @@ def load_rule(alert: str = "LlmprobeAvailabilityBudgetBurn", severity: str = "pa
                 objective[r["labels"]["sli"]] = float(m.group(1))
             if r.get("record") == "llmprobe:slo_min_requests:count" and m:
                 guards[r["labels"]["window"]] = float(m.group(1))
+    # An alert counts the locations in a recorded burn condition
+    # (llmprobe:slo_fast_burn:ratio{sli="..."}); the condition's windows are in that rule.
+    burns = {(r["record"], r["labels"]["sli"]): r["expr"] for g in recording["groups"]
+             for r in g["rules"] if str(r.get("record", "")).startswith("llmprobe:slo_")
+             and "sli" in r.get("labels", {}) and "burn" in r["record"]}
     for g in alerting["groups"]:
         for r in g["rules"]:
             if r.get("alert") != alert or r["labels"]["severity"] != severity:
                 continue
-            sli = re.search(r'sli="(\w+)"', r["expr"]).group(1)
+            burn, sli = re.search(r'(llmprobe:slo_\w+_burn:ratio)\{sli="(\w+)"\}', r["expr"]).groups()
             conds = []
-            for block in re.split(r"\n\s*or\n", r["expr"]):
+            for block in re.split(r"\n\s*or\n", burns[(burn, sli)]):
                 windows = re.findall(r"ratio_rate(\w+) > \(([0-9.]+) \*", block)
                 guard = re.search(r'window="(\w+)"', block).group(1)
                 (lw, f1), (sw, f2) = windows

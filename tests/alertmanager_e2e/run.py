@@ -283,6 +283,9 @@ def main() -> int:
         daemon_cfg = scratch / "daemon.yaml"
         daemon_cfg.write_text(yaml.safe_dump({
             "listen": "127.0.0.1:0", "seed": 1,
+            # The self-check's default 6/min, compressed like the probes: the rules' 10m
+            # window without a self-probe means a wedged prober (LlmprobeAbsent).
+            "self_check": {"rate": "6/s"},
             "defaults": {"rate": "1/s", "slo": {"ttft": "500ms", "tpot": "50ms", "e2e": "10s"}},
             "targets": targets}))
         daemon = Proc("daemon", [args.bin, "daemon", "--config", str(daemon_cfg)], scratch,

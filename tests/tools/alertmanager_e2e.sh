@@ -4,7 +4,9 @@
 # Helm chart at prometheusRule.timeCompression=60 (one test second per production minute),
 # the real Alertmanager (Debian prometheus-alertmanager) with alertmanager/llmprobe.yml,
 # and a webhook receiver recording every notification (tests/alertmanager_e2e/run.py has
-# the scenarios and checks). First, offline: `amtool check-config` and the routing of
+# the scenarios and checks); then three daemons in two locations, one of them an HA pair,
+# with the five many-probers scenarios (tests/alertmanager_e2e/many_probers.py). First,
+# offline: `amtool check-config` and the routing of
 # every alert severity with `amtool config routes test`, and docs/deploy.md's
 # detection-time table against the model of the rules (tests/alertmanager_e2e/detection.py).
 #
@@ -69,4 +71,16 @@ if ! "$py" tests/alertmanager_e2e/run.py --bin "$bin" --prometheus "$LLMPROBE_PR
   done
   fail "one page per incident: see above"
 fi
-say "ok ($(( $(date +%s) - start )) s)"
+say "one incident, one page: ok ($(( $(date +%s) - start )) s)"
+
+say "many probers (about 3 minutes): three daemons in two locations, one HA pair"
+start=$(date +%s)
+if ! "$py" tests/alertmanager_e2e/many_probers.py --bin "$bin" --prometheus "$LLMPROBE_PROMETHEUS" \
+    --alertmanager "$LLMPROBE_ALERTMANAGER" --amtool "$amtool" --rules "$scratch/rules.yaml" \
+    --am-config "$config" --scratch "$scratch" --compression $compression; then
+  for f in mp-alertmanager mp-prometheus mp-daemon-eu mp-daemon-us-a mp-daemon-us-b; do
+    say "$f log (tail):"; tail -n 20 "$scratch/$f.log" >&2 || true
+  done
+  fail "many probers: see above"
+fi
+say "many probers: ok ($(( $(date +%s) - start )) s)"
