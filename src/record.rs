@@ -323,6 +323,10 @@ pub struct RequestRecord {
     /// The server's `Retry-After` on a 429 or 503 response, as a delay.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
+    /// The W3C trace ID the request carried in its `traceparent` header (32 hex digits),
+    /// when the client sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
     /// The answer checks' verdicts, when checks are configured and the transport
     /// succeeded (a failed request has no answer to judge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -356,6 +360,7 @@ impl RequestRecord {
             token_source: TokenSource::Chunks,
             error: None,
             retry_after: None,
+            trace_id: None,
             checks: Vec::new(),
         }
     }

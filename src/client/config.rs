@@ -84,6 +84,10 @@ pub struct ClientConfig {
     pub continuous_usage_stats: bool,
     /// Chat only: also send `max_completion_tokens` (the newer OpenAI name).
     pub max_completion_tokens: bool,
+    /// Send a W3C `traceparent` header (a fresh trace ID per request, sampled), so an
+    /// engine exporting OpenTelemetry spans records its span under the probe's trace ID
+    /// (`client::trace`). `false` for a gateway that rejects or strips it.
+    pub traceparent: bool,
     /// Keep connections open and reuse them (default). `false` opens a new connection
     /// per request, so TTFT includes TCP/TLS setup as a brand-new client would see it.
     pub reuse_connections: bool,
@@ -120,6 +124,7 @@ impl Default for ClientConfig {
             include_usage: true,
             continuous_usage_stats: true,
             max_completion_tokens: false,
+            traceparent: true,
             reuse_connections: true,
             timeouts: Timeouts::default(),
             tls: TlsConfig::default(),

@@ -28,6 +28,7 @@ pub mod sse;
 mod stale;
 pub mod tls;
 mod tool_calls;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -328,9 +329,14 @@ impl Client {
         keep_answer: bool,
     ) -> (RequestRecord, String) {
         let body = request::body(&self.cfg, spec);
-        let request = self.http.post(self.url.clone());
+        let mut request = self.http.post(self.url.clone());
+        let trace = self.cfg.traceparent.then(trace::TraceContext::random);
+        if let Some(t) = &trace {
+            request = request.header(trace::HEADER, t.header());
+        }
         let start = Instant::now();
         let mut rec = RequestRecord::new(id, t_sched, start.duration_since(run_start));
+        rec.trace_id = trace.map(|t| t.trace_id_hex());
         rec.prompt_tokens_sent = spec.prompt_tokens;
         rec.max_tokens = spec.max_tokens;
         let mut st = StreamState {

@@ -40,6 +40,8 @@ pub struct Plan {
     pub failure_summary_interval: Duration,
     /// The self-check, when enabled.
     pub self_check: Option<SelfCheckConfig>,
+    /// Probe pages kept in all (`/probe/ID`).
+    pub probe_pages: usize,
     /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
     /// thresholds ([`ScenarioPlan::buckets`]).
     pub buckets: Buckets,
@@ -221,6 +223,7 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         engine_scrape_interval: cfg.engine_scrape_interval,
         failure_summary_interval: cfg.failure_summary_interval,
         self_check: cfg.self_check.enabled.then(|| cfg.self_check.clone()),
+        probe_pages: cfg.probe_pages,
         buckets,
         targets,
         redacted_yaml,
@@ -288,6 +291,7 @@ fn target(
         include_usage: t.include_usage,
         continuous_usage_stats: t.continuous_usage_stats,
         max_completion_tokens: false,
+        traceparent: t.traceparent,
         reuse_connections: t.reuse_connections,
         timeouts: t.timeouts,
         tls: t.tls.clone(),

@@ -68,8 +68,16 @@ pub struct Config {
     /// prober's own error bar (`llmprobe_self_check_*`).
     #[serde(default)]
     pub self_check: SelfCheckConfig,
+    /// Probe pages (`/probe/ID`) kept in all, shared out evenly over the target ×
+    /// scenario (and replica) keys, at least one each.
+    #[serde(default = "default_probe_pages")]
+    pub probe_pages: usize,
     /// The endpoints to probe.
     pub targets: Vec<Target>,
+}
+
+fn default_probe_pages() -> usize {
+    crate::export::probe_pages::DEFAULT_KEEP
 }
 
 fn default_listen() -> String {
@@ -248,6 +256,10 @@ pub struct Target {
     /// per probe, so TTFT includes TCP and TLS setup as a brand-new client sees it.
     #[serde(default = "yes")]
     pub reuse_connections: bool,
+    /// Send a W3C `traceparent` header with every probe (default), so the engine's own
+    /// span of it shares the probe's trace ID. `false` for strict gateways.
+    #[serde(default = "yes")]
+    pub traceparent: bool,
     /// JSON fields merged into every request body last.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

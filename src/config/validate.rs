@@ -35,6 +35,12 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
     if cfg.grace_period.is_zero() {
         return Err((root.key("grace_period"), "must be greater than zero".into()));
     }
+    if !(1..=1_000_000).contains(&cfg.probe_pages) {
+        return Err((
+            root.key("probe_pages"),
+            "must be between 1 and 1000000 (pages of the latest probes kept in all)".into(),
+        ));
+    }
     if cfg.engine_scrape_interval.is_zero() {
         return Err((
             root.key("engine_scrape_interval"),

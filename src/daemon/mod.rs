@@ -359,6 +359,7 @@ impl Control {
         self.summary_interval
             .send_replace(plan.failure_summary_interval);
         self.apply_self_check(plan.self_check.as_ref());
+        self.shared.status.pages().set_keep(plan.probe_pages);
         let mut next: BTreeMap<String, RunningTarget> = BTreeMap::new();
         let mut to_start = Vec::new();
         let mut old = std::mem::take(&mut self.targets);

@@ -19,10 +19,13 @@ use super::scenario::{
     stagger_offset,
 };
 use super::shared::Shared;
-use super::sinks::{BudgetSink, Consumer, LogSink, MetricsSink, StatusSink, TtftSink, consume};
+use super::sinks::{
+    BudgetSink, Consumer, LogSink, MetricsSink, PageFiling, StatusSink, TtftSink, consume,
+};
 use crate::client::Client;
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::export::ScenarioSeries;
+use crate::export::probe_pages::ProbeKey;
 use crate::export::status::ScenarioHandle;
 use crate::probe::{Conversations, Prober};
 use crate::runner::{self, Dispatch};
@@ -275,6 +278,15 @@ fn scenario_sinks(
     sinks.push(Box::new(StatusSink {
         status,
         secrets: plan.secrets.clone(),
+        pages: PageFiling {
+            board: t.shared.status.clone(),
+            key: ProbeKey {
+                target: plan.name.clone(),
+                scenario: scenario.name.clone(),
+                replica: None,
+            },
+            model: plan.model.clone(),
+        },
     }));
     sinks
 }

@@ -78,6 +78,8 @@ struct Slot {
 pub struct ProbeRow {
     /// Unix time of completion.
     pub at: f64,
+    /// Its page (`/probe/ID`), while kept.
+    pub page: Option<u64>,
     pub outcome: &'static str,
     /// Met every SLO.
     pub good: bool,
@@ -301,6 +303,7 @@ mod tests {
 
     fn row(at: f64, good: bool, ttft: f64) -> ProbeRow {
         ProbeRow {
+            page: None,
             at,
             outcome: if good { "ok" } else { "timeout" },
             good,

@@ -4,8 +4,8 @@
 //! removes their series, `histograms` is the per-series-layout latency collector,
 //! `metrics` binds the families to what sets them (`fleet` those of discovered
 //! replicas and their sums) and `series` is the per-probe hot path. `server` owns the endpoints (`/metrics`, `/-/healthy`, `/-/ready`, `/-/reload`,
-//! `/config`, `/`, `/target/NAME`); `status` is the per-target board behind `/` and
-//! `/-/ready`, `history` its bounded memory of the last hour, `replica_status` a
+//! `/config`, `/`, `/target/NAME`, `/probe/ID`); `status` is the per-target board behind `/` and
+//! `/-/ready`, `probe_pages` the bounded store of recent probes' pages, `history` its bounded memory of the last hour, `replica_status` a
 //! discovered replica's entry on it, `page`, `replica_table`, `html` and `sparkline`
 //! the HTML; `self_check` the prober's own error series and `cgroup` its CPU throttling.
 //! Nothing here probes or schedules.
@@ -19,6 +19,8 @@ pub mod history;
 pub mod html;
 pub mod metrics;
 pub mod page;
+pub mod probe_pages;
+pub mod probe_view;
 pub mod registry;
 pub mod replica_status;
 pub mod replica_table;

@@ -104,8 +104,11 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
 pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
     Column {
         head: "time (UTC)",
-        title: "completion",
-        cell: |(_, p)| clock(p.at),
+        title: "completion; the link opens the probe's page while it is kept",
+        cell: |(_, p)| match p.page {
+            Some(id) => format!("<a href=\"/probe/{id}\">{}</a>", clock(p.at)),
+            None => clock(p.at),
+        },
     },
     Column {
         head: "scenario",
@@ -212,12 +215,39 @@ pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> 
         row(&mut out, "probe", PROBE_COLUMNS, r);
     }
     out.push_str("</tbody></table></div>\n");
+    slowest_probes(&mut out, board, name);
     replica_table(&mut out, board.replicas(name), now);
     out.push_str("</section></main></body></html>\n");
     Some(out)
 }
 
-fn head(title: &str, refresh: bool, here: &str) -> String {
+/// How many of a target's slowest kept probes its page links.
+const SLOWEST: usize = 5;
+
+/// Links to the target's slowest probes still kept (front door and replicas), by E2E.
+fn slowest_probes(out: &mut String, board: &StatusBoard, target: &str) {
+    let slow = board.pages().slowest(target, SLOWEST);
+    if slow.is_empty() {
+        return;
+    }
+    out.push_str("<p>Slowest kept probes (E2E): ");
+    for (i, p) in slow.iter().enumerate() {
+        let _ = write!(
+            out,
+            "{}<a href=\"/probe/{}\">{} · {}{}</a>",
+            if i == 0 { "" } else { ", " },
+            p.id,
+            ms(p.e2e_ms.map(|v| v / 1e3)),
+            escape(&p.scenario),
+            p.replica
+                .as_deref()
+                .map_or_else(String::new, |r| format!(" · {}", escape(r)))
+        );
+    }
+    out.push_str("</p>\n");
+}
+
+pub(super) fn head(title: &str, refresh: bool, here: &str) -> String {
     let mut out = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     out.push_str("<meta name=\"color-scheme\" content=\"light dark\">");
@@ -366,6 +396,7 @@ mod tests {
                 let at = 6_000.0 + f64::from(i) * 10.0;
                 s.record(Outcome::Ok, true, None, at);
                 s.history.add(ProbeRow {
+                    page: None,
                     at,
                     outcome: "ok",
                     good: i % 3 != 0,
@@ -425,6 +456,7 @@ mod tests {
                 let at = t0 + 1.0 + f64::from(i) * 3.8;
                 s.record(Outcome::Ok, true, None, at);
                 s.history.add(ProbeRow {
+                    page: None,
                     at,
                     outcome: "ok",
                     good: true,

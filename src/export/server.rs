@@ -40,6 +40,7 @@ pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/target/{name}", get(target))
+        .route("/probe/{id}", get(probe))
         .route("/status.css", get(stylesheet))
         .route("/metrics", get(metrics))
         .route("/-/healthy", get(|| async { "Healthy\n" }))
@@ -134,6 +135,8 @@ async fn config(State(s): State<ServerState>) -> Response {
 struct PageQuery {
     /// `off` turns the page's auto-refresh off.
     refresh: Option<String>,
+    /// `json`: the probe page as JSON.
+    format: Option<String>,
 }
 
 impl PageQuery {
@@ -173,6 +176,43 @@ async fn target(
         None => (
             StatusCode::NOT_FOUND,
             format!("no target named {:?}\n", page::escape(&name)),
+        )
+            .into_response(),
+    }
+}
+
+/// `/probe/ID`: one recent probe, HTML or (`?format=json`) JSON; 404 once it is no
+/// longer kept.
+async fn probe(
+    State(s): State<ServerState>,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let page = id
+        .parse::<u64>()
+        .ok()
+        .and_then(|id| s.status.pages().get(id));
+    let Some(page) = page else {
+        return (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no probe {:?} is kept: IDs count probes from 1, and only the latest are kept \
+                 (probe_pages in the config)\n",
+                page::escape(&id)
+            ),
+        )
+            .into_response();
+    };
+    match q.format.as_deref() {
+        Some("json") => (
+            [(header::CONTENT_TYPE, "application/json")],
+            serde_json::to_string_pretty(&page).unwrap_or_default(),
+        )
+            .into_response(),
+        None | Some("html") => html(super::probe_view::probe_page(&page)),
+        Some(other) => (
+            StatusCode::BAD_REQUEST,
+            format!("format {:?}: use html or json\n", page::escape(other)),
         )
             .into_response(),
     }

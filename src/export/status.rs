@@ -97,11 +97,19 @@ impl ScenarioStatus {
 impl ScenarioStatus {
     /// Records one finished probe with its timings for the status page's history.
     /// `error` is the probe's error text, already scrubbed of secrets.
-    pub fn record_probe(&mut self, r: &RequestRecord, good: bool, error: Option<String>, at: f64) {
+    pub fn record_probe(
+        &mut self,
+        r: &RequestRecord,
+        good: bool,
+        error: Option<String>,
+        at: f64,
+        page: Option<u64>,
+    ) {
         self.record(r.outcome, good, error, at);
         let secs = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64());
         self.history.add(ProbeRow {
             at,
+            page,
             outcome: r.outcome.as_str(),
             good,
             ttft: secs(r.ttft()),
@@ -130,6 +138,8 @@ struct Board {
 #[derive(Default)]
 pub struct StatusBoard {
     inner: RwLock<Board>,
+    /// The pages of the latest probes (`/probe/ID`).
+    pages: super::probe_pages::ProbePages,
 }
 
 impl StatusBoard {
@@ -145,6 +155,11 @@ impl StatusBoard {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Board> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pages of the latest probes.
+    pub fn pages(&self) -> &super::probe_pages::ProbePages {
+        &self.pages
     }
 
     /// Sets the redacted YAML of the running config and marks the config as loaded.
@@ -198,11 +213,15 @@ impl StatusBoard {
         self.write()
             .replicas
             .remove(&(target.to_string(), replica.to_string()));
+        self.pages
+            .remove_where(|k| k.target == target && k.replica.as_deref() == Some(replica));
     }
 
     /// Drops every replica of a target (the target left the config or its discovery).
     pub fn remove_replicas(&self, target: &str) {
         self.write().replicas.retain(|(t, _), _| t != target);
+        self.pages
+            .remove_where(|k| k.target == target && k.replica.is_some());
     }
 
     /// Snapshot of a target's replicas, ordered by name.
@@ -221,6 +240,8 @@ impl StatusBoard {
         self.write()
             .scenarios
             .remove(&(target.to_string(), scenario.to_string()));
+        self.pages
+            .remove_where(|k| k.target == target && k.scenario == scenario && k.replica.is_none());
     }
 
     /// Snapshot of every entry, ordered by target then scenario.

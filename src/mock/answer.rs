@@ -49,6 +49,7 @@ async fn generate(
     if let Some(r) = unauthorized(&engine, &headers) {
         return r;
     }
+    engine.traces.note(&headers);
     let protocol = protocol::of(endpoint);
     let req = match parse_request(protocol, &body, &engine.cfg.model) {
         Ok(r) => r,

@@ -39,6 +39,8 @@ pub struct Engine {
     pub prefix_cache: Option<PrefixCache>,
     /// Where streamed answers' token chunks are noted as they leave (None: nobody asked).
     pub emissions: Option<Arc<EmissionLog>>,
+    /// The `traceparent` headers of the generating requests.
+    pub traces: super::trace_log::TraceLog,
 }
 
 struct Hists {
@@ -82,6 +84,7 @@ impl Engine {
             fault_rng: Mutex::new(fault_rng),
             seq: AtomicU64::new(0),
             shutdown,
+            traces: Default::default(),
         }
     }
 

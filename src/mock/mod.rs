@@ -29,6 +29,7 @@ mod request;
 mod server;
 mod stream;
 mod tool;
+pub mod trace_log;
 mod voice;
 mod whole;
 mod wire;

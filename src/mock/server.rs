@@ -134,6 +134,7 @@ fn routes(engine: Arc<Engine>) -> Router {
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/mock/traceparents", get(traceparents))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(engine)
@@ -145,6 +146,15 @@ async fn not_found() -> Response {
         "no such route on the llmprobe mock",
         "NotFoundError",
     )
+}
+
+/// The `traceparent` headers received (`trace_log::Counts` as JSON), for tests.
+async fn traceparents(State(engine): State<Arc<Engine>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(&engine.traces.snapshot()).unwrap_or_default(),
+    )
+        .into_response()
 }
 
 async fn health() -> StatusCode {

@@ -49,3 +49,4 @@ mod runner_pipeline;
 mod runner_precise;
 mod secrets_canary;
 mod tool_call_checks;
+mod trace_context;

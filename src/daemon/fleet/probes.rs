@@ -18,9 +18,10 @@ use crate::daemon::scenario::{
     stagger_offset,
 };
 use crate::daemon::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, ReplicaStatusSink, consume,
+    BudgetSink, Consumer, LogSink, MetricsSink, PageFiling, ReplicaStatusSink, consume,
 };
 use crate::discovery::Replica;
+use crate::export::probe_pages::ProbeKey;
 use crate::probe::{Conversations, Prober};
 use crate::runner::{self, Dispatch};
 use crate::schedule::Schedule;
@@ -176,6 +177,15 @@ fn start_scenario(
             .status
             .replica(&plan.name, &plan.model, &replica.host_port),
         secrets: plan.secrets.clone(),
+        pages: PageFiling {
+            board: ctx.shared.status.clone(),
+            key: ProbeKey {
+                target: plan.name.clone(),
+                scenario: scenario.name.clone(),
+                replica: Some(replica.host_port.clone()),
+            },
+            model: plan.model.clone(),
+        },
     }));
     tasks.spawn(consume(
         rx,

@@ -11,7 +11,7 @@ mod ttft;
 pub use budget::BudgetSink;
 pub use log::LogSink;
 pub use metrics::MetricsSink;
-pub use status::{ReplicaStatusSink, StatusSink};
+pub use status::{PageFiling, ReplicaStatusSink, StatusSink};
 pub use ttft::TtftSink;
 
 use tokio::sync::mpsc;

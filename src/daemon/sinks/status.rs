@@ -1,26 +1,46 @@
 //! The status sinks: each probe and skipped arrival onto the scenario's row of the
 //! status board (`/`, `/-/ready`), and a discovered replica's probes onto its row of
-//! the target's replica table.
+//! the target's replica table; both file each probe's page (`/probe/ID`).
 
-use crate::export::ReplicaHandle;
+use std::sync::Arc;
+
+use crate::export::probe_pages::{ProbeKey, ProbePage};
 use crate::export::status::ScenarioHandle;
+use crate::export::{ReplicaHandle, StatusBoard};
 use crate::record::RequestRecord;
 use crate::secret::Secret;
 use crate::sink::{RecordSink, Skip, Verdict};
 
 use super::shown_error;
 
+/// Where a probe's page is filed.
+pub struct PageFiling {
+    pub board: Arc<StatusBoard>,
+    pub key: ProbeKey,
+    pub model: String,
+}
+
+impl PageFiling {
+    fn file(&self, r: &RequestRecord, good: bool, error: Option<String>, at: f64) -> u64 {
+        let page = ProbePage::of(r, &self.key, &self.model, good, error, at);
+        self.board.pages().file(&self.key, page)
+    }
+}
+
 pub struct StatusSink {
     pub status: ScenarioHandle,
     /// The target's secrets, scrubbed from the errors shown.
     pub secrets: Vec<Secret>,
+    pub pages: PageFiling,
 }
 
 impl RecordSink for StatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
+        let at = crate::export::unix_now();
+        let page = self.pages.file(r, verdict.good, error.clone(), at);
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        status.record_probe(r, verdict.good, error, crate::export::unix_now());
+        status.record_probe(r, verdict.good, error, at, Some(page));
         status.record_checks(&r.checks);
         Ok(())
     }
@@ -39,15 +59,18 @@ pub struct ReplicaStatusSink {
     pub status: ReplicaHandle,
     /// The target's secrets, scrubbed from the errors shown.
     pub secrets: Vec<Secret>,
+    pub pages: PageFiling,
 }
 
 impl RecordSink for ReplicaStatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
+        let at = crate::export::unix_now();
+        self.pages.file(r, verdict.good, error.clone(), at);
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .record_probe(r, verdict.good, error, crate::export::unix_now());
+            .record_probe(r, verdict.good, error, at);
         Ok(())
     }
 }
