@@ -24,7 +24,8 @@
 #    (tests/tools/lib/otlp_receiver.py, decoding with the official opentelemetry-proto
 #    package of vLLM's venv); every streamed chat request of the bench sent a
 #    `traceparent`, and the trace ID its record keeps must be the trace ID of a span vLLM
-#    exported: the engine's span joins the probe's trace.
+#    exported: the engine's span joins the probe's trace. So must the trace ID on the page
+#    of the daemon's newest chat probe (`/probe/ID`, linked from `/target/vllm-chat`).
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
@@ -482,6 +483,19 @@ if errors:
     print("\n".join(f"FAIL: {e}" for e in errors), file=sys.stderr)
     sys.exit(1)
 EOF
+# The newest chat probe's page, and vLLM's span of it.
+probe_id=$(curl -sf --max-time 10 "$url/target/vllm-chat" | grep -o 'href="/probe/[0-9]*"' | head -n 1 | grep -o '[0-9]*') ||
+  fail "no probe page linked from $url/target/vllm-chat"
+curl -sf --max-time 10 "$url/probe/$probe_id?format=json" >"$scratch/probe.json" || fail "GET $url/probe/$probe_id"
+probe_trace=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["trace_id"])' "$scratch/probe.json") ||
+  fail "probe $probe_id has no trace ID: $(cat "$scratch/probe.json")"
+span=
+for _ in $(seq 1 60); do
+  span=$(grep "\"trace_id\": \"$probe_trace\"" "$scratch/spans.jsonl" | head -n 1) && break
+  sleep 1
+done
+[ -n "$span" ] || fail "probe $probe_id's trace $probe_trace: no vLLM span with it"
+say "PASS: /probe/$probe_id shows trace $probe_trace; vLLM's span of it: $span"
 kill "$daemon_pid"
 for _ in $(seq 1 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$daemon_pid" 2>/dev/null && fail "daemon still running 10 s after SIGTERM"
