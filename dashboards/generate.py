@@ -465,6 +465,14 @@ def slo_dashboard() -> dict:
                    [(f"sum by (location) (rate(llmprobe_request_failures_total{{{SEL}}}[{RATE}]))"
                      f"\n/\nsum by (location) (rate(llmprobe_requests_total{{{SEL}}}[{RATE}]))",
                      "{{location}}")]),
+        timeseries("Probers reporting", "1 while a prober (one llmprobe instance, by its "
+                   "location, shard and instance) reports; 0 when its scrape fails or its "
+                   "self-check stopped probing (llmprobe:prober_reporting:bool, the input of "
+                   "LlmprobeAbsent). Two lines per location and shard with high "
+                   "availability.", "short",
+                   [('max by (location, shard, instance) '
+                     '(llmprobe:prober_reporting:bool{location=~"$location"})',
+                     "{{location}} {{shard}} {{instance}}")]),
     ]
     variables = probe_vars() + [
         custom_var("ttft_slo", "TTFT SLO (s)", ["0.1", "0.25", "0.5", "0.75", "1", "2.5", "5"],
