@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// Extra HTTP header `Name:Value` (repeatable).
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
+    /// Send no W3C `traceparent` header (by default each request carries a fresh,
+    /// sampled trace ID, kept in its record), for a gateway that rejects or strips it.
+    #[arg(long, help_heading = "Target")]
+    pub no_traceparent: bool,
     /// Total time limit per request (e.g. `600s`, `2m`; a bare number is seconds).
     #[arg(long, default_value = "600s", help_heading = "Target")]
     pub timeout: String,

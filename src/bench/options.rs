@@ -146,6 +146,8 @@ pub struct BenchOptions {
     pub api: Endpoint,
     pub api_key: Option<String>,
     pub headers: Vec<(String, String)>,
+    /// Send a W3C `traceparent` with each request (`--no-traceparent` turns it off).
+    pub traceparent: bool,
     pub timeout: Duration,
     pub ignore_eos: bool,
     /// Ask for streamed answers (`--no-stream` turns it off; embeddings never stream).
@@ -270,6 +272,7 @@ impl BenchOptions {
             api,
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
             headers,
+            traceparent: !a.no_traceparent,
             timeout,
             ignore_eos: a.ignore_eos,
             stream,

@@ -173,6 +173,7 @@ impl Bench {
                 .collect(),
             ignore_eos: opts.ignore_eos,
             stream: opts.stream,
+            traceparent: opts.traceparent,
             timeouts: crate::client::Timeouts {
                 total: opts.timeout,
                 first_token: opts.timeout,

@@ -210,3 +210,60 @@ targets:
     );
     d.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_sends_trace_ids_it_records_unless_told_not_to() {
+    for (flag, traced) in [(None, true), (Some("--no-traceparent"), false)] {
+        let mock = mock_support::start(fast_mock()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let records = dir.path().join("records.jsonl");
+        let base = mock.base_url();
+        let mut cmd = crate::support::bench::bench();
+        cmd.args(["--base-url", &base, "--model", "m", "--rate", "50"])
+            .args([
+                "--num-requests",
+                "4",
+                "--input-len",
+                "16",
+                "--output-len",
+                "4",
+            ])
+            .args(["--no-progress", "--records"])
+            .arg(&records);
+        if let Some(f) = flag {
+            cmd.arg(f);
+        }
+        // The mock runs on this runtime: the command waits on a blocking thread.
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ids: Vec<Option<String>> = crate::support::bench::jsonl(&records)
+            .iter()
+            .filter(|r| r.get("outcome").is_some())
+            .map(|r| r["trace_id"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(ids.len(), 4);
+        let got = seen(&base).await;
+        if traced {
+            assert_eq!((got.with, got.without), (4, 0));
+            let sent: BTreeSet<String> = got
+                .recent
+                .iter()
+                .filter_map(|v| TraceContext::parse(v).map(|t| t.trace_id_hex()))
+                .collect();
+            let kept: BTreeSet<String> = ids.into_iter().map(Option::unwrap).collect();
+            assert_eq!(
+                sent, kept,
+                "the records keep the trace IDs the mock received"
+            );
+        } else {
+            assert_eq!((got.with, got.without), (0, 4));
+            assert!(ids.iter().all(Option::is_none), "{ids:?}");
+        }
+    }
+}
