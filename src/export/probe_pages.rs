@@ -32,7 +32,8 @@ pub struct ProbePage {
     pub first_token_ms: Option<f64>,
     pub first_answer_token_ms: Option<f64>,
     pub end_ms: Option<f64>,
-    /// The figures the histograms hold, from the send (the record's definitions).
+    /// The figures the histograms hold, from the send (the record's definitions); TTFA
+    /// only when the probe reasoned first.
     pub ttft_ms: Option<f64>,
     pub ttfa_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
@@ -92,7 +93,8 @@ impl ProbePage {
             first_answer_token_ms: since_sched(r.t_first_answer),
             end_ms: since_sched(r.t_end),
             ttft_ms: r.ttft().map(ms),
-            ttfa_ms: r.ttfa().map(ms),
+            // As everywhere TTFA is shown: only when the probe reasoned first.
+            ttfa_ms: r.ttfa().filter(|_| r.saw_reasoning()).map(ms),
             tpot_ms: r.tpot().map(ms),
             e2e_ms: r.e2e().map(ms),
             prompt_tokens: r.prompt_tokens(),
@@ -144,15 +146,20 @@ impl Pages {
         (self.keep / self.by_key.len().max(1)).max(1)
     }
 
+    /// Drops the oldest pages of `ids` beyond `share`.
+    fn trim_to(share: usize, ids: &mut VecDeque<u64>, by_id: &mut BTreeMap<u64, ProbePage>) {
+        while ids.len() > share {
+            if let Some(old) = ids.pop_front() {
+                by_id.remove(&old);
+            }
+        }
+    }
+
     /// Drops the oldest pages of every key beyond its share.
     fn trim(&mut self) {
         let share = self.share();
         for ids in self.by_key.values_mut() {
-            while ids.len() > share {
-                if let Some(old) = ids.pop_front() {
-                    self.by_id.remove(&old);
-                }
-            }
+            Pages::trim_to(share, ids, &mut self.by_id);
         }
     }
 }
@@ -190,16 +197,13 @@ impl ProbePages {
         p.by_key.entry(key.clone()).or_default().push_back(id);
         p.by_id.insert(id, page);
         if new_key {
+            // Every share shrinks.
             p.trim();
         } else {
             let share = p.share();
             let Pages { by_key, by_id, .. } = &mut *p;
             if let Some(ids) = by_key.get_mut(key) {
-                while ids.len() > share {
-                    if let Some(old) = ids.pop_front() {
-                        by_id.remove(&old);
-                    }
-                }
+                Pages::trim_to(share, ids, by_id);
             }
         }
         id
@@ -294,6 +298,7 @@ mod tests {
         assert_eq!(p.first_token_ms, Some(52.0));
         assert_eq!(p.end_ms, Some(103.0));
         assert_eq!(p.ttft_ms, Some(50.0));
+        assert_eq!(p.ttfa_ms, None, "no reasoning: no TTFA of its own");
         assert_eq!(p.e2e_ms, Some(100.0));
         assert_eq!(p.tpot_ms, Some(50.0));
         assert_eq!(p.output_tokens, 2);

@@ -203,6 +203,22 @@ def scale_duration(d: str, c: int) -> str:
     return f"{max(1, n // c)}s"
 
 
+def stop_all(mocks: dict, procs: list) -> None:
+    """Stops the mocks, then the other processes in reverse order of start."""
+    for m in mocks.values():
+        if m.proc:
+            m.proc.stop()
+    for p in reversed(procs):
+        p.stop()
+
+
+def verdict(problems: list[str]) -> int:
+    """Prints each problem; the exit status."""
+    for p in problems:
+        print(f"FAIL  {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def alertmanager_config(repo_file: Path, c: int, hook: str, inhibit: bool = True) -> dict:
     """The repository's config with the receivers pointed at the recorder, times / c;
     without its inhibit rules for the control instance."""
@@ -460,14 +476,8 @@ def main() -> int:
             print(f"{r[0]:8} {r[1]:>5} {r[2]:31} {r[3]:>28} {r[4]:>7}  {r[5]}")
         (scratch / "summary.json").write_text(json.dumps(rows))
     finally:
-        for m in mocks.values():
-            if m.proc:
-                m.proc.stop()
-        for p in reversed(procs):
-            p.stop()
-    for p in problems:
-        print(f"FAIL  {p}", file=sys.stderr)
-    return 1 if problems else 0
+        stop_all(mocks, procs)
+    return verdict(problems)
 
 
 if __name__ == "__main__":
