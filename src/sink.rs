@@ -13,6 +13,9 @@ use crate::record::RequestRecord;
 pub struct Verdict {
     /// Succeeded, passed every answer check and met every objective of the SLO.
     pub good: bool,
+    /// The daemon's ID of the probe (its page, `/probe/ID`), when it keeps pages: filed
+    /// before any sink sees the record, so metrics exemplars and exports can name it.
+    pub probe_id: Option<u64>,
 }
 
 impl Verdict {
@@ -20,6 +23,7 @@ impl Verdict {
     pub fn of(r: &RequestRecord, slo: &Slo) -> Verdict {
         Verdict {
             good: r.is_good(slo),
+            probe_id: None,
         }
     }
 }
@@ -71,9 +75,18 @@ pub fn feed<'a, S: RecordSink + ?Sized + 'a>(
     event: &RunEvent,
     slo: &Slo,
 ) -> anyhow::Result<()> {
+    feed_judged(sinks, event, |r| Verdict::of(r, slo))
+}
+
+/// [`feed`] with the judging step given: it runs once per record, before any sink.
+pub fn feed_judged<'a, S: RecordSink + ?Sized + 'a>(
+    sinks: impl IntoIterator<Item = &'a mut S>,
+    event: &RunEvent,
+    judge: impl FnOnce(&RequestRecord) -> Verdict,
+) -> anyhow::Result<()> {
     match event {
         RunEvent::Record(r) => {
-            let verdict = Verdict::of(r, slo);
+            let verdict = judge(r);
             for s in sinks {
                 s.record(r, verdict)?;
             }

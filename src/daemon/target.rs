@@ -237,6 +237,16 @@ fn start_scenario(
     let consumer = tokio::spawn(consume(
         rx,
         Consumer {
+            pages: PageFiling {
+                board: t.shared.status.clone(),
+                key: ProbeKey {
+                    target: t.plan.name.clone(),
+                    scenario: scenario.name.clone(),
+                    replica: None,
+                },
+                model: t.plan.model.clone(),
+                secrets: t.plan.secrets.clone(),
+            },
             sinks,
             slo: scenario.slo,
             stop: t.stop.clone(),
@@ -278,15 +288,6 @@ fn scenario_sinks(
     sinks.push(Box::new(StatusSink {
         status,
         secrets: plan.secrets.clone(),
-        pages: PageFiling {
-            board: t.shared.status.clone(),
-            key: ProbeKey {
-                target: plan.name.clone(),
-                scenario: scenario.name.clone(),
-                replica: None,
-            },
-            model: plan.model.clone(),
-        },
     }));
     sinks
 }

@@ -177,19 +177,20 @@ fn start_scenario(
             .status
             .replica(&plan.name, &plan.model, &replica.host_port),
         secrets: plan.secrets.clone(),
-        pages: PageFiling {
-            board: ctx.shared.status.clone(),
-            key: ProbeKey {
-                target: plan.name.clone(),
-                scenario: scenario.name.clone(),
-                replica: Some(replica.host_port.clone()),
-            },
-            model: plan.model.clone(),
-        },
     }));
     tasks.spawn(consume(
         rx,
         Consumer {
+            pages: PageFiling {
+                board: ctx.shared.status.clone(),
+                key: ProbeKey {
+                    target: plan.name.clone(),
+                    scenario: scenario.name.clone(),
+                    replica: Some(replica.host_port.clone()),
+                },
+                model: plan.model.clone(),
+                secrets: plan.secrets.clone(),
+            },
             sinks,
             slo: scenario.slo,
             stop: stop.clone(),

@@ -1,6 +1,8 @@
 //! Where a scenario's probe records go in the daemon: a list of sinks (metrics, token
 //! budget, TTFT window, logs, status board), fed in that order by one consumer per
-//! runner. The status board comes last, so a probe it shows is already in the metrics.
+//! runner. The consumer files each probe's page first, so every sink knows its probe ID
+//! (metrics exemplars name it); the status board comes last, so a probe it shows is
+//! already in the metrics.
 
 mod budget;
 mod log;
@@ -21,10 +23,12 @@ use crate::latency::Slo;
 use crate::record::{Outcome, RequestRecord};
 use crate::runner::RunEvent;
 use crate::secret::{self, Secret};
-use crate::sink::{self, RecordSink};
+use crate::sink::{self, RecordSink, Verdict};
 
 /// One runner's consumer: its events into its sinks.
 pub struct Consumer {
+    /// Where each probe's page is filed before the sinks see it.
+    pub pages: PageFiling,
     pub sinks: Vec<Box<dyn RecordSink + Send>>,
     /// The scenario's objectives, which judge each probe once for every sink.
     pub slo: Slo,
@@ -42,7 +46,12 @@ pub async fn consume(mut rx: mpsc::UnboundedReceiver<RunEvent>, mut c: Consumer)
         {
             continue;
         }
-        if let Err(e) = sink::feed(c.sinks.iter_mut(), &event, &c.slo) {
+        let judge = |r: &RequestRecord| {
+            let mut verdict = Verdict::of(r, &c.slo);
+            verdict.probe_id = Some(c.pages.file(r, verdict.good));
+            verdict
+        };
+        if let Err(e) = sink::feed_judged(c.sinks.iter_mut(), &event, judge) {
             // No daemon sink fails today; a future one must not stop the consumer.
             tracing::warn!(error = %format!("{e:#}"), "a probe record was not fully recorded");
         }

@@ -1,6 +1,6 @@
 //! The status sinks: each probe and skipped arrival onto the scenario's row of the
 //! status board (`/`, `/-/ready`), and a discovered replica's probes onto its row of
-//! the target's replica table; both file each probe's page (`/probe/ID`).
+//! the target's replica table; and where each probe's page (`/probe/ID`) is filed.
 
 use std::sync::Arc;
 
@@ -18,10 +18,15 @@ pub struct PageFiling {
     pub board: Arc<StatusBoard>,
     pub key: ProbeKey,
     pub model: String,
+    /// The target's secrets, scrubbed from the error shown.
+    pub secrets: Vec<Secret>,
 }
 
 impl PageFiling {
-    fn file(&self, r: &RequestRecord, good: bool, error: Option<String>, at: f64) -> u64 {
+    /// Files `r`'s page; returns its probe ID.
+    pub fn file(&self, r: &RequestRecord, good: bool) -> u64 {
+        let error = shown_error(r, &self.secrets);
+        let at = crate::export::unix_now();
         let page = ProbePage::of(r, &self.key, &self.model, good, error, at);
         self.board.pages().file(&self.key, page)
     }
@@ -31,16 +36,14 @@ pub struct StatusSink {
     pub status: ScenarioHandle,
     /// The target's secrets, scrubbed from the errors shown.
     pub secrets: Vec<Secret>,
-    pub pages: PageFiling,
 }
 
 impl RecordSink for StatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
         let at = crate::export::unix_now();
-        let page = self.pages.file(r, verdict.good, error.clone(), at);
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        status.record_probe(r, verdict.good, error, at, Some(page));
+        status.record_probe(r, verdict.good, error, at, verdict.probe_id);
         status.record_checks(&r.checks);
         Ok(())
     }
@@ -59,14 +62,12 @@ pub struct ReplicaStatusSink {
     pub status: ReplicaHandle,
     /// The target's secrets, scrubbed from the errors shown.
     pub secrets: Vec<Secret>,
-    pub pages: PageFiling,
 }
 
 impl RecordSink for ReplicaStatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
         let at = crate::export::unix_now();
-        self.pages.file(r, verdict.good, error.clone(), at);
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())
