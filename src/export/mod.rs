@@ -12,12 +12,14 @@
 
 pub mod buckets;
 pub mod cgroup;
+pub mod exemplars;
 pub mod families;
 pub mod fleet;
 pub mod histograms;
 pub mod history;
 pub mod html;
 pub mod metrics;
+pub mod openmetrics;
 pub mod page;
 pub mod probe_pages;
 pub mod probe_view;
