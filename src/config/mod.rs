@@ -6,6 +6,7 @@
 //! Nothing here starts a task or opens a socket; the daemon owns reloads.
 
 mod checks;
+pub mod golden;
 pub mod error;
 pub mod locate;
 mod messages;

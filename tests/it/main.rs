@@ -38,6 +38,7 @@ mod discovery;
 mod faults_bench;
 mod faults_client;
 mod faults_daemon;
+mod golden_accuracy;
 mod golden_behaviour;
 mod mock_cli;
 mod mock_faults;
