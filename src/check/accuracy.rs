@@ -97,8 +97,14 @@ mod tests {
             wilson(160, 200, Z).unwrap(),
             (0.739_144_813_434_621_2, 0.849_547_990_739_018_9)
         ));
-        assert!(close(wilson(0, 10, Z).unwrap(), (0.0, 0.277_532_799_862_889_2)));
-        assert!(close(wilson(10, 10, Z).unwrap(), (0.722_467_200_137_110_7, 1.0)));
+        assert!(close(
+            wilson(0, 10, Z).unwrap(),
+            (0.0, 0.277_532_799_862_889_2)
+        ));
+        assert!(close(
+            wilson(10, 10, Z).unwrap(),
+            (0.722_467_200_137_110_7, 1.0)
+        ));
         assert_eq!(wilson(0, 0, Z), None);
         assert_eq!(wilson(3, 2, Z), None);
     }

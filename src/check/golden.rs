@@ -146,10 +146,7 @@ impl GoldenSet {
             let l: Line = serde_json::from_str(trimmed).map_err(|e| refuse(e.to_string()))?;
             let q = question(l, line).map_err(refuse)?;
             if let Some(first) = questions.iter().find(|p| p.text == q.text) {
-                return Err(refuse(format!(
-                    "the same question as line {}",
-                    first.line
-                )));
+                return Err(refuse(format!("the same question as line {}", first.line)));
             }
             questions.push(q);
         }
@@ -175,7 +172,9 @@ impl GoldenSet {
         self.source == other.source
             && self.questions.len() == other.questions.len()
             && self.questions.iter().zip(&other.questions).all(|(a, b)| {
-                a.text == b.text && a.answer == b.answer && a.expected.to_string() == b.expected.to_string()
+                a.text == b.text
+                    && a.answer == b.answer
+                    && a.expected.to_string() == b.expected.to_string()
             })
     }
 }
@@ -212,7 +211,10 @@ fn question(l: Line, line: u32) -> Result<Question, String> {
             if !(tolerance.is_finite() && tolerance >= 0.0) {
                 return Err(format!("tolerance must be 0 or more, not {tolerance}"));
             }
-            (Expected::Number { value, tolerance }, Some(value.to_string()))
+            (
+                Expected::Number { value, tolerance },
+                Some(value.to_string()),
+            )
         }
         _ => return Err("set exactly one of exact, regex or number".into()),
     };
@@ -344,14 +346,19 @@ mod tests {
             "qa.jsonl:2: key must be a string at line 1 column 2"
         );
         assert_eq!(
-            refused(&format!("{ok}\n\n{{\"question\": \"x\", \"regex\": \"(\", \"answer\": \"x\"}}\n")),
+            refused(&format!(
+                "{ok}\n\n{{\"question\": \"x\", \"regex\": \"(\", \"answer\": \"x\"}}\n"
+            )),
             "qa.jsonl:3: regex: regex parse error:\n    (\n    ^\nerror: unclosed group"
         );
         assert_eq!(
             refused(r#"{"question": "pi?", "number": 3.14, "tolerance": -0.1}"#),
             "qa.jsonl:1: tolerance must be 0 or more, not -0.1"
         );
-        assert_eq!(refused("# only a comment\n\n"), "qa.jsonl: the golden set has no questions");
+        assert_eq!(
+            refused("# only a comment\n\n"),
+            "qa.jsonl: the golden set has no questions"
+        );
         assert_eq!(
             refused(r#"{"question": "x", "exact": "a", "number": 1}"#),
             "qa.jsonl:1: set exactly one of exact, regex or number"
@@ -374,7 +381,11 @@ mod tests {
         );
         let missing = GoldenSet::load("/nonexistent/qa.jsonl").unwrap_err();
         assert_eq!(missing.line, 0);
-        assert!(missing.to_string().starts_with("/nonexistent/qa.jsonl: cannot read"));
+        assert!(
+            missing
+                .to_string()
+                .starts_with("/nonexistent/qa.jsonl: cannot read")
+        );
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub struct PlannedGolden {
 impl PartialEq for PlannedGolden {
     /// Equal when the questions and rules are (a changed file restarts the scenario).
     fn eq(&self, other: &Self) -> bool {
-        self.set.same_as(&other.set) && self.window == other.window && self.baseline == other.baseline
+        self.set.same_as(&other.set)
+            && self.window == other.window
+            && self.baseline == other.baseline
     }
 }
 
@@ -41,10 +43,7 @@ pub fn plan_golden(s: &Scenario, path: &Path) -> Result<Option<PlannedGolden>, (
         ("messages", s.messages.is_some()),
     ] {
         if set {
-            return Err((
-                at,
-                format!("golden asks its own questions; remove {field}"),
-            ));
+            return Err((at, format!("golden asks its own questions; remove {field}")));
         }
     }
     if !(1..=MAX_GOLDEN_WINDOW).contains(&g.window) {
@@ -80,7 +79,9 @@ mod tests {
     }
 
     fn refused(golden: &str) -> String {
-        load_str(&scenario(golden), "c.yaml").unwrap_err().to_string()
+        load_str(&scenario(golden), "c.yaml")
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -110,7 +111,10 @@ mod tests {
         );
         let both = scenario("{file: builtin}") + "        prompt: hi\n";
         let err = load_str(&both, "c.yaml").unwrap_err().to_string();
-        assert!(err.ends_with("golden: golden asks its own questions; remove prompt"), "{err}");
+        assert!(
+            err.ends_with("golden: golden asks its own questions; remove prompt"),
+            "{err}"
+        );
         let plan = load_str(&scenario("{file: builtin, baseline: 0.9}"), "c.yaml").unwrap();
         let g = plan.targets[0].scenarios[0].golden.as_ref().unwrap();
         assert_eq!((g.window, g.baseline), (200, Some(0.9)));

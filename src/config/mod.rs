@@ -6,8 +6,8 @@
 //! Nothing here starts a task or opens a socket; the daemon owns reloads.
 
 mod checks;
-pub mod golden;
 pub mod error;
+pub mod golden;
 pub mod locate;
 mod messages;
 pub mod plan;

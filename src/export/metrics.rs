@@ -23,9 +23,7 @@ use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
-use super::series::{
-    CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now,
-};
+use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
@@ -402,8 +400,10 @@ impl Metrics {
         set_or_remove(&p.golden_baseline, &l, baseline);
         let answers = p.golden_window.with_label_values(&l);
         answers.set(0);
-        let [correct, wrong] = crate::record::GoldenVerdict::LABELS
-            .map(|v| p.golden_answers.with_label_values(&[target, model, scenario, v]));
+        let [correct, wrong] = crate::record::GoldenVerdict::LABELS.map(|v| {
+            p.golden_answers
+                .with_label_values(&[target, model, scenario, v])
+        });
         let owned = || l.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
         Some(GoldenSeries {
             correct,

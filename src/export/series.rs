@@ -5,8 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use prometheus::{Gauge, Histogram, IntCounter, IntGauge};
 
-use crate::latency::{Latency, Slo};
 use crate::check::AccuracyWindow;
+use crate::latency::{Latency, Slo};
 use crate::record::{CheckKind, GoldenVerdict, RequestRecord};
 use crate::runner::SkipReason;
 
@@ -52,11 +52,16 @@ pub struct GoldenSeries {
 
 impl GoldenSeries {
     fn observe(&self, v: &GoldenVerdict) {
-        let counter = if v.correct { &self.correct } else { &self.wrong };
+        let counter = if v.correct {
+            &self.correct
+        } else {
+            &self.wrong
+        };
         counter.inc();
         let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
         w.push(v.correct);
-        self.answers.set(i64::try_from(w.answers()).unwrap_or(i64::MAX));
+        self.answers
+            .set(i64::try_from(w.answers()).unwrap_or(i64::MAX));
         let (Some(acc), Some((lo, hi))) = (w.accuracy(), w.interval()) else {
             return;
         };

@@ -245,7 +245,11 @@ mod tests {
             };
             assert!(asked.judge(WRONG_ANSWER).is_err(), "{index}");
         }
-        let v = Voice::new(Some(split_answer("42").into()), Some(FaultKind::WrongAnswer), 0);
+        let v = Voice::new(
+            Some(split_answer("42").into()),
+            Some(FaultKind::WrongAnswer),
+            0,
+        );
         assert_eq!((text(&v, 4), v.len()), (WRONG_ANSWER.into(), Some(4)));
     }
 

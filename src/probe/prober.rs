@@ -62,7 +62,9 @@ impl Prober {
                 .client
                 .send_keeping_answer(spec, d.id, d.t_sched, d.run_start)
                 .await;
-            rec.golden = rec.is_success().then(|| golden_verdict(&asked, &answer, &self.client));
+            rec.golden = rec
+                .is_success()
+                .then(|| golden_verdict(&asked, &answer, &self.client));
             return Ok(rec);
         };
         let per = c.turns.count;

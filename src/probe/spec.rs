@@ -206,10 +206,7 @@ impl ProbeSpec {
             );
         }
         if self.golden && !api.generates {
-            return refuse(
-                Part::Golden,
-                format!("{endpoint} answers no text to judge"),
-            );
+            return refuse(Part::Golden, format!("{endpoint} answers no text to judge"));
         }
         if self.golden && self.turns > 1 {
             return refuse(

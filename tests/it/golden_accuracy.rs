@@ -94,7 +94,10 @@ async fn measured_accuracy_and_its_interval_contain_the_injected_truth() {
     let injected: Vec<bool> = (0..PROBES)
         .map(|_| rng.random::<f64>() >= WRONG_SHARE)
         .collect();
-    assert_eq!(verdicts, injected, "every answer judged as the mock gave it");
+    assert_eq!(
+        verdicts, injected,
+        "every answer judged as the mock gave it"
+    );
     let correct = injected.iter().filter(|c| **c).count();
     assert_eq!(window.correct(), correct);
     // Every question was asked (a shuffled order, cycling).
@@ -109,9 +112,12 @@ async fn measured_accuracy_and_its_interval_contain_the_injected_truth() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_exports_accuracy_with_its_interval_and_baseline() {
-    let mock = llmprobe::mock::start(golden_mock(Vec::new()), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
+    let mock = llmprobe::mock::start(
+        golden_mock(Vec::new()),
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .unwrap();
     let base = mock.base_url();
     let scenario = "    max_inflight: 1\n    scenarios:\n      - name: qa\n        output_tokens: 16\n        ignore_eos: false\n        golden: {file: builtin, window: 50, baseline: 0.9}\n";
     let (_dir, path) = config_file(&format!(
@@ -156,13 +162,24 @@ async fn the_daemon_exports_accuracy_with_its_interval_and_baseline() {
         let k = if correct { n } else { 0.0 };
         let (lo, hi) = wilson(k as usize, n as usize, Z).unwrap();
         assert_eq!(g("llmprobe_golden_accuracy_ratio", t), Some(k / n), "{t}");
-        assert_eq!(g("llmprobe_golden_accuracy_lower_ratio", t), Some(lo), "{t}");
-        assert_eq!(g("llmprobe_golden_accuracy_upper_ratio", t), Some(hi), "{t}");
+        assert_eq!(
+            g("llmprobe_golden_accuracy_lower_ratio", t),
+            Some(lo),
+            "{t}"
+        );
+        assert_eq!(
+            g("llmprobe_golden_accuracy_upper_ratio", t),
+            Some(hi),
+            "{t}"
+        );
         assert_eq!(g("llmprobe_golden_baseline_ratio", t), Some(0.9), "{t}");
         // A wrong answer is neither a failure nor a missed objective.
         assert_eq!(
             g("llmprobe_goodput_requests_total", t),
-            Some(sum(&s, "llmprobe_requests_total", &[("target", t)]) - sum(&s, "llmprobe_request_failures_total", &[("target", t)])),
+            Some(
+                sum(&s, "llmprobe_requests_total", &[("target", t)])
+                    - sum(&s, "llmprobe_request_failures_total", &[("target", t)])
+            ),
             "{t}"
         );
     }
@@ -171,7 +188,10 @@ async fn the_daemon_exports_accuracy_with_its_interval_and_baseline() {
     // The wrong target's interval lies wholly below the baseline: what the alert reads.
     assert!(g("llmprobe_golden_accuracy_upper_ratio", "wrong").unwrap() < 0.9);
     assert!(page.contains("golden accuracy"), "{page}");
-    assert!(page.contains("100.0 % [") && page.contains("baseline 90.0 %"), "{page}");
+    assert!(
+        page.contains("100.0 % [") && page.contains("baseline 90.0 %"),
+        "{page}"
+    );
     assert!(
         page.contains("last wrong: builtin:") && page.contains("got «I do not know.»"),
         "{page}"
