@@ -1,6 +1,6 @@
 //! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
-//! SLOs, one with answer checks, a price, a capacity block, the mock's vLLM-format
+//! SLOs, one with answer checks, one asking the built-in golden set, a price, a capacity block, the mock's vLLM-format
 //! `/metrics` as the engine), a second target on the Responses API whose answers reason
 //! first (TTFA and reasoning tokens), and a third whose two replicas (two more mocks, one
 //! slower) are discovered from a static list (the replica and fleet series).
@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use super::source::ConfigSource;
 use crate::mock::{MockConfig, MockFlags, MockServer};
 
-/// Probes per second of the demo target (shared by its two scenarios): enough for
+/// Probes per second of the demo target (shared by its scenarios): enough for
 /// `rate()` over a minute to be smooth, little enough for a laptop.
 pub const DEMO_RATE: &str = "4/s";
 
@@ -43,6 +43,8 @@ impl DemoMocks {
 pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource)> {
     let mut cfg = MockConfig::from_flags(MockFlags {
         faults: crate::mock::parse_fault_flags("--mock-fault", faults)?,
+        // The demo's golden scenario asks the built-in set, whose answers the mock knows.
+        golden: Some("builtin".to_string()),
         ..MockFlags::default()
     })?;
     let model = cfg.model.clone();
@@ -116,6 +118,10 @@ targets:
         input_tokens: 512
         output_tokens: 64
         slo: {{ttft: 200ms, tpot: 20ms, e2e: 1s}}
+      # Golden-set accuracy: the built-in questions, judged answer by answer.
+      - name: golden
+        output_tokens: 16
+        golden: {{file: builtin, baseline: 0.9}}
     capacity:
       preset: llama-3.1-8b
       gpu: h100
@@ -188,7 +194,7 @@ mod tests {
         )
         .unwrap();
         let t = &plan.targets[0];
-        assert_eq!(t.scenarios.len(), 2);
+        assert_eq!(t.scenarios.len(), 3);
         let r = &plan.targets[1];
         assert_eq!(r.client.endpoint, crate::client::Endpoint::Responses);
         assert!(
