@@ -9,6 +9,7 @@ mod checks;
 pub mod error;
 pub mod locate;
 mod messages;
+pub mod otlp;
 pub mod plan;
 mod probe;
 pub mod rate;
@@ -20,6 +21,7 @@ pub mod slo;
 pub mod validate;
 
 pub use error::ConfigError;
+pub use otlp::OtlpPlan;
 pub use plan::{Plan, ScenarioPlan, TargetPlan};
 pub use rate::ProbeRate;
 pub use replicas::ReplicaPlan;

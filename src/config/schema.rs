@@ -72,6 +72,11 @@ pub struct Config {
     /// scenario (and replica) keys, at least one each.
     #[serde(default = "default_probe_pages")]
     pub probe_pages: usize,
+    /// OpenTelemetry export: each probe as a client span (with the trace and span IDs
+    /// of its `traceparent`) and as GenAI metric points, over OTLP/HTTP. A change takes
+    /// effect on restart. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<super::otlp::OtlpConfig>,
     /// The endpoints to probe.
     pub targets: Vec<Target>,
 }

@@ -18,7 +18,7 @@ use crate::daemon::scenario::{
     stagger_offset,
 };
 use crate::daemon::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, PageFiling, ReplicaStatusSink, consume,
+    BudgetSink, Consumer, LogSink, MetricsSink, OtlpSink, PageFiling, ReplicaStatusSink, consume,
 };
 use crate::discovery::Replica;
 use crate::export::probe_pages::ProbeKey;
@@ -171,6 +171,15 @@ fn start_scenario(
         scenario: scenario.name.clone(),
         secrets: plan.secrets.clone(),
     }));
+    if let Some(export) = ctx.shared.otlp.clone() {
+        sinks.push(Box::new(OtlpSink::new(
+            export,
+            plan,
+            scenario,
+            base_url,
+            Some(&replica.host_port),
+        )));
+    }
     sinks.push(Box::new(ReplicaStatusSink {
         status: ctx
             .shared
