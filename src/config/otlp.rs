@@ -1,52 +1,12 @@
 //! The `otlp:` section (OpenTelemetry export of every probe as a span and as metric
-//! points): its YAML types with their defaults, its checks, and the resolved
-//! [`OtlpPlan`]. It takes effect on restart only: the exporters live as long as the
-//! process.
+//! points; its YAML types are in `schema`): its own checks and the resolved [`OtlpPlan`].
+//! It takes effect on restart only: the exporters live as long as the process.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::locate::Path;
-use super::schema::HeaderValue;
+use super::schema::OtlpConfig;
 use crate::secret::Secret;
-
-/// How often spans and metrics are sent unless `interval` says.
-pub const DEFAULT_OTLP_INTERVAL: Duration = Duration::from_secs(10);
-
-/// `otlp: {endpoint, protocol, headers, interval}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OtlpConfig {
-    /// The collector's OTLP/HTTP base URL (`http://otel-collector:4318`): spans go to
-    /// `ENDPOINT/v1/traces`, metrics to `ENDPOINT/v1/metrics`.
-    pub endpoint: String,
-    /// The wire protocol; only `http/protobuf` (OTLP over HTTP, protobuf bodies).
-    #[serde(default)]
-    pub protocol: OtlpProtocol,
-    /// Extra request headers (a collector's API key): a literal value, or
-    /// `{file: PATH}` / `{env: VAR}`, read at start.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub headers: BTreeMap<String, HeaderValue>,
-    /// How often finished spans and the metrics are sent (default 10s).
-    #[serde(default = "default_interval", with = "crate::duration::human")]
-    #[schemars(with = "String")]
-    pub interval: Duration,
-}
-
-fn default_interval() -> Duration {
-    DEFAULT_OTLP_INTERVAL
-}
-
-/// OTLP's transports, by the names of `OTEL_EXPORTER_OTLP_PROTOCOL`; llmprobe speaks one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum OtlpProtocol {
-    #[default]
-    #[serde(rename = "http/protobuf")]
-    HttpProtobuf,
-}
 
 /// The checked `otlp:` section, its headers read.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +29,7 @@ impl OtlpPlan {
     }
 }
 
-/// The section's own rules (header names and values are checked with the targets').
+/// The section's own rules (its headers are checked as the targets' are, by `validate`).
 pub fn validate(cfg: &OtlpConfig, path: &Path) -> Result<(), (Path, String)> {
     let bad = |msg: String| Err((path.key("endpoint"), msg));
     match reqwest::Url::parse(&cfg.endpoint) {
@@ -96,26 +56,24 @@ pub fn validate(cfg: &OtlpConfig, path: &Path) -> Result<(), (Path, String)> {
             "must be at least 100ms (how often spans and metrics are sent)".into(),
         ));
     }
-    super::validate::headers(&cfg.headers, &path.key("headers"))
+    Ok(())
 }
 
-/// Resolves a validated section: its header values read.
-pub fn resolve(cfg: &OtlpConfig, path: &Path) -> Result<OtlpPlan, (Path, String)> {
-    let mut headers = Vec::with_capacity(cfg.headers.len());
-    for (name, value) in &cfg.headers {
-        let v = super::plan::header_value(value, &path.key("headers").key(name))?;
-        headers.push((name.clone(), v));
-    }
-    Ok(OtlpPlan {
+/// The plan of a validated section whose header values `plan` has read.
+pub fn resolve(cfg: &OtlpConfig, headers: Vec<(String, Secret)>) -> OtlpPlan {
+    OtlpPlan {
         endpoint: cfg.endpoint.trim_end_matches('/').to_string(),
         headers,
         interval: cfg.interval,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::config::schema::{DEFAULT_OTLP_INTERVAL, OtlpProtocol};
 
     fn config(endpoint: &str) -> OtlpConfig {
         OtlpConfig {
@@ -128,7 +86,7 @@ mod tests {
 
     #[test]
     fn the_signal_urls_append_to_the_base() {
-        let plan = resolve(&config("http://c:4318/otlp/"), &Path::root()).unwrap();
+        let plan = resolve(&config("http://c:4318/otlp/"), Vec::new());
         assert_eq!(plan.traces_url(), "http://c:4318/otlp/v1/traces");
         assert_eq!(plan.metrics_url(), "http://c:4318/otlp/v1/metrics");
     }

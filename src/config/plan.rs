@@ -209,7 +209,14 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
     }
     let otlp = match &cfg.otlp {
-        Some(o) => Some(super::otlp::resolve(o, &root.key("otlp"))?),
+        Some(o) => {
+            let mut headers = Vec::with_capacity(o.headers.len());
+            for (name, value) in &o.headers {
+                let path = root.key("otlp").key("headers").key(name);
+                headers.push((name.clone(), header_value(value, &path)?));
+            }
+            Some(super::otlp::resolve(o, headers))
+        }
         None => None,
     };
     let mut shown = cfg.clone();
@@ -433,7 +440,7 @@ fn scenario(
 }
 
 /// A header's value: literal, or read from its file or environment variable.
-pub fn header_value(value: &HeaderValue, path: &Path) -> Result<Secret, (Path, String)> {
+fn header_value(value: &HeaderValue, path: &Path) -> Result<Secret, (Path, String)> {
     match value {
         HeaderValue::Literal(s) => Ok(s.clone()),
         HeaderValue::From(HeaderSource::File(file)) => {

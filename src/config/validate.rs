@@ -55,6 +55,7 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
     }
     if let Some(otlp) = &cfg.otlp {
         super::otlp::validate(otlp, &root.key("otlp"))?;
+        headers(&otlp.headers, &root.key("otlp").key("headers"))?;
     }
     buckets(&cfg.buckets, &root.key("buckets"))?;
     self_check(&cfg.self_check, &root.key("self_check"))?;

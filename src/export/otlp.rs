@@ -154,9 +154,19 @@ impl HttpClient for OnRuntime {
         Self: 'b,
     {
         let http = self.http.clone();
-        let task = self
-            .runtime
-            .spawn(async move { http.send_bytes(request).await });
+        let url = crate::secret::redact_url(&request.uri().to_string());
+        let task = self.runtime.spawn(async move {
+            let result = http.send_bytes(request).await;
+            // The SDK drops a failed batch without a word (its own logs are off).
+            match &result {
+                Ok(r) if !r.status().is_success() => {
+                    tracing::warn!(%url, status = %r.status(), "OTLP export refused");
+                }
+                Err(e) => tracing::warn!(%url, error = %e, "OTLP export failed"),
+                Ok(_) => {}
+            }
+            result
+        });
         Box::pin(async move { task.await.map_err(|e| Box::new(e) as HttpError)? })
     }
 }

@@ -153,6 +153,39 @@ fn start_scenario(
         )
         .await;
     });
+    let sinks = replica_sinks(ctx, scenario, replica, base_url, series, estimate);
+    tasks.spawn(consume(
+        rx,
+        Consumer {
+            pages: PageFiling {
+                board: ctx.shared.status.clone(),
+                key: ProbeKey {
+                    target: plan.name.clone(),
+                    scenario: scenario.name.clone(),
+                    replica: Some(replica.host_port.clone()),
+                },
+                model: plan.model.clone(),
+                secrets: plan.secrets.clone(),
+            },
+            sinks,
+            slo: scenario.slo,
+            stop: stop.clone(),
+        },
+    ));
+    Ok(())
+}
+
+/// Where a replica's scenario records go, in the order they are fed: its slim series,
+/// the token budget, the log, OTLP, and last its row of the replica table.
+fn replica_sinks(
+    ctx: &FleetContext,
+    scenario: &ScenarioPlan,
+    replica: &Replica,
+    base_url: &str,
+    series: Arc<crate::export::ScenarioSeries>,
+    estimate: u64,
+) -> Vec<Box<dyn RecordSink + Send>> {
+    let plan = &ctx.plan;
     let summary_interval = ctx.shared.failure_summary_interval.clone();
     let failures = FailureLog::new(*summary_interval.borrow());
     let mut sinks: Vec<Box<dyn RecordSink + Send>> = vec![Box::new(MetricsSink {
@@ -187,25 +220,7 @@ fn start_scenario(
             .replica(&plan.name, &plan.model, &replica.host_port),
         secrets: plan.secrets.clone(),
     }));
-    tasks.spawn(consume(
-        rx,
-        Consumer {
-            pages: PageFiling {
-                board: ctx.shared.status.clone(),
-                key: ProbeKey {
-                    target: plan.name.clone(),
-                    scenario: scenario.name.clone(),
-                    replica: Some(replica.host_port.clone()),
-                },
-                model: plan.model.clone(),
-                secrets: plan.secrets.clone(),
-            },
-            sinks,
-            slo: scenario.slo,
-            stop: stop.clone(),
-        },
-    ));
-    Ok(())
+    sinks
 }
 
 /// Shared by the fleet and its replicas' probes.
