@@ -114,6 +114,15 @@ def probe_vars() -> list[dict]:
 # ---------------------------------------------------------------- panels
 
 
+# The histograms whose buckets carry exemplars (the newest probe of each bucket: trace ID,
+# probe ID); a time series over them asks Grafana to draw those probes as dots.
+EXEMPLAR_BUCKETS = tuple(
+    f"llmprobe_{scope}{name}_seconds_bucket"
+    for scope in ("", "replica_")
+    for name in ("ttft", "ttfa", "tpot", "request_duration")
+)
+
+
 def target(expr: str, legend: str, ref: str) -> dict:
     return {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "range": True}
 
@@ -152,7 +161,8 @@ def timeseries(title: str, desc: str, unit: str, queries: list[tuple[str, str]],
                        "calcs": ["mean", "max", "lastNotNull"]},
             "tooltip": {"mode": "multi", "sort": "desc"},
         },
-        "targets": targets(queries),
+        "targets": [dict(t, exemplar=True) if any(b in t["expr"] for b in EXEMPLAR_BUCKETS)
+                    else t for t in targets(queries)],
     }
 
 

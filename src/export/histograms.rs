@@ -12,7 +12,15 @@ use prometheus::proto::MetricFamily;
 use prometheus::{Histogram, HistogramOpts};
 
 use super::buckets::Buckets;
+use super::exemplars::BucketExemplars;
 use super::families::{self, Family, Scope};
+
+/// One series' histogram of one family and the exemplars of its buckets.
+#[derive(Clone)]
+pub struct LatencyHistogram {
+    pub histogram: Histogram,
+    pub exemplars: Arc<BucketExemplars>,
+}
 
 /// The latency histograms of one series, all built with its own bucket layout (vLLM's
 /// ∪ configured extras ∪ the scenario's own SLO thresholds), in the order of
@@ -23,7 +31,7 @@ pub struct SeriesHistograms {
     buckets: Buckets,
     /// The families the series exports, by name.
     kept: Vec<&'static str>,
-    h: Vec<Option<Histogram>>,
+    h: Vec<Option<LatencyHistogram>>,
 }
 
 impl SeriesHistograms {
@@ -44,13 +52,16 @@ impl SeriesHistograms {
             for (k, v) in f.labels().iter().zip(labels) {
                 opts = opts.const_label(*k, *v);
             }
-            h.push(Some(Histogram::with_opts(opts)?));
+            h.push(Some(LatencyHistogram {
+                histogram: Histogram::with_opts(opts)?,
+                exemplars: Arc::new(BucketExemplars::new(bounds)),
+            }));
         }
         Ok(SeriesHistograms { buckets, kept, h })
     }
 
     /// The histogram of family `f`.
-    pub fn get(&self, f: &Family) -> prometheus::Result<Histogram> {
+    pub fn get(&self, f: &Family) -> prometheus::Result<LatencyHistogram> {
         families::histograms(f.scope)
             .position(|g| g.name == f.name)
             .and_then(|i| self.h.get(i).cloned().flatten())
@@ -117,6 +128,21 @@ impl LatencyHistograms {
         let key: Vec<String> = labels.iter().map(|l| (*l).to_string()).collect();
         self.lock().remove(&key);
     }
+
+    /// The bucket exemplars of every series, by family name and label values (in the
+    /// order of the family's labels).
+    pub fn exemplars(&self) -> Vec<(&'static str, Vec<String>, Arc<BucketExemplars>)> {
+        let map = self.lock();
+        let mut out = Vec::new();
+        for (labels, s) in map.iter() {
+            for (f, h) in families::histograms(self.scope).zip(&s.h) {
+                if let Some(h) = h {
+                    out.push((f.name, labels.clone(), h.exemplars.clone()));
+                }
+            }
+        }
+        out
+    }
 }
 
 impl Collector for LatencyHistograms {
@@ -133,7 +159,7 @@ impl Collector for LatencyHistograms {
                 let Some(h) = s.h.get(i).and_then(Option::as_ref) else {
                     continue;
                 };
-                for mut mf in h.collect() {
+                for mut mf in h.histogram.collect() {
                     match &mut family {
                         None => family = Some(mf),
                         Some(f) => f.mut_metric().extend(mf.take_metric()),

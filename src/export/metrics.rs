@@ -8,9 +8,11 @@
 //! hashing. Gauges that change on a slow interval (capacity, engine scrape) are resolved
 //! when they are set.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use prometheus::core::Collector;
+use prometheus::proto::LabelPair;
 use prometheus::{
     CounterVec, Encoder, Gauge, GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
     Registry, TextEncoder,
@@ -21,6 +23,7 @@ use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
 use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
+use super::openmetrics;
 use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
@@ -211,6 +214,8 @@ pub struct Metrics {
     engine: EngineVecs,
     daemon: DaemonGauges,
     histograms: Arc<LatencyHistograms>,
+    /// The replicas' latency histograms (the fleet's), for their exemplars.
+    replica_histograms: Arc<LatencyHistograms>,
     fleet: FleetSeries,
     self_check: SelfCheckSeries,
     /// Per target: what `set_engine` and `set_headroom` last published, for the page.
@@ -247,7 +252,8 @@ impl Metrics {
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
-            fleet: FleetSeries::new(&registered, replica_histograms, replica_info)?,
+            fleet: FleetSeries::new(&registered, replica_histograms.clone(), replica_info)?,
+            replica_histograms,
             daemon: DaemonGauges::new(&registered)?,
             registry,
             registered,
@@ -532,13 +538,47 @@ impl Metrics {
 
     /// The exposition text (`text/plain; version=0.0.4`).
     pub fn render(&self) -> anyhow::Result<String> {
-        let families = {
-            let _whole = self.batch.write().unwrap_or_else(|e| e.into_inner());
-            self.registry.gather()
-        };
         let mut buf = Vec::with_capacity(16 * 1024);
-        TextEncoder::new().encode(&families, &mut buf)?;
+        TextEncoder::new().encode(&self.gather(), &mut buf)?;
         Ok(String::from_utf8(buf)?)
+    }
+
+    /// The exposition in the OpenMetrics text format: the same series as [`Self::render`]
+    /// and, on the latency histograms' buckets, the newest probe of each as an exemplar.
+    pub fn render_openmetrics(&self) -> String {
+        let families = self.gather();
+        let mut index = HashMap::new();
+        for h in [&self.histograms, &self.replica_histograms] {
+            for (name, values, exemplars) in h.exemplars() {
+                index.insert((name, values), exemplars);
+            }
+        }
+        // A series is found by the values of its family's own labels (the registry-wide
+        // `location` is not one).
+        let label_names: HashMap<&'static str, Vec<&'static str>> =
+            [Scope::Scenario, Scope::Replica]
+                .into_iter()
+                .flat_map(f::histograms)
+                .map(|fam| (fam.name, fam.labels()))
+                .collect();
+        let lookup = |name: &str, pairs: &[LabelPair]| {
+            let (name, names) = label_names.get_key_value(name)?;
+            let values = names
+                .iter()
+                .map(|n| {
+                    let pair = pairs.iter().find(|p| p.name() == *n)?;
+                    Some(pair.value().to_string())
+                })
+                .collect::<Option<Vec<_>>>()?;
+            index.get(&(*name, values)).cloned()
+        };
+        openmetrics::encode(&families, &lookup)
+    }
+
+    /// Every family, gathered while no batch of gauges is half published.
+    fn gather(&self) -> Vec<prometheus::proto::MetricFamily> {
+        let _whole = self.batch.write().unwrap_or_else(|e| e.into_inner());
+        self.registry.gather()
     }
 }
 
@@ -593,6 +633,66 @@ mod tests {
             .unwrap_or_else(|| panic!("no sample {line_prefix} in\n{text}"))
     }
 
+    /// The OpenMetrics exposition has exactly the classic one's series and values, and
+    /// names the probe on the bucket its TTFT fell in, for the front door's and the
+    /// replicas' histograms alike (under a registry-wide `location`).
+    #[test]
+    fn openmetrics_has_the_classic_series_and_the_probes_as_exemplars() {
+        let m = Metrics::at(Some("eu")).unwrap();
+        let s = m
+            .scenario(
+                "prod",
+                "llama",
+                "short",
+                &Slo::default(),
+                None,
+                &Buckets::vllm(),
+            )
+            .unwrap();
+        let replica = m
+            .fleet()
+            .replica_scenario(
+                ["prod", "llama", "short"],
+                "10.0.0.1:8000",
+                &Buckets::vllm(),
+                true,
+            )
+            .unwrap();
+        let mut r = record();
+        r.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+        s.observe(&r, &Slo::default(), Some(41));
+        replica.observe(&r, &Slo::default(), Some(42));
+        // The process's own gauges move between two gathers.
+        let samples = |t: &str| {
+            let mut v: Vec<String> = t
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.starts_with("process_"))
+                .map(|l| {
+                    let l = l.split(" # ").next().unwrap();
+                    let (k, v) = l.rsplit_once(' ').unwrap();
+                    let v: f64 = v.replace("+Inf", "inf").parse().unwrap();
+                    format!("{k} {v}")
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let om = m.render_openmetrics();
+        assert_eq!(samples(&m.render().unwrap()), samples(&om));
+        // TTFT 50 ms: vLLM's layout has 0.04 and 0.06, so le=0.06.
+        let front = "llmprobe_ttft_seconds_bucket{model=\"llama\",scenario=\"short\",target=\"prod\",location=\"eu\",le=\"0.06\"} 1 # {trace_id=\"4bf92f3577b34da6a3ce929d0e0e4736\",probe_id=\"41\"} 0.05 ";
+        assert!(om.lines().any(|l| l.starts_with(front)), "{om}");
+        let exemplars = om.lines().filter(|l| l.contains(" # {")).count();
+        let named_42 = om.lines().filter(|l| l.contains("probe_id=\"42\"")).count();
+        assert!(named_42 >= 1 && exemplars > named_42, "{om}");
+        assert!(
+            om.lines()
+                .filter(|l| l.starts_with("llmprobe_inter_token_latency_seconds_bucket"))
+                .all(|l| !l.contains(" # {")),
+            "ITL has no exemplars"
+        );
+    }
+
     #[test]
     fn observe_feeds_every_family_from_the_record() {
         let m = Metrics::new().unwrap();
@@ -610,12 +710,12 @@ mod tests {
                 &Buckets::vllm(),
             )
             .unwrap();
-        assert!(s.observe(&record(), &Slo::default()));
+        assert!(s.observe(&record(), &Slo::default(), None));
         let slo = Slo::of([(Latency::Ttft, ms(40))]).unwrap();
-        assert!(!s.observe(&record(), &slo));
+        assert!(!s.observe(&record(), &slo, None));
         let mut failed = record();
         failed.outcome = Outcome::Http429;
-        s.observe(&failed, &Slo::default());
+        s.observe(&failed, &Slo::default(), None);
         s.skip(SkipReason::TokenBudget);
 
         let text = m.render().unwrap();
@@ -706,7 +806,7 @@ mod tests {
         let s = m
             .scenario("t", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();
-        s.observe(&r, &Slo::default());
+        s.observe(&r, &Slo::default(), None);
         let text = m.render().unwrap();
         assert_eq!(
             sample(
@@ -736,7 +836,7 @@ mod tests {
         let text = m.render().unwrap();
         assert_eq!((met(&text, "ttft"), met(&text, "tpot")), (0.0, 0.0));
         // TTFT 50 ms misses 40 ms; TPOT 2.6 ms meets 10 ms.
-        s.observe(&record(), &slo);
+        s.observe(&record(), &slo, None);
         // One output token: no TPOT, so TPOT is met; TTFT 30 ms meets 40 ms.
         let mut one = RequestRecord::new(1, ms(0), ms(0));
         one.push_chunk(ms(30), 4, Some(1));
@@ -744,11 +844,11 @@ mod tests {
         one.usage_prompt_tokens = Some(10);
         one.t_end = Some(ms(31));
         one.resolve_tokens(Some(TokenSource::Usage));
-        s.observe(&one, &slo);
+        s.observe(&one, &slo, None);
         // A failure meets nothing.
         let mut failed = one.clone();
         failed.outcome = Outcome::Http5xx;
-        s.observe(&failed, &slo);
+        s.observe(&failed, &slo, None);
         let text = m.render().unwrap();
         assert_eq!(met(&text, "ttft"), 1.0);
         assert_eq!(met(&text, "tpot"), 2.0);
@@ -817,7 +917,7 @@ mod tests {
         refused.outcome = Outcome::Connect;
         refused.prompt_tokens_sent = 100;
         assert!(refused.http_status.is_none() && refused.prompt_tokens() > 0);
-        s.observe(&refused, &Slo::default());
+        s.observe(&refused, &Slo::default(), None);
         let text = m.render().unwrap();
         let l = r#"{model="m",scenario="s",target="t"}"#;
         assert_eq!(sample(&text, &format!("llmprobe_requests_total{l}")), 1.0);
@@ -861,11 +961,11 @@ mod tests {
         let s = m
             .scenario("gone", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();
-        s.observe(&record(), &Slo::default());
+        s.observe(&record(), &Slo::default(), None);
         let keep = m
             .scenario("kept", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();
-        keep.observe(&record(), &Slo::default());
+        keep.observe(&record(), &Slo::default(), None);
         m.set_capacity("gone", "m", &CapacityGauges::default());
         m.remove_scenario("gone", "m", "s");
         m.remove_target("gone", "m");
@@ -881,10 +981,10 @@ mod tests {
         let plain = m
             .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();
-        plain.observe(&record(), &Slo::default());
+        plain.observe(&record(), &Slo::default(), None);
         let own = Buckets::vllm().with_slos([&slo]);
         let s = m.scenario("b", "m", "s", &slo, None, &own).unwrap();
-        s.observe(&record(), &slo);
+        s.observe(&record(), &slo, None);
         let text = m.render().unwrap();
         // The threshold is a bound of b's series only, and one family holds both.
         assert!(text.contains(
@@ -900,7 +1000,7 @@ mod tests {
         let again = m
             .scenario("a", "m", "s", &Slo::default(), None, &Buckets::vllm())
             .unwrap();
-        again.observe(&record(), &Slo::default());
+        again.observe(&record(), &Slo::default(), None);
         let l = r#"{model="m",scenario="s",target="a"}"#;
         let text = m.render().unwrap();
         assert_eq!(

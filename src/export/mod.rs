@@ -14,12 +14,14 @@
 
 pub mod buckets;
 pub mod cgroup;
+pub mod exemplars;
 pub mod families;
 pub mod fleet;
 pub mod histograms;
 pub mod history;
 pub mod html;
 pub mod metrics;
+pub mod openmetrics;
 pub mod otlp;
 pub mod otlp_metrics;
 pub mod otlp_names;

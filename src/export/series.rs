@@ -3,7 +3,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use prometheus::{Gauge, Histogram, IntCounter, IntGauge};
+use prometheus::{Gauge, IntCounter, IntGauge};
+
+use super::exemplars::Exemplar;
+use super::histograms::LatencyHistogram;
 
 use crate::latency::{Latency, Slo};
 use crate::record::{CheckKind, RequestRecord};
@@ -31,7 +34,7 @@ pub struct ScenarioSeries {
     /// `llmprobe_slo_met_requests_total` per SLI the scenario configures.
     pub(super) slo_met: Vec<(Latency, IntCounter)>,
     /// The histogram of each latency the daemon exports (the catalogue's).
-    pub(super) latencies: Vec<(Latency, Histogram)>,
+    pub(super) latencies: Vec<(Latency, LatencyHistogram)>,
     /// The answer-check series of the checks the scenario configures.
     pub(super) checks: Vec<CheckSeries>,
 }
@@ -55,10 +58,12 @@ pub struct CheckSeries {
 impl ScenarioSeries {
     /// Feeds one finished probe into every metric, using the record's own derived
     /// figures (one definition of TTFT, TPOT, ITL, E2E and of meeting an objective:
-    /// `record.rs`). Returns whether the probe counted as good.
-    pub fn observe(&self, r: &RequestRecord, slo: &Slo) -> bool {
+    /// `record.rs`). `probe_id` is the daemon's ID of the probe, which the histograms'
+    /// exemplars name with the record's trace ID. Returns whether the probe counted as
+    /// good.
+    pub fn observe(&self, r: &RequestRecord, slo: &Slo, probe_id: Option<u64>) -> bool {
         self.requests.inc();
-        self.observe_latencies(r, true);
+        self.observe_latencies(r, true, probe_id);
         // Spend counts only probes the server answered: a connect or TLS failure sent
         // no prompt (the record's prompt count falls back to what it meant to send).
         if let Some(spend) = &self.spend
@@ -81,7 +86,7 @@ impl ScenarioSeries {
             return false;
         }
         self.last_success.set(unix_now());
-        self.observe_latencies(r, false);
+        self.observe_latencies(r, false, probe_id);
         // Per-SLI attainment against the scenario's own thresholds (the recording rules
         // use these instead of a fixed `le`).
         for (sli, c) in &self.slo_met {
@@ -114,8 +119,10 @@ impl ScenarioSeries {
     /// comes weighted: each gap stands for `tokens` tokens, so it is observed that many
     /// times (a 4-token chunk after 10 ms is four 2.5 ms observations). The client
     /// rejects token counts above the scenario's `max_output_tokens`; the cap here keeps
-    /// one absurd record from ever looping for long regardless.
-    fn observe_latencies(&self, r: &RequestRecord, dispatched: bool) {
+    /// one absurd record from ever looping for long regardless. A latency with one value
+    /// per probe also keeps the probe as its bucket's exemplar.
+    fn observe_latencies(&self, r: &RequestRecord, dispatched: bool, probe_id: Option<u64>) {
+        let mut at = None;
         for (l, h) in &self.latencies {
             if l.covers_failures() != dispatched {
                 continue;
@@ -125,7 +132,15 @@ impl ScenarioSeries {
                 let n = u64::from(weight).min(left);
                 left -= n;
                 for _ in 0..n {
-                    h.observe(v.as_secs_f64());
+                    h.histogram.observe(v.as_secs_f64());
+                }
+                if l.exemplars() {
+                    h.exemplars.observe(Exemplar {
+                        value: v.as_secs_f64(),
+                        trace_id: r.trace_id.clone(),
+                        probe_id,
+                        at: *at.get_or_insert_with(unix_now),
+                    });
                 }
             });
         }

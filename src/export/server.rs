@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
+use super::openmetrics;
 use super::page;
 use super::status::StatusBoard;
 use crate::web::{ConnInfo, Web, WebListener};
@@ -76,7 +77,17 @@ pub async fn serve(
     Ok(())
 }
 
-async fn metrics(State(s): State<ServerState>) -> Response {
+/// OpenMetrics (with exemplars) for a scraper that prefers it, the classic text format
+/// otherwise.
+async fn metrics(State(s): State<ServerState>, headers: axum::http::HeaderMap) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if openmetrics::preferred(accept) {
+        let text = s.metrics.render_openmetrics();
+        return ([(header::CONTENT_TYPE, openmetrics::CONTENT_TYPE)], text).into_response();
+    }
     match s.metrics.render() {
         Ok(text) => ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response(),
         Err(e) => (

@@ -43,6 +43,9 @@ pub struct Histogram {
     pub help: &'static str,
     /// Whose configured bucket bounds it uses (TTFA shares TTFT's).
     pub buckets: Latency,
+    /// One probe gives it one value, so each bucket can name the newest probe in it (an
+    /// exemplar); per-token ITL gives many, none of which stands for the probe.
+    pub exemplars: bool,
 }
 
 /// What an objective on a latency means.
@@ -77,6 +80,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_ttft_seconds",
             help: "Time to first content token, from the actual send.",
             buckets: Latency::Ttft,
+            exemplars: true,
         }),
         objective: Some(Objective {
             missing_meets: false,
@@ -102,6 +106,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_ttfa_seconds",
             help: "Time to first answer (non-reasoning) token, from the actual send; equals TTFT when the model does not reason.",
             buckets: Latency::Ttft,
+            exemplars: true,
         }),
         objective: Some(Objective {
             missing_meets: false,
@@ -128,6 +133,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_tpot_seconds",
             help: "Time per output token after the first (vLLM's TPOT).",
             buckets: Latency::Tpot,
+            exemplars: true,
         }),
         objective: Some(Objective {
             missing_meets: true,
@@ -154,6 +160,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_inter_token_latency_seconds",
             help: "Per-token inter-token latency (a chunk gap shared among its tokens).",
             buckets: Latency::Itl,
+            exemplars: false,
         }),
         objective: None,
     },
@@ -183,6 +190,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_request_duration_seconds",
             help: "End-to-end probe latency, send to last token.",
             buckets: Latency::E2e,
+            exemplars: true,
         }),
         objective: Some(Objective {
             missing_meets: false,
@@ -223,6 +231,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             family: "llmprobe_dispatch_lag_seconds",
             help: "Actual send time minus scheduled send time (client health).",
             buckets: Latency::DispatchLag,
+            exemplars: false,
         }),
         objective: None,
     },

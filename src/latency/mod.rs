@@ -106,6 +106,11 @@ impl Latency {
         self.row().histogram.as_ref()
     }
 
+    /// Whether its histogram's buckets carry exemplars (the newest probe of each).
+    pub const fn exemplars(self) -> bool {
+        matches!(self.histogram(), Some(h) if h.exemplars)
+    }
+
     /// Whether vLLM's benchmark names it too (its `--percentile-metrics`, `--goodput`).
     fn is_vllms(self) -> bool {
         self.user().is_some_and(|u| u.vllm)

@@ -8,7 +8,9 @@
 - every panel has a unit; panel ids are unique and panels fit the 24-column grid;
 - a table panel's queries are instant, in table format, and merged into one row per
   label set (a `merge` transformation), so that each query is a column;
-- no ${DS_...} import placeholders anywhere (they break file and sidecar provisioning).
+- no ${DS_...} import placeholders anywhere (they break file and sidecar provisioning);
+- a time series over a latency histogram whose buckets carry exemplars (TTFT, TTFA, TPOT,
+  E2E, the replicas' too) shows them (`exemplar: true`), so a spike's probes are a click away.
 
     lint.py [dashboards/*.json]     exit 1 and one line per problem when a rule is broken
     lint.py --selftest              proves each rule reports a broken copy of a dashboard
@@ -24,6 +26,7 @@ from pathlib import Path
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 ROOT = Path(__file__).resolve().parents[2]
+EXEMPLARS = re.compile(r"llmprobe_(replica_)?(ttft|ttfa|tpot|request_duration)_seconds_bucket")
 
 
 def panels(items):
@@ -73,6 +76,9 @@ def lint(name: str, dash: dict) -> list[str]:
                 say(f"{title} [{t.get('refId')}]: query datasource is not {DS}")
             if not str(t.get("expr", "")).strip():
                 say(f"{title} [{t.get('refId')}]: empty expr")
+            if p.get("type") == "timeseries" and EXEMPLARS.search(str(t.get("expr", ""))) \
+                    and t.get("exemplar") is not True:
+                say(f"{title} [{t.get('refId')}]: latency buckets without exemplars shown")
             if p.get("type") == "table" and (t.get("instant") is not True
                                              or t.get("format") != "table"):
                 say(f"{title} [{t.get('refId')}]: a table's query is not instant in table format")
@@ -119,6 +125,9 @@ def selftest(path: Path, with_table: Path) -> int:
         "query on another datasource": lambda d: first_panel(d)["targets"][0].update(
             datasource={"type": "prometheus", "uid": "prom"}),
         "unstable uid": lambda d: d.update(uid=None),
+        "exemplars hidden": lambda d: next(
+            t for p in panels(d["panels"]) if p["type"] == "timeseries"
+            for t in p["targets"] if EXEMPLARS.search(t["expr"])).pop("exemplar"),
     }
     table_mutants = {
         "table without merge": lambda d: first_table(d).update(transformations=[]),

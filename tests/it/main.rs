@@ -36,6 +36,7 @@ mod daemon_shards;
 mod daemon_turns;
 mod daemon_web;
 mod discovery;
+mod exemplars;
 mod faults_bench;
 mod faults_client;
 mod faults_daemon;

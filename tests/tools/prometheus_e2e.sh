@@ -2,7 +2,9 @@
 # End to end: a real Prometheus scrapes `llmprobe daemon --mock` every second with alerts/
 # loaded; once data flows, every dashboard panel query and every recording rule must return
 # data and every alert expression must evaluate (tests/prometheus_e2e/harness.py), and a
-# misspelt copy of a query must come back empty.
+# misspelt copy of a query must come back empty. Prometheus stores exemplars, so it scrapes
+# OpenMetrics: the series must be those of the classic format (the same harness passes),
+# and the TTFT exemplars must resolve to the daemon's probe pages (exemplars.py).
 #
 # Environment: LLMPROBE_BIN (the llmprobe binary), LLMPROBE_PROMETHEUS,
 # LLMPROBE_E2E_DAEMON_ARGS (extra daemon arguments; default injects HTTP 500s so the
@@ -62,7 +64,7 @@ scrape_configs:
       - targets: ["127.0.0.1:$exporter_port"]
 YAML
 "$prometheus" --config.file "$scratch/prometheus.yml" --storage.tsdb.path "$scratch/tsdb" \
-  --web.listen-address "127.0.0.1:$prom_port" >"$scratch/prometheus.log" 2>&1 &
+  --enable-feature=exemplar-storage --web.listen-address "127.0.0.1:$prom_port" >"$scratch/prometheus.log" 2>&1 &
 pids+=("$!")
 
 # Bounded wait for Prometheus to answer; the harness then waits for data itself.
@@ -93,5 +95,11 @@ if ! python3 "$harness" --prometheus "$base" --wait "${LLMPROBE_E2E_WAIT:-120}" 
   say "exporter log:"; tail -n 30 "$scratch/exporter.log" >&2 || true
   say "prometheus log:"; tail -n 30 "$scratch/prometheus.log" >&2 || true
   fail "queries failed against a live Prometheus ($exporter exporter)"
+fi
+if [ "$exporter" = daemon ]; then
+  # Prometheus asked for OpenMetrics: the latency buckets' exemplars name probe pages.
+  python3 tests/prometheus_e2e/exemplars.py --prometheus "$base" \
+    --daemon "http://127.0.0.1:$exporter_port" --wait 60 \
+    || fail "exemplars did not resolve to probe pages"
 fi
 say "ok ($exporter exporter)"

@@ -21,7 +21,7 @@ impl RecordSink for MetricsSink {
             Some(later) if r.is_later_turn() => later,
             _ => &self.series,
         };
-        let good = series.observe(r, &self.slo);
+        let good = series.observe(r, &self.slo, verdict.probe_id);
         debug_assert_eq!(good, verdict.good, "one definition of a good probe");
         Ok(())
     }
