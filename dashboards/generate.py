@@ -410,6 +410,25 @@ def slo_dashboard() -> dict:
              [(f"min by ({BY}, check) (llmprobe_check_last_passed{{{SEL}}})",
                "{{check}} {{target}}/{{scenario}}")], w=12, h=8,
              thresholds=[("red", None), ("green", 1)], decimals=0),
+        row("Golden-set accuracy"),
+        timeseries("Golden-set accuracy and its 95% interval", "Correct golden-set answers "
+                   "over the rolling window of the last judged answers, with the Wilson "
+                   "interval's bounds and the validated model's baseline (docs/measurement.md). "
+                   "LlmprobeGoldenAccuracyDrop opens a ticket when the upper bound stays "
+                   "below the baseline for 15m with at least 50 answers judged.",
+                   "percentunit",
+                   [(f"max by ({BY}) (llmprobe_golden_accuracy_ratio{{{SEL}}})",
+                     "accuracy {{target}}/{{scenario}}"),
+                    (f"max by ({BY}) (llmprobe_golden_accuracy_lower_ratio{{{SEL}}})",
+                     "lower {{target}}/{{scenario}}"),
+                    (f"max by ({BY}) (llmprobe_golden_accuracy_upper_ratio{{{SEL}}})",
+                     "upper {{target}}/{{scenario}}"),
+                    (f"min by ({BY}) (llmprobe_golden_baseline_ratio{{{SEL}}})",
+                     "baseline {{target}}/{{scenario}}")]),
+        timeseries("Golden-set answers", "Judged golden-set answers per second, by verdict "
+                   "(failed requests are failures, never wrong answers).", "reqps",
+                   [(f"sum by ({BY}, verdict) (rate(llmprobe_golden_answers_total{{{SEL}}}[{RATE}]))",
+                     "{{verdict}} {{target}}/{{scenario}}")]),
         row("Error budget burn rate"),
         timeseries("Availability error budget burn rate", "Failed probes (any reason) over "
                    "all probes, over the error budget (1 - objective, from "

@@ -255,6 +255,29 @@ pub struct CheckResult {
     pub excerpt: Option<String>,
 }
 
+/// A golden-set question's verdict on one answer: apart from the checks and goodput
+/// (a model may miss a hard question and still be the model validated); its rolling
+/// accuracy is the signal (docs/measurement.md, "Golden-set accuracy").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoldenVerdict {
+    /// The question's line in its file.
+    pub line: u32,
+    pub correct: bool,
+    /// A wrong answer's reason: the file, line, rule and an excerpt of the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl GoldenVerdict {
+    /// The `verdict` label values, in order.
+    pub const LABELS: [&'static str; 2] = ["correct", "wrong"];
+
+    /// Its `verdict` label.
+    pub fn label(&self) -> &'static str {
+        Self::LABELS[usize::from(!self.correct)]
+    }
+}
+
 /// Everything measured about one request. Timestamps and counts only: derived figures
 /// are methods, so each definition exists once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -335,6 +358,10 @@ pub struct RequestRecord {
     /// succeeded (a failed request has no answer to judge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckResult>,
+    /// The golden-set verdict, when the request asked a golden question and the
+    /// transport succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<GoldenVerdict>,
 }
 
 impl RequestRecord {
@@ -367,6 +394,7 @@ impl RequestRecord {
             trace_id: None,
             span_id: None,
             checks: Vec::new(),
+            golden: None,
         }
     }
 

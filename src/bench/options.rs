@@ -889,6 +889,7 @@ impl Syntax for Flags {
             Part::StructuredOutput => "--structured-output".into(),
             Part::Messages => "a message list".into(),
             Part::Turns => "--turns".into(),
+            Part::Golden => "a golden set".into(),
         }
     }
 }
@@ -920,6 +921,7 @@ fn probe_spec(
         structured_output: a.structured_output,
         message_list: false,
         turns: turns.map_or(1, |t| t.count),
+        golden: false,
     }
 }
 

@@ -3,9 +3,14 @@
 //! transport succeeded into the record's [`CheckResult`]s. A failed check makes a
 //! request not good; it never changes its outcome (docs/measurement.md).
 //!
-//! Pure: no IO besides reading a schema file while compiling.
+//! Golden-set questions carry their own expected answers (`golden.rs`); their verdicts
+//! feed a rolling accuracy (`accuracy.rs`), apart from the checks and from goodput.
+//!
+//! Pure: no IO besides reading a schema file or a golden set while compiling.
 
+pub mod accuracy;
 mod excerpt;
+pub mod golden;
 mod json;
 mod repetition;
 mod spec;
@@ -13,7 +18,9 @@ mod tool;
 
 use regex::Regex;
 
+pub use accuracy::AccuracyWindow;
 pub use excerpt::{EXCERPT_CHARS, excerpt};
+pub use golden::{Asked, GoldenError, GoldenSet};
 pub use json::{MAX_JSON_DEPTH, json_depth_ok};
 pub use repetition::repetition;
 pub use spec::{CheckError, CheckSpec, ModelMatch, SchemaSource, ToolCallSpec};

@@ -266,7 +266,7 @@ impl Client {
 
     /// The values this client sends that must never be shown: the API key and every
     /// header value.
-    fn secrets(&self) -> impl Iterator<Item = &str> + Clone {
+    pub fn secrets(&self) -> impl Iterator<Item = &str> + Clone {
         self.cfg
             .api_key
             .iter()

@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod error;
+pub mod golden;
 pub mod locate;
 mod messages;
 pub mod otlp;

@@ -132,6 +132,8 @@ pub struct ScenarioPlan {
     pub sampling_seed: Option<u64>,
     /// Each probe a conversation of this shape (`turns` ≥ 2).
     pub turns: Option<Turns>,
+    /// Golden-set questions instead of a prompt.
+    pub golden: Option<super::golden::PlannedGolden>,
 }
 
 impl ScenarioPlan {
@@ -360,15 +362,16 @@ fn scenarios(
             .map_err(|e| (sp.key("input_tokens"), e.to_string()))?;
         let mut plan = scenario(cfg, t, s, &probe, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(s, &sp)?;
+        plan.golden = super::golden::plan_golden(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
         if let Some((question, preamble)) = plan_messages(s, &sp)? {
             plan.prompt = Some(question);
             plan.preamble = Some(preamble);
         }
-        if !s.nonce && plan.prompt.is_none() {
+        if !s.nonce && plan.prompt.is_none() && plan.golden.is_none() {
             return Err((
                 sp.key("nonce"),
-                "nonce: false needs a fixed question (prompt, prompt_file or messages); synthetic \
+                "nonce: false needs a fixed question (prompt, prompt_file, messages or golden); synthetic \
                  prompts always carry the nonce"
                     .into(),
             ));
@@ -436,6 +439,7 @@ fn scenario(
                 dist: s.think_time_dist.unwrap_or(ThinkDist::Exponential),
             },
         }),
+        golden: None,
     }
 }
 

@@ -21,6 +21,7 @@ impl Syntax for Yaml {
             Part::StructuredOutput => "checks.structured_output".into(),
             Part::Messages => "messages".into(),
             Part::Turns => "turns".into(),
+            Part::Golden => "golden".into(),
         }
     }
 }
@@ -45,6 +46,7 @@ pub fn check_probe(
         structured_output: s.checks.structured_output,
         message_list: s.messages.is_some(),
         turns: s.turns,
+        golden: s.golden.is_some(),
     };
     spec.validate(&Yaml).map_err(|refusal| {
         let at = match refusal.part {
@@ -68,6 +70,7 @@ pub fn check_probe(
             Part::StructuredOutput => sp.key("checks").key("structured_output"),
             Part::Messages => sp.key("messages"),
             Part::Turns => sp.key("turns"),
+            Part::Golden => sp.key("golden"),
         };
         (at, refusal.reason)
     })?;

@@ -471,6 +471,34 @@ pub struct Scenario {
     /// `constant`, as `bench --think-time-dist`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time_dist: Option<ThinkDist>,
+    /// Ask a golden set's questions (in a seeded random order, at the scenario's rate)
+    /// instead of a prompt, judge each answer by its own expected answer, and export
+    /// the rolling accuracy with its Wilson interval (`llmprobe_golden_*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<GoldenConfig>,
+}
+
+/// A scenario's `golden:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenConfig {
+    /// A JSONL file of questions with expected answers, or `builtin` for the set
+    /// shipped in the binary.
+    pub file: String,
+    /// Judged answers the rolling accuracy covers (the last N).
+    #[serde(default = "default_golden_window")]
+    pub window: u32,
+    /// The validated model's accuracy on this set (0..1): the alert fires when the
+    /// interval's upper bound stays below it. Unset: no baseline series, no alert.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<f64>,
+}
+
+/// Judged answers in the rolling window unless `window` says otherwise.
+pub const DEFAULT_GOLDEN_WINDOW: u32 = 200;
+
+fn default_golden_window() -> u32 {
+    DEFAULT_GOLDEN_WINDOW
 }
 
 /// One message of a scenario's `messages:`.
@@ -515,6 +543,7 @@ impl Default for Scenario {
             turns: 1,
             think_time: None,
             think_time_dist: None,
+            golden: None,
         }
     }
 }

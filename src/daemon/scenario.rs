@@ -29,16 +29,17 @@ pub const MAX_STAGGER: Duration = Duration::from_secs(10);
 /// it at the configured grace period long before.
 const RUNNER_GRACE_BACKSTOP: Duration = Duration::from_secs(3600);
 
-/// What a scenario's probes ask: its fixed question (after its `messages:` preamble),
-/// else synthetic prompts of `input_tokens`.
+/// What a scenario's probes ask: its golden set's questions, its fixed question (after
+/// its `messages:` preamble), else synthetic prompts of `input_tokens`.
 pub fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
     let output = Lengths::fixed(scenario.output_tokens)?;
     let mut prompts = PromptGenerator::approximate(scenario.shared_prefix_tokens);
     if !scenario.nonce {
         prompts = prompts.without_nonce();
     }
-    let workload = match &scenario.prompt {
-        Some(text) => Workload::dataset(
+    let workload = match (&scenario.golden, &scenario.prompt) {
+        (Some(g), _) => Workload::golden(g.set.clone(), output, prompts, scenario.seed)?,
+        (None, Some(text)) => Workload::dataset(
             vec![crate::workload::dataset::DatasetEntry {
                 prompt: text.clone(),
                 output_len: None,
@@ -49,7 +50,7 @@ pub fn scenario_workload(scenario: &ScenarioPlan) -> anyhow::Result<Workload> {
             prompts,
             scenario.seed,
         )?,
-        None => Workload::synthetic(
+        (None, None) => Workload::synthetic(
             Lengths::fixed(scenario.input_tokens)?,
             output,
             prompts,

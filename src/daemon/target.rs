@@ -178,13 +178,24 @@ fn start_scenario(
                 plan.price,
                 &scenario.buckets,
             )?
-            .with_checks(metrics.check_series(&plan.name, &plan.model, &scenario.name, &kinds)),
+            .with_checks(metrics.check_series(&plan.name, &plan.model, &scenario.name, &kinds))
+            .with_golden(metrics.golden_series(
+                &plan.name,
+                &plan.model,
+                &scenario.name,
+                scenario.golden.as_ref().map(|g| (g.window, g.baseline)),
+            )),
     );
     metrics.set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
     let status = t
         .shared
         .status
         .scenario(&plan.name, &plan.model, &scenario.name);
+    // A (re)started scenario starts a fresh window, as its gauges do.
+    status.lock().unwrap_or_else(|e| e.into_inner()).golden = scenario
+        .golden
+        .as_ref()
+        .map(|g| crate::export::status::GoldenStatus::new(g.window, g.baseline));
     let workload = scenario_workload(scenario)?.with_run_nonce(t.shared.run_nonce);
     let offset = stagger_offset(scenario.rate_hz, stagger.0, stagger.1);
     let arrivals = std::iter::once(offset).chain(

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use super::buckets::Layout;
 use crate::latency::Latency;
-use crate::record::{CheckKind, Outcome};
+use crate::record::{CheckKind, GoldenVerdict, Outcome};
 use crate::runner::SkipReason;
 
 /// The Prometheus type of a family.
@@ -156,6 +156,11 @@ pub fn checks() -> Vec<&'static str> {
     CheckKind::ALL.into_iter().map(CheckKind::as_str).collect()
 }
 
+/// The `verdict` label values of `llmprobe_golden_answers_total`.
+pub fn golden_verdicts() -> Vec<&'static str> {
+    GoldenVerdict::LABELS.to_vec()
+}
+
 /// The `version` label value of `llmprobe_build_info`.
 pub fn version() -> Vec<&'static str> {
     vec![env!("CARGO_PKG_VERSION")]
@@ -293,6 +298,36 @@ pub const CHECK_LAST_PASSED: Family = gauge(
 )
 .int()
 .extra("check", checks);
+pub const GOLDEN_ANSWERS: Family = counter(
+    "llmprobe_golden_answers_total",
+    "Golden-set answers judged (successful probes only), by verdict.",
+)
+.extra("verdict", golden_verdicts);
+pub const GOLDEN_WINDOW: Family = gauge(
+    "llmprobe_golden_window_answers",
+    "Judged golden-set answers in the rolling window (at most its size).",
+)
+.int();
+pub const GOLDEN_ACCURACY: Family = gauge(
+    "llmprobe_golden_accuracy_ratio",
+    "Correct golden-set answers / judged answers, over the rolling window.",
+)
+.unit("ratio");
+pub const GOLDEN_LOWER: Family = gauge(
+    "llmprobe_golden_accuracy_lower_ratio",
+    "Lower bound of the 95% Wilson score interval of the rolling golden-set accuracy.",
+)
+.unit("ratio");
+pub const GOLDEN_UPPER: Family = gauge(
+    "llmprobe_golden_accuracy_upper_ratio",
+    "Upper bound of the 95% Wilson score interval of the rolling golden-set accuracy.",
+)
+.unit("ratio");
+pub const GOLDEN_BASELINE: Family = gauge(
+    "llmprobe_golden_baseline_ratio",
+    "The validated model's golden-set accuracy, as configured (absent when unset).",
+)
+.unit("ratio");
 pub const SKIPPED: Family = counter(
     "llmprobe_probes_skipped_total",
     "Arrivals dropped without sending, by reason.",
@@ -637,6 +672,12 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             CHECK_RUNS,
             CHECK_FAILURES,
             CHECK_LAST_PASSED,
+            GOLDEN_ANSWERS,
+            GOLDEN_WINDOW,
+            GOLDEN_ACCURACY,
+            GOLDEN_LOWER,
+            GOLDEN_UPPER,
+            GOLDEN_BASELINE,
             CAP_MAX_SEQS,
             CAP_KV_TOKENS,
             CAP_KV_BYTES,

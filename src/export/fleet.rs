@@ -136,6 +136,7 @@ impl FleetSeries {
                 .map(|(l, fam)| Ok((l, h.get(fam)?)))
                 .collect::<prometheus::Result<_>>()?,
             checks: Vec::new(),
+            golden: None,
         })
     }
 

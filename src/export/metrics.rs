@@ -26,7 +26,7 @@ use super::histograms::{LatencyHistograms, SharedCollector};
 use super::openmetrics;
 use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
-use super::series::{CheckSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
+use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
@@ -81,6 +81,12 @@ struct ProbeVecs {
     check_runs: IntCounterVec,
     check_failures: IntCounterVec,
     check_last_passed: IntGaugeVec,
+    golden_answers: IntCounterVec,
+    golden_window: IntGaugeVec,
+    golden_accuracy: GaugeVec,
+    golden_lower: GaugeVec,
+    golden_upper: GaugeVec,
+    golden_baseline: GaugeVec,
 }
 
 impl ProbeVecs {
@@ -105,6 +111,12 @@ impl ProbeVecs {
             check_runs: r.int_counter_vec(&f::CHECK_RUNS)?,
             check_failures: r.int_counter_vec(&f::CHECK_FAILURES)?,
             check_last_passed: r.int_gauge_vec(&f::CHECK_LAST_PASSED)?,
+            golden_answers: r.int_counter_vec(&f::GOLDEN_ANSWERS)?,
+            golden_window: r.int_gauge_vec(&f::GOLDEN_WINDOW)?,
+            golden_accuracy: r.gauge_vec(&f::GOLDEN_ACCURACY)?,
+            golden_lower: r.gauge_vec(&f::GOLDEN_LOWER)?,
+            golden_upper: r.gauge_vec(&f::GOLDEN_UPPER)?,
+            golden_baseline: r.gauge_vec(&f::GOLDEN_BASELINE)?,
         })
     }
 }
@@ -310,6 +322,7 @@ impl Metrics {
                 .map(|(l, fam)| Ok((l, h.get(&fam)?)))
                 .collect::<prometheus::Result<_>>()?,
             checks: Vec::new(),
+            golden: None,
         })
     }
 
@@ -363,6 +376,52 @@ impl Metrics {
             }
         }
         out
+    }
+
+    /// The golden-set series of a scenario that asks a golden set with this rolling
+    /// `window` and `baseline` (a fresh window: its figures appear at the first
+    /// verdict); `None` removes them.
+    pub fn golden_series(
+        &self,
+        target: &str,
+        model: &str,
+        scenario: &str,
+        golden: Option<(u32, Option<f64>)>,
+    ) -> Option<GoldenSeries> {
+        let p = &self.probe;
+        let l = [target, model, scenario];
+        for vec in [&p.golden_accuracy, &p.golden_lower, &p.golden_upper] {
+            let _ = vec.remove_label_values(&l);
+        }
+        let Some((window, baseline)) = golden else {
+            for verdict in f::golden_verdicts() {
+                let _ = p
+                    .golden_answers
+                    .remove_label_values(&[target, model, scenario, verdict]);
+            }
+            let _ = p.golden_window.remove_label_values(&l);
+            let _ = p.golden_baseline.remove_label_values(&l);
+            return None;
+        };
+        set_or_remove(&p.golden_baseline, &l, baseline);
+        let answers = p.golden_window.with_label_values(&l);
+        answers.set(0);
+        let [correct, wrong] = crate::record::GoldenVerdict::LABELS.map(|v| {
+            p.golden_answers
+                .with_label_values(&[target, model, scenario, v])
+        });
+        let owned = || l.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        Some(GoldenSeries {
+            correct,
+            wrong,
+            answers,
+            figures: [
+                (p.golden_accuracy.clone(), owned()),
+                (p.golden_lower.clone(), owned()),
+                (p.golden_upper.clone(), owned()),
+            ],
+            window: std::sync::Mutex::new(crate::check::AccuracyWindow::new(window as usize)),
+        })
     }
 
     /// Publishes a scenario's configured probe rate (per second).

@@ -84,6 +84,11 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
         cell: sparklines_cell,
     },
     Column {
+        head: "golden accuracy",
+        title: "golden-set answers correct over the rolling window, with the 95% Wilson interval; the baseline; the last wrong answer",
+        cell: |r| r.status.golden.as_ref().map_or("-".into(), golden_cell),
+    },
+    Column {
         head: "answer checks",
         title: "the last failure of each answer check, with the reason and an excerpt",
         cell: |r| {
@@ -146,6 +151,28 @@ pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
         cell: |(_, p)| format!("{} → {}", p.input_tokens, p.output_tokens),
     },
 ];
+
+/// `93.5% [89.1%, 96.4%] of 200 · baseline 90.0%`, then the last wrong answer.
+fn golden_cell(g: &super::status::GoldenStatus) -> String {
+    let w = &g.window;
+    let mut out = match (w.accuracy(), w.interval()) {
+        (Some(acc), Some((lo, hi))) => format!(
+            "{} [{}, {}] of {}",
+            percent(Some(acc)),
+            percent(Some(lo)),
+            percent(Some(hi)),
+            w.answers()
+        ),
+        _ => "no answer judged yet".into(),
+    };
+    if let Some(b) = g.baseline {
+        out.push_str(&format!(" · baseline {}", percent(Some(b))));
+    }
+    if let Some(wrong) = &g.last_wrong {
+        out.push_str(&format!("<br>last wrong: {}", escape(wrong)));
+    }
+    out
+}
 
 /// `/`: each target with its engine line, its scenarios and its replicas.
 pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bool) -> String {

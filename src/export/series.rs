@@ -8,8 +8,9 @@ use prometheus::{Gauge, IntCounter, IntGauge};
 use super::exemplars::Exemplar;
 use super::histograms::LatencyHistogram;
 
+use crate::check::AccuracyWindow;
 use crate::latency::{Latency, Slo};
-use crate::record::{CheckKind, RequestRecord};
+use crate::record::{CheckKind, GoldenVerdict, RequestRecord};
 use crate::runner::SkipReason;
 
 /// Most observations one probe may add to one latency histogram: the bound that matters
@@ -37,6 +38,41 @@ pub struct ScenarioSeries {
     pub(super) latencies: Vec<(Latency, LatencyHistogram)>,
     /// The answer-check series of the checks the scenario configures.
     pub(super) checks: Vec<CheckSeries>,
+    /// The golden-set series, when the scenario asks a golden set.
+    pub(super) golden: Option<GoldenSeries>,
+}
+
+/// The golden-set series of one scenario and the rolling window behind its gauges.
+pub struct GoldenSeries {
+    pub(super) correct: IntCounter,
+    pub(super) wrong: IntCounter,
+    pub(super) answers: IntGauge,
+    /// Accuracy, lower and upper bound: created at the first verdict, so no accuracy
+    /// of 0 stands for "nothing judged yet".
+    pub(super) figures: [(prometheus::GaugeVec, Vec<String>); 3],
+    pub(super) window: std::sync::Mutex<AccuracyWindow>,
+}
+
+impl GoldenSeries {
+    fn observe(&self, v: &GoldenVerdict) {
+        let counter = if v.correct {
+            &self.correct
+        } else {
+            &self.wrong
+        };
+        counter.inc();
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        w.push(v.correct);
+        self.answers
+            .set(i64::try_from(w.answers()).unwrap_or(i64::MAX));
+        let (Some(acc), Some((lo, hi))) = (w.accuracy(), w.interval()) else {
+            return;
+        };
+        for ((vec, labels), value) in self.figures.iter().zip([acc, lo, hi]) {
+            let l: Vec<&str> = labels.iter().map(String::as_str).collect();
+            vec.with_label_values(&l).set(value);
+        }
+    }
 }
 
 /// The token and cost counters of a scenario's probes.
@@ -101,11 +137,20 @@ impl ScenarioSeries {
                 c.last_passed.set(i64::from(verdict.passed));
             }
         }
+        if let (Some(g), Some(v)) = (&self.golden, &r.golden) {
+            g.observe(v);
+        }
         let good = r.is_good(slo);
         if good {
             self.goodput.inc();
         }
         good
+    }
+
+    /// The same series, with the golden-set series (`None`: the scenario asks none).
+    pub fn with_golden(mut self, golden: Option<GoldenSeries>) -> Self {
+        self.golden = golden;
+        self
     }
 
     /// The same series, with those of the scenario's answer checks.

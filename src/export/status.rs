@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::history::{History, ProbeRow};
 use super::replica_status::{ReplicaHandle, ReplicaStatus};
-use crate::record::{CheckKind, CheckResult, Outcome, RequestRecord};
+use crate::check::AccuracyWindow;
+use crate::record::{CheckKind, CheckResult, GoldenVerdict, Outcome, RequestRecord};
 
 /// Live state of one target × scenario.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -41,6 +42,35 @@ pub struct ScenarioStatus {
     /// The last failure of each answer check: (check, reason and excerpt), in check
     /// order. The client bounded and scrubbed both.
     pub last_check_failures: Vec<(CheckKind, String)>,
+    /// The golden set's rolling accuracy, when the scenario asks one.
+    pub golden: Option<GoldenStatus>,
+}
+
+/// A scenario's golden-set figures as the page shows them: the same window as the
+/// `llmprobe_golden_*` gauges, fed the same verdicts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GoldenStatus {
+    pub window: AccuracyWindow,
+    pub baseline: Option<f64>,
+    /// The last wrong answer's reason (question, rule, excerpt; secrets scrubbed).
+    pub last_wrong: Option<String>,
+}
+
+impl GoldenStatus {
+    pub fn new(window: u32, baseline: Option<f64>) -> Self {
+        GoldenStatus {
+            window: AccuracyWindow::new(window as usize),
+            baseline,
+            last_wrong: None,
+        }
+    }
+
+    pub fn record(&mut self, v: &GoldenVerdict) {
+        self.window.push(v.correct);
+        if let Some(reason) = &v.reason {
+            self.last_wrong = Some(reason.clone());
+        }
+    }
 }
 
 impl ScenarioStatus {

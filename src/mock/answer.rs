@@ -142,7 +142,8 @@ fn reasoning_tokens(engine: &Engine, headers: &HeaderMap) -> Option<u32> {
     }
 }
 
-/// The writer of one response: the echoed model and the voice of `--answer`, of a
+/// The writer of one response: the echoed model and the voice of a known golden
+/// question's answer or `--answer`, of a
 /// call to an offered tool, or of a fault acting on the voice.
 fn answer_writer(
     engine: &Engine,
@@ -154,7 +155,9 @@ fn answer_writer(
     seed: u64,
 ) -> ChunkWriter {
     let model = voice::model(fault, &req.model);
-    let answer = engine.cfg.answer.as_deref().map(|a| split_answer(a).into());
+    let answer = engine
+        .golden_answer(&req.prompt_words)
+        .or_else(|| engine.cfg.answer.as_deref().map(|a| split_answer(a).into()));
     let voice = Voice::new(answer, fault, seed).calling(req.tool.as_ref(), fault);
     ChunkWriter::new(protocol.id_prefix(), seq, model, reasoning).with_voice(voice)
 }

@@ -81,6 +81,11 @@ pub struct MockArgs {
     /// in whole blocks (`prompt_tokens_details.cached_tokens`).
     #[arg(long)]
     pub no_prefix_cache: bool,
+    /// Know a golden set's questions (a JSONL file, or `builtin`): a prompt that ends
+    /// with one is answered with its reference answer, before --answer. With
+    /// `--fault wrong_answer:P` a fraction P of the answers is wrong.
+    #[arg(long, value_name = "FILE|builtin")]
+    pub golden: Option<String>,
 }
 
 impl MockArgs {
@@ -110,6 +115,7 @@ impl MockArgs {
             stall: Some(millis("--stall-ms", self.stall_ms)?),
             answer: self.answer.clone(),
             no_prefix_cache: self.no_prefix_cache,
+            golden: self.golden.clone(),
         })
     }
 }

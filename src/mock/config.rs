@@ -2,6 +2,7 @@
 //! [`MockFlags`], the one way a front end's flags become a checked configuration.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
@@ -9,6 +10,7 @@ use serde::{Deserialize, Deserializer};
 use super::fault::FaultSpec;
 use super::jitter::Jitter;
 use super::request::MAX_OUTPUT_TOKENS;
+use crate::check::GoldenSet;
 use crate::exit::UsageError;
 
 /// The mock's behaviour. Every field has a default (see [`MockConfig::default`]);
@@ -75,6 +77,11 @@ pub struct MockConfig {
     /// Report cached prompt tokens from a prefix cache of `num_gpu_blocks` blocks of
     /// `block_size` words (false: usage says nothing about caching).
     pub prefix_cache: bool,
+    /// A golden set whose questions the mock knows: a prompt that ends with one of
+    /// them is answered with its reference answer (before `answer`). Set by `--golden`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub golden: Option<Arc<GoldenSet>>,
 }
 
 impl Default for MockConfig {
@@ -100,6 +107,7 @@ impl Default for MockConfig {
             precise_timer: false,
             answer: None,
             prefix_cache: true,
+            golden: None,
         }
     }
 }
@@ -140,6 +148,7 @@ impl fmt::Debug for MockConfig {
             .field("stall", &self.stall)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("precise_timer", &self.precise_timer)
+            .field("golden", &self.golden.as_ref().map(|g| g.source.as_str()))
             .finish()
     }
 }
@@ -241,6 +250,13 @@ impl MockConfig {
             precise_timer: true,
             answer: flags.answer,
             prefix_cache: !flags.no_prefix_cache,
+            golden: match flags.golden {
+                Some(source) => Some(Arc::new(
+                    GoldenSet::load(&source)
+                        .map_err(|e| UsageError::new(format!("--golden: {e}")))?,
+                )),
+                None => None,
+            },
         };
         config.validate()?;
         Ok(config)
@@ -274,6 +290,8 @@ pub struct MockFlags {
     pub answer: Option<String>,
     /// Report no cached prompt tokens (see [`MockConfig::prefix_cache`]).
     pub no_prefix_cache: bool,
+    /// A golden set file, or `builtin`, whose questions the mock answers right.
+    pub golden: Option<String>,
 }
 
 /// Parses the values of a repeatable fault flag (`KIND[=PARAM][:P]`); errors start with

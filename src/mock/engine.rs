@@ -41,6 +41,8 @@ pub struct Engine {
     pub emissions: Option<Arc<EmissionLog>>,
     /// The `traceparent` headers of the generating requests.
     pub traces: super::trace_log::TraceLog,
+    /// The golden questions' words and reference answers (`--golden`).
+    golden: Vec<(Vec<u64>, Arc<[String]>)>,
 }
 
 struct Hists {
@@ -64,6 +66,16 @@ impl Engine {
         let prefix_cache = cfg
             .prefix_cache
             .then(|| PrefixCache::new(cfg.block_size, cfg.num_gpu_blocks));
+        let golden = cfg.golden.as_ref().map_or(Vec::new(), |set| {
+            set.questions()
+                .iter()
+                .map(|q| {
+                    let mut words = Vec::new();
+                    super::prefix_cache::push_words(&mut words, &q.text);
+                    (words, super::voice::split_answer(&q.answer).into())
+                })
+                .collect()
+        });
         Self {
             prefix_cache,
             emissions: None,
@@ -85,7 +97,18 @@ impl Engine {
             seq: AtomicU64::new(0),
             shutdown,
             traces: Default::default(),
+            golden,
         }
+    }
+
+    /// The reference answer of the golden question a prompt of these words ends with
+    /// (after any nonce or prefix), the longest such question when several do.
+    pub fn golden_answer(&self, words: &[u64]) -> Option<Arc<[String]>> {
+        self.golden
+            .iter()
+            .filter(|(q, _)| !q.is_empty() && words.ends_with(q))
+            .max_by_key(|(q, _)| q.len())
+            .map(|(_, a)| a.clone())
     }
 
     /// How many tokens of a prompt of these words the prefix cache holds (None: the
@@ -364,6 +387,37 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_known_golden_question_is_found_after_its_nonce() {
+        let set = crate::check::GoldenSet::parse(
+            concat!(
+                r#"{"question": "What is 2 + 2?", "number": 4}"#,
+                "\n",
+                r#"{"question": "Again: What is 2 + 2?", "number": 5, "tolerance": 1}"#,
+            ),
+            "s",
+        )
+        .unwrap();
+        let engine = Engine::new(
+            MockConfig {
+                golden: Some(Arc::new(set)),
+                ..MockConfig::default()
+            },
+            Timer::Tokio,
+            CancellationToken::new(),
+        );
+        let words = |t: &str| {
+            let mut w = Vec::new();
+            crate::mock::prefix_cache::push_words(&mut w, t);
+            w
+        };
+        let answer = |t: &str| engine.golden_answer(&words(t)).map(|a| a.concat());
+        assert_eq!(answer("n-1234 What is 2 + 2?").as_deref(), Some("4"));
+        // The longest question the prompt ends with.
+        assert_eq!(answer("n-9 Again: What is 2 + 2?").as_deref(), Some("5"));
+        assert_eq!(answer("What is 2 + 3?"), None);
+    }
 
     fn cfg(tpc: u32, itl_us: u64, slowdown: f64) -> MockConfig {
         MockConfig {

@@ -228,6 +228,10 @@ faults! {
     TemplateLeak => "template_leak",
         param: None, acts: [Voice],
         help: "fast but wrong: chat-template control tokens before the answer";
+    /// Fast and wrong: an answer no question expects.
+    WrongAnswer => "wrong_answer",
+        param: None, acts: [Voice],
+        help: "fast but wrong: \"I do not know.\" instead of the answer";
     /// Fast and wrong: plain text where an offered tool should have been called.
     NoToolCall => "no_tool_call",
         param: None, acts: [Voice],

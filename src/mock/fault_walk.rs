@@ -189,6 +189,12 @@ fn answer_row(fault: &str) -> Option<Row> {
         "template_leak" => ("template_leak", false, |x| {
             ensure(x.has("<|im_start|>assistant"), "control tokens")
         }),
+        "wrong_answer" => ("wrong_answer", false, |x| {
+            ensure(
+                x.has(r#""content":" know.""#) && !x.has(" tok"),
+                "the wrong answer, no numbered token",
+            )
+        }),
         "no_tool_call" => ("no_tool_call", true, |x| {
             ensure(
                 x.has(" tok0") && !x.has("tool_calls"),

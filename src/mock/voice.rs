@@ -1,7 +1,8 @@
 //! What the mock's answer says. By default numbered tokens (` tok0 tok1 …`, one word
 //! per token); with `--answer TEXT`, that text split into tokens (each starts at a
 //! word, with the whitespace before it) and the answer stops when the text ends; and
-//! under the wrong-answer faults, text that is fast but wrong. Reasoning tokens stay
+//! under the wrong-answer faults, text that is fast but wrong. With a golden set
+//! (`--golden`), a known question gets its reference answer as if it were `--answer`. Reasoning tokens stay
 //! numbered. The faults that act on the voice ([`Act::Voice`]) act here: `Voice::new`,
 //! `Voice::calling` and [`model`]. Pure: no timing, no IO.
 
@@ -12,6 +13,9 @@ use super::tool::{OfferedTool, arguments_for};
 
 /// The model name the `wrong_model` fault answers with.
 pub const WRONG_MODEL: &str = "mock-wrong-model";
+/// What the `wrong_answer` fault says instead of the answer: wrong for every question
+/// of the built-in golden set (a test holds it to that).
+pub const WRONG_ANSWER: &str = "I do not know.";
 /// The control tokens the `template_leak` fault puts before the answer.
 pub const LEAKED_TEMPLATE: &str = "<|im_start|>assistant\n";
 
@@ -79,6 +83,10 @@ impl Voice {
             Some(FaultKind::TemplateLeak) => Some(Wrong::TemplateLeak),
             _ => None,
         };
+        let answer = match voice_fault(fault) {
+            Some(FaultKind::WrongAnswer) => Some(split_answer(WRONG_ANSWER).into()),
+            _ => answer,
+        };
         Voice {
             answer,
             wrong,
@@ -90,7 +98,12 @@ impl Voice {
     /// its parameter schema, unless a wrong-answer fault (or `no_tool_call`) hit.
     pub fn calling(self, tool: Option<&OfferedTool>, fault: Option<FaultKind>) -> Voice {
         let Some(t) = tool else { return self };
-        if self.wrong.is_some() || voice_fault(fault) == Some(FaultKind::NoToolCall) {
+        if self.wrong.is_some()
+            || matches!(
+                voice_fault(fault),
+                Some(FaultKind::NoToolCall | FaultKind::WrongAnswer)
+            )
+        {
             return self;
         }
         Voice {
@@ -222,6 +235,25 @@ mod tests {
     }
 
     #[test]
+    fn the_wrong_answer_is_wrong_for_every_builtin_question() {
+        use crate::check::golden::{Asked, BUILTIN, GoldenSet};
+        let set = Arc::new(GoldenSet::load(BUILTIN).unwrap());
+        for index in 0..set.questions().len() {
+            let asked = Asked {
+                set: set.clone(),
+                index,
+            };
+            assert!(asked.judge(WRONG_ANSWER).is_err(), "{index}");
+        }
+        let v = Voice::new(
+            Some(split_answer("42").into()),
+            Some(FaultKind::WrongAnswer),
+            0,
+        );
+        assert_eq!((text(&v, 4), v.len()), (WRONG_ANSWER.into(), Some(4)));
+    }
+
+    #[test]
     fn an_offered_tool_is_called_unless_a_wrong_answer_fault_hit() {
         let tool = OfferedTool {
             name: "f".into(),
@@ -234,7 +266,12 @@ mod tests {
             (text(&call, 4), call.len()),
             (r#"{"a": "x", "b": 1}"#.into(), Some(4))
         );
-        for fault in [FaultKind::NoToolCall, FaultKind::Repeat, FaultKind::Garbage] {
+        for fault in [
+            FaultKind::NoToolCall,
+            FaultKind::Repeat,
+            FaultKind::Garbage,
+            FaultKind::WrongAnswer,
+        ] {
             let plain = Voice::new(None, Some(fault), 0).calling(Some(&tool), Some(fault));
             assert_eq!(plain.tool(), None, "{fault}");
         }

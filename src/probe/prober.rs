@@ -1,7 +1,8 @@
 //! [`Prober`]: one arrival of the schedule turned into its record — a single request,
 //! or a conversation whose earlier turns are reported as they finish. Bench, daemon
 //! and self-check send through it; the client's own retry of a stale pooled
-//! connection happens below it, in every case.
+//! connection happens below it, in every case. A golden question's answer is judged
+//! here, by its own expected answer, into the record's golden verdict.
 
 use std::sync::Arc;
 
@@ -54,7 +55,17 @@ impl Prober {
                     &built
                 }
             };
-            return Ok(self.client.send(spec, d.id, d.t_sched, d.run_start).await);
+            let Some(asked) = self.workload.golden_question(d.id) else {
+                return Ok(self.client.send(spec, d.id, d.t_sched, d.run_start).await);
+            };
+            let (mut rec, answer) = self
+                .client
+                .send_keeping_answer(spec, d.id, d.t_sched, d.run_start)
+                .await;
+            rec.golden = rec
+                .is_success()
+                .then(|| golden_verdict(&asked, &answer, &self.client));
+            return Ok(rec);
         };
         let per = c.turns.count;
         let mut first = first.cloned();
@@ -74,5 +85,22 @@ impl Prober {
             let _ = c.events.send(RunEvent::Record(r));
         };
         Ok(conversation.run(d, message, emit).await?)
+    }
+}
+
+/// The verdict on a golden question's answer; a wrong answer's reason has the
+/// client's secrets scrubbed out.
+fn golden_verdict(
+    asked: &crate::check::Asked,
+    answer: &str,
+    client: &Client,
+) -> crate::record::GoldenVerdict {
+    let verdict = asked.judge(answer);
+    crate::record::GoldenVerdict {
+        line: asked.question().line,
+        correct: verdict.is_ok(),
+        reason: verdict
+            .err()
+            .map(|r| crate::secret::scrub(&r, client.secrets())),
     }
 }

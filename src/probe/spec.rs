@@ -33,6 +33,8 @@ pub struct ProbeSpec {
     pub message_list: bool,
     /// Turns per conversation (1: single requests).
     pub turns: u32,
+    /// Whether the prompts are a golden set's questions.
+    pub golden: bool,
 }
 
 /// A part of a probe definition, which a front end names in its own syntax.
@@ -49,6 +51,7 @@ pub enum Part {
     StructuredOutput,
     Messages,
     Turns,
+    Golden,
 }
 
 /// How a front end spells the parts.
@@ -182,7 +185,8 @@ impl ProbeSpec {
     }
 
     /// A message list needs an API that takes one; a conversation needs answers to
-    /// carry on with, and builds its own history.
+    /// carry on with, and builds its own history; a golden question needs an answer
+    /// to judge, in one request.
     fn prompt_fits(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
         let api = self.endpoint.api();
         let endpoint = self.endpoint_named(syntax);
@@ -199,6 +203,18 @@ impl ProbeSpec {
             return refuse(
                 Part::Turns,
                 format!("{endpoint} answers nothing to carry into a next turn"),
+            );
+        }
+        if self.golden && !api.generates {
+            return refuse(Part::Golden, format!("{endpoint} answers no text to judge"));
+        }
+        if self.golden && self.turns > 1 {
+            return refuse(
+                Part::Golden,
+                format!(
+                    "a golden question is one request; {} makes conversations",
+                    syntax.name(Part::Turns)
+                ),
             );
         }
         if self.turns > 1 && self.message_list {
@@ -256,6 +272,7 @@ mod tests {
                 Part::StructuredOutput => "checks.structured_output".into(),
                 Part::Messages => "messages".into(),
                 Part::Turns => "turns".into(),
+                Part::Golden => "golden".into(),
             }
         }
     }
@@ -359,5 +376,24 @@ mod tests {
         assert_eq!(s.validate(&Yaml), Ok(()));
         s.message_list = true;
         assert_eq!(s.validate(&Yaml).unwrap_err().part, Part::Turns);
+    }
+
+    #[test]
+    fn golden_questions_need_text_in_one_request() {
+        let mut s = ProbeSpec {
+            golden: true,
+            ..spec(Endpoint::Embeddings)
+        };
+        assert_eq!(
+            s.validate(&Yaml).unwrap_err().message(&Yaml),
+            "golden: endpoint embeddings answers no text to judge"
+        );
+        s.endpoint = Endpoint::Chat;
+        assert_eq!(s.validate(&Yaml), Ok(()));
+        s.turns = 2;
+        assert_eq!(
+            s.validate(&Yaml).unwrap_err().message(&Yaml),
+            "golden: a golden question is one request; turns makes conversations"
+        );
     }
 }

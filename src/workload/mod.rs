@@ -90,6 +90,8 @@ pub struct Workload {
     /// Conversations replay the dataset's own turns (ShareGPT with later human turns),
     /// found once here rather than per turn.
     replays: bool,
+    /// The golden set whose questions the dataset entries are, in its order.
+    golden: Option<Arc<crate::check::GoldenSet>>,
 }
 
 impl Workload {
@@ -112,6 +114,7 @@ impl Workload {
             order: Arc::new(Vec::new()),
             preamble: None,
             replays: false,
+            golden: None,
         })
     }
 
@@ -144,6 +147,39 @@ impl Workload {
             order: Arc::new(order),
             preamble: None,
             replays,
+            golden: None,
+        })
+    }
+
+    /// A golden set's questions, visited like a dataset (a seeded shuffled order,
+    /// cycling); each request's question is [`Workload::golden_question`].
+    pub fn golden(
+        set: Arc<crate::check::GoldenSet>,
+        output: Lengths,
+        prompts: PromptGenerator,
+        seed: u64,
+    ) -> Result<Self, crate::exit::UsageError> {
+        let entries = set
+            .questions()
+            .iter()
+            .map(|q| DatasetEntry {
+                prompt: q.text.clone(),
+                output_len: None,
+                follow_ups: Vec::new(),
+            })
+            .collect();
+        let mut w = Self::dataset(entries, output, true, prompts, seed)?;
+        w.golden = Some(set);
+        Ok(w)
+    }
+
+    /// The golden question request `index` asks, when the prompts are a golden set's.
+    pub fn golden_question(&self, index: u64) -> Option<crate::check::Asked> {
+        let set = self.golden.as_ref()?;
+        let pos = (index % self.order.len() as u64) as usize;
+        Some(crate::check::Asked {
+            set: set.clone(),
+            index: self.order[pos] as usize,
         })
     }
 

@@ -24,7 +24,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "nonce_off_without_prompt",
-        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt, prompt_file or messages); synthetic prompts always carry the nonce",
+        "nonce_off_without_prompt.yaml:7:16: targets[0].scenarios[0].nonce: nonce: false needs a fixed question (prompt, prompt_file, messages or golden); synthetic prompts always carry the nonce",
     ),
     (
         "messages_ending_with_assistant",

@@ -40,6 +40,7 @@ mod exemplars;
 mod faults_bench;
 mod faults_client;
 mod faults_daemon;
+mod golden_accuracy;
 mod golden_behaviour;
 mod mock_cli;
 mod mock_faults;

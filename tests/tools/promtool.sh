@@ -9,7 +9,9 @@
 # fail: those are what the tests check; so must the many-probers mutants (a location quorum
 # ignored, not capped, or of one; SLIs merged across locations or split per HA twin; an
 # absent prober covered by anyone or by nobody; the outlier's margin, factor, replica
-# minimum, probe guard, goodput margin or page dropped). Every alert carries the
+# minimum, probe guard, goodput margin or page dropped); so must the golden-accuracy mutants
+# (its answer guard off, the point estimate or the lower bound compared instead of the
+# upper bound, no patience). Every alert carries the
 # hierarchy's labels (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
@@ -86,6 +88,11 @@ mutate composite-pages-at-2m '/alert: LlmprobeGoodputBudgetBurn/,/for:/s/for: 5m
 mutate no-keep-firing '/keep_firing_for:/d' alerts/tests/hierarchy.test.yaml
 mutate check-guard-off 's/llmprobe:check_runs:increase15m >= 3/llmprobe:check_runs:increase15m >= 0/' alerts/tests/answer-checks.test.yaml
 mutate check-threshold-low 's/ratio_rate15m >= 0.5/ratio_rate15m >= 0.1/' alerts/tests/answer-checks.test.yaml
+g=alerts/tests/golden.test.yaml
+mutate golden-guard-off 's/(llmprobe_golden_window_answers) >= 50$/(llmprobe_golden_window_answers) >= 0/' $g
+mutate golden-point-estimate 's/(llmprobe_golden_accuracy_upper_ratio)$/(llmprobe_golden_accuracy_ratio)/' $g
+mutate golden-lower-bound 's/(llmprobe_golden_accuracy_upper_ratio)$/(llmprobe_golden_accuracy_lower_ratio)/' $g
+mutate golden-no-patience '/alert: LlmprobeGoldenAccuracyDrop/,/for:/s/for: 15m/for: 1m/' $g
 mutate self-check-guard-off 's/llmprobe:self_check_probes:increase10m >= 5/llmprobe:self_check_probes:increase10m >= 0/' alerts/tests/self-check.test.yaml
 mutate self-check-ignores-throttling 's/llmprobe:cgroup_throttled_periods:ratio_rate10m > 0.25/llmprobe:cgroup_throttled_periods:ratio_rate10m > 1/' alerts/tests/self-check.test.yaml
 mutate self-check-median 's/histogram_quantile(0.99,/histogram_quantile(0.5,/' alerts/tests/self-check.test.yaml

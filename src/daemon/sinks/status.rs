@@ -45,6 +45,9 @@ impl RecordSink for StatusSink {
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
         status.record_probe(r, verdict.good, error, at, verdict.probe_id);
         status.record_checks(&r.checks);
+        if let (Some(g), Some(v)) = (status.golden.as_mut(), &r.golden) {
+            g.record(v);
+        }
         Ok(())
     }
 
