@@ -248,22 +248,27 @@ fn start_scenario(
     let consumer = tokio::spawn(consume(
         rx,
         Consumer {
-            pages: PageFiling {
-                board: t.shared.status.clone(),
-                key: ProbeKey {
-                    target: t.plan.name.clone(),
-                    scenario: scenario.name.clone(),
-                    replica: None,
-                },
-                model: t.plan.model.clone(),
-                secrets: t.plan.secrets.clone(),
-            },
+            pages: page_filing(t, scenario),
             sinks,
             slo: scenario.slo,
             stop: t.stop.clone(),
         },
     ));
     Ok([runner, consumer])
+}
+
+/// Where the front door's probe pages of a scenario are filed.
+fn page_filing(t: &Starting<'_>, scenario: &ScenarioPlan) -> PageFiling {
+    PageFiling {
+        board: t.shared.status.clone(),
+        key: ProbeKey {
+            target: t.plan.name.clone(),
+            scenario: scenario.name.clone(),
+            replica: None,
+        },
+        model: t.plan.model.clone(),
+        secrets: t.plan.secrets.clone(),
+    }
 }
 
 /// Where a scenario's records go, in the order they are fed: metrics, token budget,
