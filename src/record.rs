@@ -350,6 +350,10 @@ pub struct RequestRecord {
     /// when the client sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The span ID of that `traceparent` (16 hex digits): the parent of the engine's
+    /// span, and the ID of the probe's own span when the daemon exports OTLP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub span_id: Option<String>,
     /// The answer checks' verdicts, when checks are configured and the transport
     /// succeeded (a failed request has no answer to judge).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -388,6 +392,7 @@ impl RequestRecord {
             error: None,
             retry_after: None,
             trace_id: None,
+            span_id: None,
             checks: Vec::new(),
             golden: None,
         }

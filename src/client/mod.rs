@@ -337,6 +337,7 @@ impl Client {
         let start = Instant::now();
         let mut rec = RequestRecord::new(id, t_sched, start.duration_since(run_start));
         rec.trace_id = trace.map(|t| t.trace_id_hex());
+        rec.span_id = trace.map(|t| t.span_id_hex());
         rec.prompt_tokens_sent = spec.prompt_tokens;
         rec.max_tokens = spec.max_tokens;
         let mut st = StreamState {

@@ -1,7 +1,8 @@
 //! W3C Trace Context (<https://www.w3.org/TR/trace-context/>): each request carries a
 //! `traceparent` header with a fresh trace ID and the sampled flag, so an engine that
 //! exports OpenTelemetry spans (vLLM, SGLang) records its span of the request under the
-//! probe's trace ID. The record keeps the ID; nothing else of the context is needed.
+//! probe's trace ID. The record keeps both IDs: the span ID is the parent of the engine's
+//! span, and the daemon's OTLP export gives the probe's own span exactly that ID.
 
 use rand::RngExt;
 
@@ -35,6 +36,11 @@ impl TraceContext {
     /// The trace ID as the header, exemplars and span exporters write it (32 hex digits).
     pub fn trace_id_hex(&self) -> String {
         format!("{:032x}", self.trace_id)
+    }
+
+    /// The parent span ID as the header and span exporters write it (16 hex digits).
+    pub fn span_id_hex(&self) -> String {
+        format!("{:016x}", self.span_id)
     }
 
     /// Parses a `traceparent` value of version 00 (for the mock and tests): `None` for a
@@ -73,6 +79,7 @@ mod tests {
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         );
         assert_eq!(t.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(t.span_id_hex(), "00f067aa0ba902b7");
         assert_eq!(TraceContext::parse(&t.header()), Some(t));
     }
 

@@ -10,6 +10,7 @@ pub mod error;
 pub mod golden;
 pub mod locate;
 mod messages;
+pub mod otlp;
 pub mod plan;
 mod probe;
 pub mod rate;
@@ -21,6 +22,7 @@ pub mod slo;
 pub mod validate;
 
 pub use error::ConfigError;
+pub use otlp::OtlpPlan;
 pub use plan::{Plan, ScenarioPlan, TargetPlan};
 pub use rate::ProbeRate;
 pub use replicas::ReplicaPlan;

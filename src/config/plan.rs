@@ -13,6 +13,7 @@ use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
 use super::locate::Path;
 use super::messages::plan_messages;
+use super::otlp::OtlpPlan;
 use super::probe::check_probe;
 use super::replicas::ReplicaPlan;
 use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig, Target};
@@ -42,6 +43,9 @@ pub struct Plan {
     pub self_check: Option<SelfCheckConfig>,
     /// Probe pages kept in all (`/probe/ID`).
     pub probe_pages: usize,
+    /// Where every probe is exported as a span and metric points, if anywhere; a change
+    /// takes effect on restart.
+    pub otlp: Option<OtlpPlan>,
     /// vLLM's buckets ∪ configured extra buckets; each scenario adds its own SLO
     /// thresholds ([`ScenarioPlan::buckets`]).
     pub buckets: Buckets,
@@ -206,7 +210,21 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     for (i, t) in cfg.targets.iter().enumerate() {
         targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
     }
+    let otlp = match &cfg.otlp {
+        Some(o) => {
+            let mut headers = Vec::with_capacity(o.headers.len());
+            for (name, value) in &o.headers {
+                let path = root.key("otlp").key("headers").key(name);
+                headers.push((name.clone(), header_value(value, &path)?));
+            }
+            Some(super::otlp::resolve(o, headers))
+        }
+        None => None,
+    };
     let mut shown = cfg.clone();
+    if let Some(o) = &mut shown.otlp {
+        o.endpoint = redact_url(&o.endpoint);
+    }
     for t in &mut shown.targets {
         t.base_url = redact_url(&t.base_url);
         t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
@@ -226,6 +244,7 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
         failure_summary_interval: cfg.failure_summary_interval,
         self_check: cfg.self_check.enabled.then(|| cfg.self_check.clone()),
         probe_pages: cfg.probe_pages,
+        otlp,
         buckets,
         targets,
         redacted_yaml,
@@ -255,21 +274,7 @@ fn target(
     secrets.extend(api_key.clone());
     let mut headers = Vec::with_capacity(t.headers.len());
     for (name, value) in &t.headers {
-        let hp = path.key("headers").key(name);
-        let v = match value {
-            HeaderValue::Literal(s) => s.clone(),
-            HeaderValue::From(HeaderSource::File(file)) => {
-                Secret::from_file(file).map_err(|e| (hp.clone(), format!("{e:#}")))?
-            }
-            HeaderValue::From(HeaderSource::Env(var)) => {
-                Secret::from_env(var).ok_or_else(|| {
-                    (
-                        hp.clone(),
-                        format!("environment variable {var} is not set or empty"),
-                    )
-                })?
-            }
-        };
+        let v = header_value(value, &path.key("headers").key(name))?;
         secrets.push(v.clone());
         headers.push((name.clone(), v));
     }
@@ -435,6 +440,22 @@ fn scenario(
             },
         }),
         golden: None,
+    }
+}
+
+/// A header's value: literal, or read from its file or environment variable.
+fn header_value(value: &HeaderValue, path: &Path) -> Result<Secret, (Path, String)> {
+    match value {
+        HeaderValue::Literal(s) => Ok(s.clone()),
+        HeaderValue::From(HeaderSource::File(file)) => {
+            Secret::from_file(file).map_err(|e| (path.clone(), format!("{e:#}")))
+        }
+        HeaderValue::From(HeaderSource::Env(var)) => Secret::from_env(var).ok_or_else(|| {
+            (
+                path.clone(),
+                format!("environment variable {var} is not set or empty"),
+            )
+        }),
     }
 }
 

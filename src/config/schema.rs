@@ -72,6 +72,11 @@ pub struct Config {
     /// scenario (and replica) keys, at least one each.
     #[serde(default = "default_probe_pages")]
     pub probe_pages: usize,
+    /// OpenTelemetry export: each probe as a client span (with the trace and span IDs
+    /// of its `traceparent`) and as GenAI metric points, over OTLP/HTTP. A change takes
+    /// effect on restart. Default: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<OtlpConfig>,
     /// The endpoints to probe.
     pub targets: Vec<Target>,
 }
@@ -94,6 +99,41 @@ fn default_scrape_interval() -> Duration {
 
 fn default_failure_summary_interval() -> Duration {
     Duration::from_secs(60)
+}
+
+/// How often spans and metrics are sent unless `interval` says.
+pub const DEFAULT_OTLP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// `otlp: {endpoint, protocol, headers, interval}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpConfig {
+    /// The collector's OTLP/HTTP base URL (`http://otel-collector:4318`): spans go to
+    /// `ENDPOINT/v1/traces`, metrics to `ENDPOINT/v1/metrics`.
+    pub endpoint: String,
+    /// The wire protocol; only `http/protobuf` (OTLP over HTTP, protobuf bodies).
+    #[serde(default)]
+    pub protocol: OtlpProtocol,
+    /// Extra request headers (a collector's API key): a literal value, or
+    /// `{file: PATH}` / `{env: VAR}`, read at start.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, HeaderValue>,
+    /// How often finished spans and the metrics are sent (default 10s).
+    #[serde(default = "default_otlp_interval", with = "crate::duration::human")]
+    #[schemars(with = "String")]
+    pub interval: Duration,
+}
+
+fn default_otlp_interval() -> Duration {
+    DEFAULT_OTLP_INTERVAL
+}
+
+/// OTLP's transports, by the names of `OTEL_EXPORTER_OTLP_PROTOCOL`; llmprobe speaks one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum OtlpProtocol {
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
 }
 
 /// Histogram buckets (seconds) per latency metric.

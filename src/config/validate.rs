@@ -53,6 +53,10 @@ pub fn validate(cfg: &Config) -> Result<(), Violation> {
             "must be greater than zero".into(),
         ));
     }
+    if let Some(otlp) = &cfg.otlp {
+        super::otlp::validate(otlp, &root.key("otlp"))?;
+        headers(&otlp.headers, &root.key("otlp").key("headers"))?;
+    }
     buckets(&cfg.buckets, &root.key("buckets"))?;
     self_check(&cfg.self_check, &root.key("self_check"))?;
     let defaults = root.key("defaults");
@@ -113,18 +117,7 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
             "set api_key_file or api_key_env, not both".into(),
         ));
     }
-    for (name, value) in &t.headers {
-        let hp = path.key("headers").key(name);
-        if !crate::client::valid_header_name(name) {
-            return Err((hp, format!("{name:?} is not a valid HTTP header name")));
-        }
-        if let HeaderValue::Literal(v) = value
-            && reqwest::header::HeaderValue::from_str(v.expose()).is_err()
-        {
-            // The value is a secret: name the header, never print the value.
-            return Err((hp, "the value is not a valid HTTP header value".into()));
-        }
-    }
+    headers(&t.headers, &path.key("headers"))?;
     match (&t.tls.client_cert_file, &t.tls.client_key_file) {
         (Some(_), None) => {
             return Err((
@@ -320,6 +313,26 @@ fn buckets(b: &BucketsConfig, path: &Path) -> Result<(), Violation> {
                 path.key(name),
                 "bucket bounds must be strictly increasing".into(),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Header names and literal values (a target's, the OTLP exporter's).
+pub fn headers(
+    headers: &std::collections::BTreeMap<String, HeaderValue>,
+    path: &Path,
+) -> Result<(), Violation> {
+    for (name, value) in headers {
+        let hp = path.key(name);
+        if !crate::client::valid_header_name(name) {
+            return Err((hp, format!("{name:?} is not a valid HTTP header name")));
+        }
+        if let HeaderValue::Literal(v) = value
+            && reqwest::header::HeaderValue::from_str(v.expose()).is_err()
+        {
+            // The value is a secret: name the header, never print the value.
+            return Err((hp, "the value is not a valid HTTP header value".into()));
         }
     }
     Ok(())

@@ -53,6 +53,7 @@ pub struct Daemon {
     server: JoinHandle<anyhow::Result<()>>,
     metrics: Arc<Metrics>,
     tls: bool,
+    otlp: Option<Arc<crate::export::otlp::OtlpExport>>,
 }
 
 impl Daemon {
@@ -111,7 +112,9 @@ impl Daemon {
             engine_scrape_interval: scrape_interval_rx,
             failure_summary_interval: summary_interval_rx,
             run_nonce: run_nonce(),
+            otlp: otlp_export(&plan)?,
         };
+        let otlp = shared.otlp.clone();
         let mut control = Control {
             source,
             overrides,
@@ -148,6 +151,7 @@ impl Daemon {
             server,
             metrics,
             tls: web.tls_enabled(),
+            otlp,
         })
     }
 
@@ -175,11 +179,15 @@ impl Daemon {
         self.reload.clone()
     }
 
-    /// Stops scheduling, lets in-flight probes finish within the grace period, then
-    /// stops the HTTP server.
+    /// Stops scheduling, lets in-flight probes finish within the grace period, sends
+    /// what the OTLP export still holds, then stops the HTTP server.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.shutdown.cancel();
         let _ = self.control.await;
+        // Every consumer has ended: the last probes' spans and points go out now.
+        if let Some(otlp) = self.otlp {
+            let _ = tokio::task::spawn_blocking(move || otlp.shutdown()).await;
+        }
         match self.server.await {
             Ok(r) => r,
             Err(e) => Err(anyhow::anyhow!("HTTP server task failed: {e}")),
@@ -195,6 +203,25 @@ pub async fn request_reload(tx: &mpsc::Sender<ReloadRequest>) -> Result<(), Stri
         .map_err(|_| "the daemon is shutting down".to_string())?;
     rx.await
         .map_err(|_| "the daemon is shutting down".to_string())?
+}
+
+/// The OTLP export of `plan`, started on the current runtime.
+fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::export::otlp::OtlpExport>>> {
+    let Some(o) = &plan.otlp else { return Ok(None) };
+    let options = crate::export::otlp::OtlpOptions {
+        traces_url: o.traces_url(),
+        metrics_url: o.metrics_url(),
+        headers: o
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose().to_string()))
+            .collect(),
+        interval: o.interval,
+        location: plan.location.clone(),
+    };
+    Ok(Some(Arc::new(crate::export::otlp::OtlpExport::start(
+        &options,
+    )?)))
 }
 
 /// A nonce part that differs between daemon starts (wall clock), see [`Shared::run_nonce`].
@@ -337,6 +364,9 @@ impl Control {
                     old = ?old.location, new = ?plan.location,
                     "location changes take effect on restart"
                 );
+            }
+            if old.otlp != plan.otlp {
+                tracing::warn!("otlp changes take effect on restart");
             }
         }
         let shard = plan.shard;

@@ -1,11 +1,12 @@
 //! What every running target shares: the metrics, the status board, the intervals a
-//! reload changes in place, and the run nonce.
+//! reload changes in place, the run nonce and the OTLP export.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::export::otlp::OtlpExport;
 use crate::export::{Metrics, StatusBoard};
 
 /// What every target shares.
@@ -20,4 +21,7 @@ pub struct Shared {
     /// Part of every prompt nonce: fresh per daemon start, so a restarted daemon does
     /// not send the prompts of its previous life into a warm prefix cache.
     pub run_nonce: u32,
+    /// The OTLP export every probe goes to, when `otlp:` is configured (set at start:
+    /// a reload does not change it).
+    pub otlp: Option<Arc<OtlpExport>>,
 }

@@ -20,7 +20,7 @@ use super::scenario::{
 };
 use super::shared::Shared;
 use super::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, PageFiling, StatusSink, TtftSink, consume,
+    BudgetSink, Consumer, LogSink, MetricsSink, OtlpSink, PageFiling, StatusSink, TtftSink, consume,
 };
 use crate::client::Client;
 use crate::config::{ScenarioPlan, TargetPlan};
@@ -272,7 +272,7 @@ fn page_filing(t: &Starting<'_>, scenario: &ScenarioPlan) -> PageFiling {
 }
 
 /// Where a scenario's records go, in the order they are fed: metrics, token budget,
-/// TTFT window, logs, and last the status board.
+/// TTFT window, logs, OTLP, and last the status board.
 fn scenario_sinks(
     t: &Starting<'_>,
     scenario: &ScenarioPlan,
@@ -301,6 +301,15 @@ fn scenario_sinks(
         scenario: scenario.name.clone(),
         secrets: plan.secrets.clone(),
     }));
+    if let Some(export) = t.shared.otlp.clone() {
+        sinks.push(Box::new(OtlpSink::new(
+            export,
+            plan,
+            scenario,
+            &plan.client.base_url,
+            None,
+        )));
+    }
     sinks.push(Box::new(StatusSink {
         status,
         secrets: plan.secrets.clone(),

@@ -8,6 +8,8 @@
 //! `/-/ready`, `probe_pages` the bounded store of recent probes' pages, `history` its bounded memory of the last hour, `replica_status` a
 //! discovered replica's entry on it, `page`, `replica_table`, `html` and `sparkline`
 //! the HTML; `self_check` the prober's own error series and `cgroup` its CPU throttling.
+//! `otlp` is the OpenTelemetry export of every probe (`otlp_names` its names,
+//! `otlp_span` a probe's span, `otlp_metrics` its points).
 //! Nothing here probes or schedules.
 
 pub mod buckets;
@@ -20,6 +22,10 @@ pub mod history;
 pub mod html;
 pub mod metrics;
 pub mod openmetrics;
+pub mod otlp;
+pub mod otlp_metrics;
+pub mod otlp_names;
+pub mod otlp_span;
 pub mod page;
 pub mod probe_pages;
 pub mod probe_view;

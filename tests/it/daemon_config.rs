@@ -295,6 +295,22 @@ const BAD: &[(&str, &str)] = &[
         "location_empty.yaml:1:11: location: must be 1 to 128 characters",
     ),
     (
+        "otlp_endpoint_scheme",
+        "otlp_endpoint_scheme.yaml:2:13: otlp.endpoint: scheme \"grpc\": must be http or https",
+    ),
+    (
+        "otlp_protocol_grpc",
+        "otlp_protocol_grpc.yaml:3:13: otlp.protocol: unknown variant <value>, expected `http/protobuf`",
+    ),
+    (
+        "otlp_interval_short",
+        "otlp_interval_short.yaml:3:13: otlp.interval: must be at least 100ms (how often spans and metrics are sent)",
+    ),
+    (
+        "otlp_header_name",
+        "otlp_header_name.yaml:3:27: otlp.headers.bad header: \"bad header\" is not a valid HTTP header name",
+    ),
+    (
         "probe_pages_zero",
         "probe_pages_zero.yaml:1:14: probe_pages: must be between 1 and 1000000 (pages of the latest probes kept in all)",
     ),

@@ -48,8 +48,15 @@ fn check_golden(name: &str, actual: &str) {
 }
 
 /// Fields that name the moment or place of a run, say whether this machine kept up, or
-/// are random (a request's trace ID).
-const VARYING_KEYS: [&str; 5] = ["run", "started_at", "base_url", "client_behind", "trace_id"];
+/// are random (a request's trace and span IDs).
+const VARYING_KEYS: [&str; 6] = [
+    "run",
+    "started_at",
+    "base_url",
+    "client_behind",
+    "trace_id",
+    "span_id",
+];
 
 /// Floats (measured times, rates, ratios computed from them) and the `VARYING_KEYS`
 /// become `<f>`; integers, strings, booleans, nulls and the shape stay exact.

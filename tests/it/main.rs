@@ -28,6 +28,7 @@ mod daemon_engine;
 mod daemon_fleet;
 mod daemon_logs;
 mod daemon_mock;
+mod daemon_otlp;
 mod daemon_reload;
 mod daemon_requests;
 mod daemon_self_check;

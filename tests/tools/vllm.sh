@@ -26,6 +26,11 @@
 #    `traceparent`, and the trace ID its record keeps must be the trace ID of a span vLLM
 #    exported: the engine's span joins the probe's trace. So must the trace ID on the page
 #    of the daemon's newest chat probe (`/probe/ID`, linked from `/target/vllm-chat`).
+# 5. OTLP export: the daemon's `otlp:` points at the same receiver (traces and metrics,
+#    every 2 s). A daemon client span and a vLLM `llm_request` span must share a trace ID,
+#    vLLM's parent span ID being our span's ID; the client span's `llmprobe.probe.id` page
+#    (`/probe/ID?format=json`) must show that trace ID; and the metrics the daemon flushes
+#    on SIGTERM must carry the GenAI names, units and attributes (gen_ai.client.*).
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
@@ -86,7 +91,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 base=http://127.0.0.1:$port
 # The OTLP receiver vLLM exports its spans to, with vLLM's own Python (opentelemetry-proto).
 vllm_py=$(dirname "$vllm_bin")/python
-"$vllm_py" tests/tools/lib/otlp_receiver.py --out "$scratch/spans.jsonl" >"$scratch/otlp.out" 2>"$scratch/otlp.err" &
+"$vllm_py" tests/tools/lib/otlp_receiver.py --out "$scratch/spans.jsonl" --metrics-out "$scratch/otlp_metrics.jsonl" >"$scratch/otlp.out" 2>"$scratch/otlp.err" &
 pids+=("$!")
 otlp=
 for _ in $(seq 1 100); do
@@ -335,6 +340,7 @@ say "daemon: one target per protocol for ${daemon_secs}s, engine view from vLLM'
   cat <<EOF
 listen: 127.0.0.1:0
 engine_scrape_interval: 2s
+otlp: {endpoint: $otlp, interval: 2s}
 defaults:
   max_inflight: 2
 targets:
@@ -491,14 +497,83 @@ probe_trace=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["t
   fail "probe $probe_id has no trace ID: $(cat "$scratch/probe.json")"
 span=
 for _ in $(seq 1 60); do
-  span=$(grep "\"trace_id\": \"$probe_trace\"" "$scratch/spans.jsonl" | head -n 1) && break
+  span=$(grep "\"trace_id\": \"$probe_trace\"" "$scratch/spans.jsonl" | grep -v '"service": "llmprobe"' | head -n 1) && break
   sleep 1
 done
 [ -n "$span" ] || fail "probe $probe_id's trace $probe_trace: no vLLM span with it"
+span=$(python3 -c 'import json,sys; s=json.loads(sys.argv[1]); print(json.dumps({k: s[k] for k in ("trace_id", "span_id", "parent_span_id", "name", "service")}))' "$span")
 say "PASS: /probe/$probe_id shows trace $probe_trace; vLLM's span of it: $span"
+
+# The daemon's own client spans (OTLP, every 2 s) and vLLM's server spans: one trace,
+# vLLM's span the child of ours. Prints the joined client span's probe ID and IDs.
+joined_span() {
+  python3 - "$scratch/spans.jsonl" <<'EOF'
+import json, sys
+spans = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ours = {(s["trace_id"], s["span_id"]): s for s in spans if s["service"] == "llmprobe"}
+theirs = [s for s in spans if s["service"] != "llmprobe" and s["name"] == "llm_request"]
+joined = [(ours[(s["trace_id"], s["parent_span_id"])], s) for s in theirs
+          if (s["trace_id"], s["parent_span_id"]) in ours]
+if not joined:
+    sys.exit(1)
+client, server = joined[-1]
+a = client["attributes"]
+assert client["kind"] == 3, client  # SPAN_KIND_CLIENT
+assert client["name"] == f'{a["gen_ai.operation.name"]} {a["gen_ai.request.model"]}', client
+for key in ("gen_ai.provider.name", "server.address", "server.port", "llmprobe.target",
+            "llmprobe.scenario", "llmprobe.outcome", "llmprobe.probe.id"):
+    assert key in a, (key, client)
+print(a["llmprobe.probe.id"], client["trace_id"], client["span_id"], a["llmprobe.target"],
+      len(joined), len(ours))
+EOF
+}
+joined=
+for _ in $(seq 1 30); do
+  joined=$(joined_span 2>"$scratch/joined.err") && break
+  joined=
+  sleep 1
+done
+[ -n "$joined" ] || fail "no daemon client span is the parent of a vLLM llm_request span ($(grep -c '"service": "llmprobe"' "$scratch/spans.jsonl") client spans; $(tail -3 "$scratch/joined.err"))"
+read -r otlp_probe otlp_trace otlp_span otlp_target n_joined n_ours <<<"$joined"
+page_trace=$(curl -sf --max-time 10 "$url/probe/$otlp_probe?format=json" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["trace_id"])') ||
+  fail "GET $url/probe/$otlp_probe (the page of client span $otlp_span)"
+[ "$page_trace" = "$otlp_trace" ] || fail "/probe/$otlp_probe shows trace $page_trace, its client span $otlp_trace"
+say "PASS: otlp: $n_joined of $n_ours daemon client spans are the parents of vLLM llm_request spans; span $otlp_span ($otlp_target) of trace $otlp_trace is /probe/$otlp_probe"
 kill "$daemon_pid"
 for _ in $(seq 1 100); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$daemon_pid" 2>/dev/null && fail "daemon still running 10 s after SIGTERM"
 wait "$daemon_pid" || fail "daemon exited non-zero on SIGTERM"
+# The metrics the daemon flushed on SIGTERM: the GenAI names with their attributes.
+python3 - "$scratch/otlp_metrics.jsonl" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || fail "otlp metrics"
+import json, sys
+points = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ours = [p for p in points if p["service"] == "llmprobe"]
+want = {"gen_ai.client.operation.duration": "s", "gen_ai.client.operation.time_to_first_chunk": "s",
+        "gen_ai.client.operation.time_per_output_chunk": "s", "gen_ai.client.token.usage": "{token}"}
+attrs = ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "server.address",
+         "server.port")
+errors = []
+for name, unit in want.items():
+    got = [p for p in ours if p["name"] == name]
+    if not got:
+        errors.append(f"{name}: no points")
+        continue
+    errors += [f"{name}: unit {p['unit']}" for p in got if p["unit"] != unit]
+    errors += [f"{name}: no {a}" for p in got for a in attrs if a not in p["attributes"]]
+ops = sorted({p["attributes"].get("gen_ai.operation.name") for p in ours})
+usage = {p["attributes"].get("gen_ai.token.type") for p in ours if p["name"] == "gen_ai.client.token.usage"}
+if usage != {"input", "output"}:
+    errors.append(f"gen_ai.token.type {usage}")
+if errors:
+    print("FAIL: " + "; ".join(errors))
+    sys.exit(1)
+last = {}
+for p in ours:
+    if p["name"] == "gen_ai.client.operation.duration":
+        last[(p["attributes"]["llmprobe.target"], p["attributes"]["llmprobe.scenario"])] = p["count"]
+print(f"PASS: otlp metrics: {len(points)} points received, GenAI names and attributes present; "
+      f"operations {ops}; gen_ai.client.operation.duration counts {dict(sorted(last.items()))}")
+EOF
 say "vLLM start ${start_time} s, engine RSS ${rss_mb} MB, total $((SECONDS - t_begin)) s"
 say "PASS"

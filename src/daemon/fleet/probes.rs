@@ -18,7 +18,7 @@ use crate::daemon::scenario::{
     stagger_offset,
 };
 use crate::daemon::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, PageFiling, ReplicaStatusSink, consume,
+    BudgetSink, Consumer, LogSink, MetricsSink, OtlpSink, PageFiling, ReplicaStatusSink, consume,
 };
 use crate::discovery::Replica;
 use crate::export::probe_pages::ProbeKey;
@@ -153,31 +153,7 @@ fn start_scenario(
         )
         .await;
     });
-    let summary_interval = ctx.shared.failure_summary_interval.clone();
-    let failures = FailureLog::new(*summary_interval.borrow());
-    let mut sinks: Vec<Box<dyn RecordSink + Send>> = vec![Box::new(MetricsSink {
-        series,
-        later_series: None,
-        slo: scenario.slo,
-    })];
-    if let Some(budget) = ctx.budget.clone() {
-        sinks.push(Box::new(BudgetSink { budget, estimate }));
-    }
-    sinks.push(Box::new(LogSink {
-        key: FailureKey::scenario(&plan.name, &scenario.name).with_replica(&replica.host_port),
-        failures,
-        summary_interval,
-        target: plan.name.clone(),
-        scenario: scenario.name.clone(),
-        secrets: plan.secrets.clone(),
-    }));
-    sinks.push(Box::new(ReplicaStatusSink {
-        status: ctx
-            .shared
-            .status
-            .replica(&plan.name, &plan.model, &replica.host_port),
-        secrets: plan.secrets.clone(),
-    }));
+    let sinks = replica_sinks(ctx, scenario, replica, base_url, series, estimate);
     tasks.spawn(consume(
         rx,
         Consumer {
@@ -197,6 +173,54 @@ fn start_scenario(
         },
     ));
     Ok(())
+}
+
+/// Where a replica's scenario records go, in the order they are fed: its slim series,
+/// the token budget, the log, OTLP, and last its row of the replica table.
+fn replica_sinks(
+    ctx: &FleetContext,
+    scenario: &ScenarioPlan,
+    replica: &Replica,
+    base_url: &str,
+    series: Arc<crate::export::ScenarioSeries>,
+    estimate: u64,
+) -> Vec<Box<dyn RecordSink + Send>> {
+    let plan = &ctx.plan;
+    let summary_interval = ctx.shared.failure_summary_interval.clone();
+    let failures = FailureLog::new(*summary_interval.borrow());
+    let mut sinks: Vec<Box<dyn RecordSink + Send>> = vec![Box::new(MetricsSink {
+        series,
+        later_series: None,
+        slo: scenario.slo,
+    })];
+    if let Some(budget) = ctx.budget.clone() {
+        sinks.push(Box::new(BudgetSink { budget, estimate }));
+    }
+    sinks.push(Box::new(LogSink {
+        key: FailureKey::scenario(&plan.name, &scenario.name).with_replica(&replica.host_port),
+        failures,
+        summary_interval,
+        target: plan.name.clone(),
+        scenario: scenario.name.clone(),
+        secrets: plan.secrets.clone(),
+    }));
+    if let Some(export) = ctx.shared.otlp.clone() {
+        sinks.push(Box::new(OtlpSink::new(
+            export,
+            plan,
+            scenario,
+            base_url,
+            Some(&replica.host_port),
+        )));
+    }
+    sinks.push(Box::new(ReplicaStatusSink {
+        status: ctx
+            .shared
+            .status
+            .replica(&plan.name, &plan.model, &replica.host_port),
+        secrets: plan.secrets.clone(),
+    }));
+    sinks
 }
 
 /// Shared by the fleet and its replicas' probes.

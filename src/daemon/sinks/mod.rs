@@ -1,5 +1,5 @@
 //! Where a scenario's probe records go in the daemon: a list of sinks (metrics, token
-//! budget, TTFT window, logs, status board), fed in that order by one consumer per
+//! budget, TTFT window, logs, OTLP, status board), fed in that order by one consumer per
 //! runner. The consumer files each probe's page first, so every sink knows its probe ID
 //! (metrics exemplars name it); the status board comes last, so a probe it shows is
 //! already in the metrics.
@@ -7,12 +7,14 @@
 mod budget;
 mod log;
 mod metrics;
+mod otlp;
 mod status;
 mod ttft;
 
 pub use budget::BudgetSink;
 pub use log::LogSink;
 pub use metrics::MetricsSink;
+pub use otlp::OtlpSink;
 pub use status::{PageFiling, ReplicaStatusSink, StatusSink};
 pub use ttft::TtftSink;
 
