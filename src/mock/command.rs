@@ -81,6 +81,10 @@ pub struct MockArgs {
     /// in whole blocks (`prompt_tokens_details.cached_tokens`).
     #[arg(long)]
     pub no_prefix_cache: bool,
+    /// Seed of the logprobs answered when a request asks for them (`logprobs`); another
+    /// seed looks like another model to `llmprobe fingerprint`.
+    #[arg(long, default_value_t = 0)]
+    pub logprob_seed: u64,
 }
 
 impl MockArgs {
@@ -110,6 +114,10 @@ impl MockArgs {
             stall: Some(millis("--stall-ms", self.stall_ms)?),
             answer: self.answer.clone(),
             no_prefix_cache: self.no_prefix_cache,
+        })
+        .map(|c| MockConfig {
+            logprob_seed: self.logprob_seed,
+            ..c
         })
     }
 }

@@ -75,6 +75,9 @@ pub struct MockConfig {
     /// Report cached prompt tokens from a prefix cache of `num_gpu_blocks` blocks of
     /// `block_size` words (false: usage says nothing about caching).
     pub prefix_cache: bool,
+    /// Seed of the logprobs answered to a request that asks for them; another seed is
+    /// another model to a fingerprint (same tokens, other probabilities).
+    pub logprob_seed: u64,
 }
 
 impl Default for MockConfig {
@@ -100,6 +103,7 @@ impl Default for MockConfig {
             precise_timer: false,
             answer: None,
             prefix_cache: true,
+            logprob_seed: 0,
         }
     }
 }
@@ -241,6 +245,7 @@ impl MockConfig {
             precise_timer: true,
             answer: flags.answer,
             prefix_cache: !flags.no_prefix_cache,
+            logprob_seed: d.logprob_seed,
         };
         config.validate()?;
         Ok(config)

@@ -39,6 +39,7 @@ mod exemplars;
 mod faults_bench;
 mod faults_client;
 mod faults_daemon;
+mod fingerprint;
 mod golden_behaviour;
 mod mock_cli;
 mod mock_faults;
