@@ -431,6 +431,27 @@ pub struct Scenario {
     /// `constant`, as `bench --think-time-dist`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time_dist: Option<ThinkDist>,
+    /// Makes this a fingerprint scenario: every `every`, the baseline's prompts are
+    /// asked at temperature 0 with logprobs and the answers compared with the baseline's
+    /// (`llmprobe_fingerprint_*`); it sends no other probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<FingerprintConfig>,
+}
+
+/// `fingerprint: {baseline: FILE, every: 10m}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintConfig {
+    /// The file `llmprobe fingerprint record` wrote.
+    pub baseline: PathBuf,
+    /// How often the baseline's prompts are asked again, e.g. `10m` (default).
+    #[serde(default = "default_every", with = "crate::duration::human")]
+    #[schemars(with = "String")]
+    pub every: Duration,
+}
+
+fn default_every() -> Duration {
+    Duration::from_secs(600)
 }
 
 /// One message of a scenario's `messages:`.
@@ -475,6 +496,7 @@ impl Default for Scenario {
             turns: 1,
             think_time: None,
             think_time_dist: None,
+            fingerprint: None,
         }
     }
 }

@@ -25,6 +25,7 @@ mod daemon_cli;
 mod daemon_config;
 mod daemon_config_replicas;
 mod daemon_engine;
+mod daemon_fingerprint;
 mod daemon_fleet;
 mod daemon_logs;
 mod daemon_mock;
