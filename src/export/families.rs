@@ -633,7 +633,7 @@ pub const FP_AGREEMENT: Family = fingerprint(
 .unit("ratio");
 pub const FP_FIRST_DIVERGENCE: Family = fingerprint(
     "llmprobe_fingerprint_first_divergence_position",
-    "Earliest token position where an answer left its baseline in the last run; absent when none did.",
+    "Earliest token position where an answer left its baseline in the last run; -1 when none did.",
 );
 pub const FP_NOISE: Family = fingerprint(
     "llmprobe_fingerprint_noise_divergence",

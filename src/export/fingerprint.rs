@@ -43,12 +43,10 @@ impl FingerprintSeries {
         self.agreement
             .with_label_values(labels)
             .set(d.token_agreement);
-        match d.first_divergence {
-            Some(p) => self.first.with_label_values(labels).set(p as f64),
-            None => {
-                let _ = self.first.remove_label_values(labels);
-            }
-        }
+        // -1: no answer left its baseline (a series that comes and goes would read as
+        // a gap in the data).
+        let first = d.first_divergence.map_or(-1.0, |p| p as f64);
+        self.first.with_label_values(labels).set(first);
         self.noise.with_label_values(labels).set(noise.divergence);
         self.threshold.with_label_values(labels).set(t.divergence);
         let drift = if t.drifted(d) { 1.0 } else { 0.0 };

@@ -92,7 +92,7 @@ async fn same_model_is_quiet_and_another_drifts() {
     assert_eq!(at("same", "llmprobe_fingerprint_drift"), Some(0.0));
     assert_eq!(
         at("same", "llmprobe_fingerprint_first_divergence_position"),
-        None
+        Some(-1.0)
     );
     assert_eq!(
         at("same", "llmprobe_fingerprint_noise_divergence"),
