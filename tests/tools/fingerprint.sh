@@ -5,8 +5,9 @@
 # `fingerprint compare` must pass (exit 0) against the same model on a restarted server,
 # and flag drift (exit 3) against the same model requantized to another type with
 # llama.cpp's own `llama-quantize` and against the original model under another chat
-# template (`--chat-template gemma`). Each comparison's figures are printed (docs/measurement.md
-# records them).
+# template (`--chat-template gemma`). The daemon's fingerprint scenario gives the same
+# verdicts (llmprobe_fingerprint_drift 0 on the restarted server, 1 under the other
+# template). Each comparison's figures are printed (docs/measurement.md records them).
 #
 # Environment: LLMPROBE_BIN, LLMPROBE_LLAMA_SERVER, LLMPROBE_LLAMA_QUANTIZE, LLMPROBE_GGUF
 # (tools.env from scripts/install-tools). LLMPROBE_FINGERPRINT_QUANT (default Q3_K_S): the
@@ -50,6 +51,37 @@ start_server() {
   fail "llama-server not ready after 120 s"
 }
 
+# daemon_drift NAME WANT: a daemon with one fingerprint scenario against the running
+# server; its first run's llmprobe_fingerprint_drift must be WANT (0 or 1).
+daemon_drift() {
+  local name=$1 want=$2 pid drift=
+  cat >"$scratch/$name.yaml" <<EOF
+listen: 127.0.0.1:0
+self_check: {enabled: false}
+targets:
+  - name: llama
+    base_url: $base
+    model: gemma-3-270m
+    endpoint: chat
+    timeouts: {first_token: 300s, idle: 60s, total: 300s}
+    scenarios:
+      - name: fp
+        fingerprint: {baseline: $scratch/baseline.json, every: 10m}
+EOF
+  "$bin" daemon --config "$scratch/$name.yaml" >"$scratch/$name.out" 2>"$scratch/$name.err" &
+  pid=$!
+  wait_for_daemon "$pid" "$scratch/$name.out" "$scratch/$name.err"
+  for _ in $(seq 1 600); do
+    drift=$(curl -sf "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p')
+    [ -n "$drift" ] && break
+    sleep 0.5
+  done
+  say "$name: $(curl -sf "$url/metrics" | grep '^llmprobe_fingerprint_' | tr '\n' ' ')"
+  kill "$pid"
+  wait "$pid" || fail "$name: the daemon exited non-zero on SIGTERM"
+  [ "$drift" = "$want" ] || { cat "$scratch/$name.err" >&2; fail "$name: drift '$drift', want $want"; }
+}
+
 stop_server() {
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
@@ -83,6 +115,7 @@ stop_server
 say "same model, restarted server: no drift"
 start_server "$model"
 compare restart 0
+daemon_drift daemon-restart 0
 stop_server
 
 say "the model requantized to $quant: drift"
@@ -98,5 +131,6 @@ stop_server
 say "the original model under another chat template (gemma): drift"
 start_server "$model" --chat-template gemma
 compare chat-template-gemma 3
+daemon_drift daemon-chat-template 1
 stop_server
 say "OK"
