@@ -429,6 +429,20 @@ def slo_dashboard() -> dict:
                    "(failed requests are failures, never wrong answers).", "reqps",
                    [(f"sum by ({BY}, verdict) (rate(llmprobe_golden_answers_total{{{SEL}}}[{RATE}]))",
                      "{{verdict}} {{target}}/{{scenario}}")]),
+        row("Model fingerprint"),
+        timeseries("Fingerprint divergence", "Mean total-variation distance between the "
+                   "endpoint's top-k logprobs and its baseline's (docs/measurement.md), and "
+                   "the threshold from the baseline's own noise. LlmprobeModelDrift tickets "
+                   "when it stays above for 15m.", "short",
+                   [(f"max by ({BY}) (llmprobe_fingerprint_divergence{{{SEL}}})",
+                     "divergence {{target}}/{{scenario}}"),
+                    (f"max by ({BY}) (llmprobe_fingerprint_threshold_divergence{{{SEL}}})",
+                     "threshold {{target}}/{{scenario}}")]),
+        timeseries("Fingerprint token agreement", "Tokens matching the baseline's before the "
+                   "first difference, over the baseline's tokens: 1 is the same greedy answer "
+                   "to every prompt.", "percentunit",
+                   [(f"min by ({BY}) (llmprobe_fingerprint_token_agreement_ratio{{{SEL}}})",
+                     "{{target}}/{{scenario}}")]),
         row("Error budget burn rate"),
         timeseries("Availability error budget burn rate", "Failed probes (any reason) over "
                    "all probes, over the error budget (1 - objective, from "

@@ -24,6 +24,7 @@ pub mod engine_metrics;
 pub mod event;
 pub mod exit;
 pub mod export;
+pub mod fingerprint;
 pub mod latency;
 pub mod logging;
 pub mod manual;
@@ -60,6 +61,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon(args) => daemon::run_cli(args).await,
         Command::Mock(args) => mock::command::run(&args).await,
         Command::Bench(args) => bench::run::run(&args).await,
+        Command::Fingerprint(args) => fingerprint::command::run(&args).await,
         Command::Report(args) => bench::report_cmd::run(&args),
         Command::Completions(args) => {
             manual::completions(args.shell, &mut std::io::stdout().lock());

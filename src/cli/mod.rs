@@ -6,10 +6,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod bench;
 mod capacity;
 mod daemon;
+mod fingerprint;
 mod mock;
 pub use bench::{BenchArgs, MergeArgs, ReportArgs, ReportCommand};
 pub use capacity::CapacityArgs;
 pub use daemon::DaemonArgs;
+pub use fingerprint::FingerprintArgs;
 pub use mock::MockArgs;
 
 /// `--version`: the crate version and the git commit it was built from (build.rs).
@@ -44,6 +46,9 @@ pub enum Command {
     Mock(Box<MockArgs>),
     /// One-shot open-loop load test: one rate, a --sweep, or --find-max-rate, with SLO gates.
     Bench(Box<BenchArgs>),
+    /// Logprob fingerprints: record an endpoint's answers and noise, or compare a
+    /// candidate with a recorded baseline (is it still the same model?).
+    Fingerprint(FingerprintArgs),
     /// Work on saved bench results (merge the --records of shards).
     Report(ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell) on stdout.

@@ -22,6 +22,7 @@
 
 pub mod chunk;
 pub mod config;
+mod json_call;
 pub mod protocol;
 pub mod request;
 pub mod sse;

@@ -7,6 +7,7 @@
 
 mod checks;
 pub mod error;
+pub mod fingerprint;
 pub mod golden;
 pub mod locate;
 mod messages;

@@ -69,6 +69,8 @@ pub struct TargetPlan {
     /// Carries the resolved API key and headers.
     pub client: ClientConfig,
     pub scenarios: Vec<ScenarioPlan>,
+    /// The fingerprint scenarios (never in `scenarios`: they send no probes).
+    pub fingerprints: Vec<super::fingerprint::FingerprintPlan>,
     pub max_inflight: u32,
     pub token_budget_per_hour: Option<u64>,
     pub price: Option<TokenPrice>,
@@ -316,6 +318,11 @@ fn target(
     crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
 
     let scenarios = scenarios(cfg, t, path, buckets)?;
+    let mut fingerprints = Vec::new();
+    for (i, s) in t.scenarios.iter().enumerate() {
+        let sp = path.key("scenarios").index(i);
+        fingerprints.extend(super::fingerprint::plan(t, s, &sp)?);
+    }
 
     let replicas = super::replicas::plan(cfg, t, path)?;
     let capacity = capacity_plan(t, path)?;
@@ -329,6 +336,7 @@ fn target(
         shard: cfg.shard.unwrap_or_default(),
         client,
         scenarios,
+        fingerprints,
         max_inflight: t.max_inflight.unwrap_or(cfg.defaults.max_inflight),
         token_budget_per_hour: t.token_budget_per_hour,
         price: t.price.map(|p| TokenPrice {
@@ -351,9 +359,18 @@ fn scenarios(
     buckets: &Buckets,
 ) -> Result<Vec<ScenarioPlan>, (Path, String)> {
     let rate = t.rate.unwrap_or(cfg.defaults.rate);
-    let shared = t.scenarios.iter().filter(|s| s.rate.is_none()).count();
+    let probed = |s: &&Scenario| s.fingerprint.is_none();
+    let shared = t
+        .scenarios
+        .iter()
+        .filter(probed)
+        .filter(|s| s.rate.is_none())
+        .count();
     let mut scenarios = Vec::with_capacity(t.scenarios.len());
     for (i, s) in t.scenarios.iter().enumerate() {
+        if s.fingerprint.is_some() {
+            continue;
+        }
         let sp = path.key("scenarios").index(i);
         let probe = check_probe(cfg, t, s, path, &sp)?;
         // The prompt must hold the shared prefix, the unique nonce and one more token.

@@ -476,6 +476,11 @@ pub struct Scenario {
     /// the rolling accuracy with its Wilson interval (`llmprobe_golden_*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub golden: Option<GoldenConfig>,
+    /// Makes this a fingerprint scenario: every `every`, the baseline's prompts are
+    /// asked at temperature 0 with logprobs and the answers compared with the baseline's
+    /// (`llmprobe_fingerprint_*`); it sends no other probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<FingerprintConfig>,
 }
 
 /// A scenario's `golden:`.
@@ -499,6 +504,22 @@ pub const DEFAULT_GOLDEN_WINDOW: u32 = 200;
 
 fn default_golden_window() -> u32 {
     DEFAULT_GOLDEN_WINDOW
+}
+
+/// `fingerprint: {baseline: FILE, every: 10m}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintConfig {
+    /// The file `llmprobe fingerprint record` wrote.
+    pub baseline: PathBuf,
+    /// How often the baseline's prompts are asked again, e.g. `10m` (default).
+    #[serde(default = "default_every", with = "crate::duration::human")]
+    #[schemars(with = "String")]
+    pub every: Duration,
+}
+
+fn default_every() -> Duration {
+    Duration::from_secs(600)
 }
 
 /// One message of a scenario's `messages:`.
@@ -544,6 +565,7 @@ impl Default for Scenario {
             think_time: None,
             think_time_dist: None,
             golden: None,
+            fingerprint: None,
         }
     }
 }

@@ -2,8 +2,10 @@
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
 //! SLOs, one with answer checks, one asking the built-in golden set, a price, a capacity block, the mock's vLLM-format
 //! `/metrics` as the engine), a second target on the Responses API whose answers reason
-//! first (TTFA and reasoning tokens), and a third whose two replicas (two more mocks, one
-//! slower) are discovered from a static list (the replica and fleet series).
+//! first (TTFA and reasoning tokens), a third whose two replicas (two more mocks, one
+//! slower) are discovered from a static list (the replica and fleet series), and a
+//! fingerprint scenario on the first replica against a baseline recorded from it at
+//! start (the fingerprint series; the same engine, so no drift).
 
 use std::net::SocketAddr;
 
@@ -23,6 +25,8 @@ const SLOW_REPLICA_FACTOR: u32 = 3;
 pub struct DemoMocks {
     pub engine: MockServer,
     pub replicas: Vec<MockServer>,
+    /// The fingerprint baseline recorded at start, removed at shutdown.
+    pub baseline: std::path::PathBuf,
 }
 
 impl DemoMocks {
@@ -31,6 +35,7 @@ impl DemoMocks {
     }
 
     pub async fn shutdown(self) {
+        let _ = std::fs::remove_file(&self.baseline);
         self.engine.shutdown().await;
         for r in self.replicas {
             r.shutdown().await;
@@ -61,14 +66,62 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource
     }
     let engine = crate::mock::start(cfg, loopback).await?;
     let replica_urls: Vec<String> = replicas.iter().map(MockServer::base_url).collect();
-    let text = config_text(&engine.base_url(), &model, &replica_urls);
+    let mut text = config_text(&engine.base_url(), &model, &replica_urls);
+    let baseline = record_baseline(&replica_urls[0], &model).await?;
+    text.push_str(&fingerprint_target(&replica_urls[0], &model, &baseline));
     Ok((
-        DemoMocks { engine, replicas },
+        DemoMocks {
+            engine,
+            replicas,
+            baseline,
+        },
         ConfigSource::Inline {
             name: "<--mock demo config>".to_string(),
             text,
         },
     ))
+}
+
+/// Records a short fingerprint baseline of the mock at `base_url` into a file of the
+/// temporary directory named after the mock's address (one per demo).
+async fn record_baseline(base_url: &str, model: &str) -> anyhow::Result<std::path::PathBuf> {
+    use crate::fingerprint::{Ask, Sampler, default_prompts};
+    let cfg = crate::client::ClientConfig {
+        base_url: base_url.to_string(),
+        ..crate::client::ClientConfig::default()
+    };
+    let ask = Ask {
+        endpoint: crate::client::Endpoint::Chat,
+        model: model.to_string(),
+        top_logprobs: 5,
+        max_tokens: 8,
+    };
+    let baseline = Sampler::new(cfg, ask)?
+        .record(&default_prompts(), 2)
+        .await?;
+    let port = base_url.rsplit(':').next().unwrap_or("0");
+    let path = std::env::temp_dir().join(format!(
+        "llmprobe-demo-fingerprint-{}-{port}.json",
+        std::process::id()
+    ));
+    baseline.save(&path)?;
+    Ok(path)
+}
+
+/// A target with one fingerprint scenario against `baseline`.
+fn fingerprint_target(base_url: &str, model: &str, baseline: &std::path::Path) -> String {
+    let file = serde_json::Value::from(baseline.display().to_string());
+    format!(
+        r#"  - name: mock-fingerprint
+    base_url: {base_url}
+    model: {model}
+    endpoint: chat
+    timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
+    scenarios:
+      - name: fingerprint
+        fingerprint: {{baseline: {file}, every: 30s}}
+"#
+    )
 }
 
 /// The mock's KV cache in blocks: the pool the demo's capacity block predicts, so the

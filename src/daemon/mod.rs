@@ -13,6 +13,7 @@ pub mod demo;
 pub mod engine_scrape;
 pub mod failure_lines;
 pub mod failure_log;
+pub mod fingerprint;
 pub mod fleet;
 pub mod scenario;
 pub mod self_check;
@@ -481,6 +482,13 @@ impl Control {
                 if !still {
                     metrics.remove_scenario(&old.name, &old.model, &later);
                 }
+            }
+        }
+        for f in &old.fingerprints {
+            let kept = same_model
+                && new.is_some_and(|n| n.fingerprints.iter().any(|nf| nf.scenario == f.scenario));
+            if !kept {
+                metrics.remove_fingerprint(&old.name, &old.model, &f.scenario);
             }
         }
         match new {

@@ -102,6 +102,9 @@ pub fn start(
     for (i, scenario) in plan.scenarios.iter().enumerate().filter(|_| front_door) {
         tasks.extend(start_scenario(&starting, scenario, (position + i, count))?);
     }
+    for fp in plan.fingerprints.iter().filter(|_| front_door) {
+        tasks.push(super::fingerprint::start(&plan, fp, shared, stop.clone())?);
+    }
     if let Some(url) = plan.engine_metrics_url.clone().filter(|_| front_door) {
         tasks.push(tokio::spawn(scrape_loop(Scraper {
             plan: plan.clone(),

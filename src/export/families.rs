@@ -60,6 +60,8 @@ pub enum Scope {
     /// the SD labels the allow-list keeps (names vary per target); its own collector,
     /// no registered handle.
     ReplicaInfo,
+    /// A fingerprint scenario's verdict (`target, model, scenario`), removed with it.
+    Fingerprint,
     /// The daemon's own series, never removed.
     Daemon,
     /// `llmprobe_shard_info`: labels `index, count`, one series, replaced on reload.
@@ -109,7 +111,7 @@ impl Family {
     /// Every label name, in order.
     pub fn labels(&self) -> Vec<&'static str> {
         let mut labels = match self.scope {
-            Scope::Scenario => PROBE_LABELS.to_vec(),
+            Scope::Scenario | Scope::Fingerprint => PROBE_LABELS.to_vec(),
             Scope::Capacity | Scope::Engine | Scope::Fleet => TARGET_LABELS.to_vec(),
             Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
             Scope::ReplicaEngine | Scope::ReplicaInfo => REPLICA_LABELS.to_vec(),
@@ -649,6 +651,48 @@ pub const CGROUP_PERIODS: Family = counter(
 )
 .scope(Scope::Process);
 
+// Fingerprints (docs/measurement.md), per fingerprint scenario.
+
+const fn fingerprint(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::Fingerprint)
+}
+
+pub const FP_DIVERGENCE: Family = fingerprint(
+    "llmprobe_fingerprint_divergence",
+    "Mean total-variation distance between the endpoint's top-k distributions and its baseline's, over the compared positions of the last run.",
+);
+pub const FP_AGREEMENT: Family = fingerprint(
+    "llmprobe_fingerprint_token_agreement_ratio",
+    "Tokens matching the baseline's before the first difference, over the baseline's tokens, in the last run.",
+)
+.unit("ratio");
+pub const FP_FIRST_DIVERGENCE: Family = fingerprint(
+    "llmprobe_fingerprint_first_divergence_position",
+    "Earliest token position where an answer left its baseline in the last run; -1 when none did.",
+);
+pub const FP_NOISE: Family = fingerprint(
+    "llmprobe_fingerprint_noise_divergence",
+    "The endpoint's own run-to-run divergence, measured when the baseline was recorded.",
+);
+pub const FP_THRESHOLD: Family = fingerprint(
+    "llmprobe_fingerprint_threshold_divergence",
+    "The divergence above which the endpoint has drifted (from the baseline's noise).",
+);
+pub const FP_DRIFT: Family = fingerprint(
+    "llmprobe_fingerprint_drift",
+    "1 when the last run diverged beyond the baseline's noise (divergence or token agreement), else 0.",
+);
+pub const FP_LAST_RUN: Family = fingerprint(
+    "llmprobe_fingerprint_last_run_timestamp_seconds",
+    "When the last fingerprint run completed (Unix time).",
+)
+.unit("seconds");
+pub const FP_FAILURES: Family = counter(
+    "llmprobe_fingerprint_failures_total",
+    "Fingerprint runs that failed (a request failed or an answer had no logprobs).",
+)
+.scope(Scope::Fingerprint);
+
 /// Every family, in the order of docs/metrics.md: the latency histograms and
 /// objective gauges come from the latency catalogue (`crate::latency`).
 pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
@@ -740,6 +784,14 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             CGROUP_THROTTLED_SECONDS,
             CGROUP_THROTTLED_PERIODS,
             CGROUP_PERIODS,
+            FP_DIVERGENCE,
+            FP_AGREEMENT,
+            FP_FIRST_DIVERGENCE,
+            FP_NOISE,
+            FP_THRESHOLD,
+            FP_DRIFT,
+            FP_LAST_RUN,
+            FP_FAILURES,
         ])
         .collect()
 });

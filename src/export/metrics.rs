@@ -21,6 +21,7 @@ use prometheus::{
 use super::buckets::Buckets;
 use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
+use super::fingerprint::FingerprintSeries;
 use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::openmetrics;
@@ -230,6 +231,7 @@ pub struct Metrics {
     replica_histograms: Arc<LatencyHistograms>,
     fleet: FleetSeries,
     self_check: SelfCheckSeries,
+    fingerprint: FingerprintSeries,
     /// Per target: what `set_engine` and `set_headroom` last published, for the page.
     engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
     /// Held (shared) while a scrape's gauges are published together and (exclusive)
@@ -261,6 +263,7 @@ impl Metrics {
         registry.register(Box::new(CgroupCollector::for_self()?))?;
         Ok(Arc::new(Metrics {
             self_check: SelfCheckSeries::new(&registered)?,
+            fingerprint: FingerprintSeries::new(&registered)?,
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
@@ -564,6 +567,17 @@ impl Metrics {
     /// The series self-probes move.
     pub fn self_check(&self) -> &SelfCheckSeries {
         &self.self_check
+    }
+
+    /// The fingerprint scenarios' series.
+    pub fn fingerprint(&self) -> &FingerprintSeries {
+        &self.fingerprint
+    }
+
+    /// Removes every series of one fingerprint scenario.
+    pub fn remove_fingerprint(&self, target: &str, model: &str, scenario: &str) {
+        self.registered
+            .remove(Scope::Fingerprint, &[target, model, scenario]);
     }
 
     /// Records the outcome of a configuration (re)load.

@@ -16,6 +16,7 @@ pub mod buckets;
 pub mod cgroup;
 pub mod exemplars;
 pub mod families;
+pub mod fingerprint;
 pub mod fleet;
 pub mod histograms;
 pub mod history;

@@ -86,6 +86,10 @@ pub struct MockArgs {
     /// `--fault wrong_answer:P` a fraction P of the answers is wrong.
     #[arg(long, value_name = "FILE|builtin")]
     pub golden: Option<String>,
+    /// Seed of the logprobs answered when a request asks for them (`logprobs`); another
+    /// seed looks like another model to `llmprobe fingerprint`.
+    #[arg(long, default_value_t = 0)]
+    pub logprob_seed: u64,
 }
 
 impl MockArgs {
@@ -116,6 +120,10 @@ impl MockArgs {
             answer: self.answer.clone(),
             no_prefix_cache: self.no_prefix_cache,
             golden: self.golden.clone(),
+        })
+        .map(|c| MockConfig {
+            logprob_seed: self.logprob_seed,
+            ..c
         })
     }
 }

@@ -82,6 +82,9 @@ pub struct MockConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub golden: Option<Arc<GoldenSet>>,
+    /// Seed of the logprobs answered to a request that asks for them; another seed is
+    /// another model to a fingerprint (same tokens, other probabilities).
+    pub logprob_seed: u64,
 }
 
 impl Default for MockConfig {
@@ -108,6 +111,7 @@ impl Default for MockConfig {
             answer: None,
             prefix_cache: true,
             golden: None,
+            logprob_seed: 0,
         }
     }
 }
@@ -257,6 +261,7 @@ impl MockConfig {
                 )),
                 None => None,
             },
+            logprob_seed: d.logprob_seed,
         };
         config.validate()?;
         Ok(config)

@@ -21,6 +21,7 @@ mod fault_walk;
 mod inject;
 mod jitter;
 mod job;
+mod logprobs;
 mod metrics;
 mod prefix_cache;
 mod protocol;

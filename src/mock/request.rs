@@ -30,6 +30,8 @@ pub struct GenRequest {
     pub continuous_usage: bool,
     /// Embeddings: how many inputs (one vector each).
     pub inputs: u32,
+    /// Alternatives per position when the request asks for logprobs.
+    pub logprobs: Option<u32>,
     /// The first function offered in `tools` (chat and responses).
     pub tool: Option<OfferedTool>,
 }
@@ -96,6 +98,7 @@ pub fn parse_request(
         include_usage,
         continuous_usage,
         inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
+        logprobs: super::logprobs::requested(obj)?,
         tool: tool::offered(obj, |t| protocol.tool_function(t)),
     })
 }

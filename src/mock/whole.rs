@@ -11,6 +11,7 @@ use super::conn::ConnCtl;
 use super::engine::Schedule;
 use super::inject::{self, Tokens};
 use super::job::Job;
+use super::logprobs::{self, Asked, Logprobs};
 use super::protocol::Whole;
 use super::reply::shutting_down;
 
@@ -61,6 +62,7 @@ pub async fn full_response(job: Job, ctl: ConnCtl) -> Response {
         },
         usage: job.usage(emitted),
         vectors: job.req.inputs,
+        logprobs: logprobs(&job, emitted),
     };
     body_response(&job, &whole)
 }
@@ -96,8 +98,23 @@ pub async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
         finish: "stop",
         usage: job.usage(0),
         vectors: if tokens.empty() { 0 } else { job.req.inputs },
+        logprobs: None,
     };
     body_response(&job, &whole)
+}
+
+/// The logprobs of the answer's `emitted` tokens, if the request asked for them.
+fn logprobs(job: &Job, emitted: u32) -> Option<Logprobs> {
+    let k = job.req.logprobs?;
+    let w = &job.writer;
+    let tokens = (w.reasoning.min(emitted)..emitted)
+        .map(|i| w.voice.token(i, w.reasoning))
+        .collect();
+    let seed = logprobs::seed(job.engine.cfg.logprob_seed, &job.req.prompt_words);
+    Some(Logprobs {
+        asked: Asked { k, seed },
+        tokens,
+    })
 }
 
 /// The whole answer's JSON body, as the faults on the body and its framing leave it.

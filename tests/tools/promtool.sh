@@ -103,6 +103,8 @@ mutate replica-ttft-without-replica 's/sum by (target, model, replica, le)/sum b
 mutate replica-ttft-per-scenario 's/sum by (target, model, replica, le)/sum by (target, model, scenario, replica, le)/' alerts/tests/fleet.test.yaml
 mutate replica-goodput-per-scenario 's/sum by (target, model, replica) (rate(llmprobe_replica_goodput_requests_total/sum by (target, model, scenario, replica) (rate(llmprobe_replica_goodput_requests_total/' alerts/tests/fleet.test.yaml
 mutate replica-failure-no-fallback 's/0 \* sum by (target, model, replica) (rate(llmprobe_replica_requests_total/0 * sum by (target, model, replica) (rate(llmprobe_replica_request_failures_total/' alerts/tests/fleet.test.yaml
+mutate drift-one-run '/alert: LlmprobeModelDrift/,/for:/s/for: 15m/for: 0m/' alerts/tests/model-drift.test.yaml
+mutate drift-always 's/(llmprobe_fingerprint_drift) == 1/(llmprobe_fingerprint_drift) >= 0/' alerts/tests/model-drift.test.yaml
 # Many probers (alerts/tests/many-probers.test.yaml).
 mp=alerts/tests/many-probers.test.yaml
 mutate quorum-ignored 's/>= on (target, model, scenario) llmprobe:slo_locations_needed:count$/>= on (target, model, scenario) 0 * llmprobe:slo_locations_needed:count + 1/' $mp

@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::super::logprobs;
 use super::super::wire::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, openai, prompt, sse};
 
@@ -114,7 +115,8 @@ impl MockProtocol for Chat {
         json!({
             "id": w.id, "object": "chat.completion", "created": w.created,
             "model": w.model,
-            "choices": [{"index": 0, "message": message, "logprobs": null,
+            "choices": [{"index": 0, "message": message,
+                         "logprobs": answer.logprobs.as_ref().map(|l| logprobs::chat_json(l.asked, &l.tokens)),
                          "finish_reason": finish}],
             "usage": openai::usage_json(answer.usage),
         })

@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::super::logprobs;
 use super::super::wire::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, openai, prompt, sse};
 
@@ -73,7 +74,8 @@ impl MockProtocol for Completions {
             "id": w.id, "object": OBJECT, "created": w.created,
             "model": w.model,
             "choices": [{"index": 0, "text": format!("{}{}", piece.reasoning, piece.answer),
-                         "logprobs": null, "finish_reason": answer.finish}],
+                         "logprobs": answer.logprobs.as_ref().map(|l| logprobs::completions_json(l.asked, &l.tokens)),
+                         "finish_reason": answer.finish}],
             "usage": openai::usage_json(answer.usage),
         })
     }

@@ -20,7 +20,7 @@ use crate::client::Endpoint;
 pub use openai::error_body;
 
 /// What a whole (non-streamed) answer holds.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Whole<'a> {
     /// Output tokens generated.
     pub emitted: u32,
@@ -29,6 +29,8 @@ pub struct Whole<'a> {
     pub usage: Usage,
     /// Embeddings: how many vectors the answer holds.
     pub vectors: u32,
+    /// The answer's logprobs, when the request asked for them.
+    pub logprobs: Option<crate::mock::logprobs::Logprobs>,
 }
 
 /// One API as the mock speaks it: what it reads from a request, and the events and

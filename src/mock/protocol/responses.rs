@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::super::logprobs;
 use super::super::wire::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, named_sse, prompt};
 
@@ -238,6 +239,12 @@ impl MockProtocol for Responses {
     }
 
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
-        full(w, &w.piece(0, answer.emitted), answer.emitted, answer.usage)
+        let mut v = full(w, &w.piece(0, answer.emitted), answer.emitted, answer.usage);
+        if let (Some(l), Some(part)) = (&answer.logprobs, v.pointer_mut("/output/0/content/0"))
+            && part["type"] == "output_text"
+        {
+            part["logprobs"] = Value::Array(logprobs::entries(l.asked, &l.tokens));
+        }
+        v
     }
 }
