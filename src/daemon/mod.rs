@@ -489,6 +489,9 @@ impl Control {
                 && new.is_some_and(|n| n.fingerprints.iter().any(|nf| nf.scenario == f.scenario));
             if !kept {
                 metrics.remove_fingerprint(&old.name, &old.model, &f.scenario);
+                self.shared
+                    .status
+                    .remove_fingerprint(&old.name, &f.scenario);
             }
         }
         match new {

@@ -17,6 +17,8 @@ pub mod cgroup;
 pub mod exemplars;
 pub mod families;
 pub mod fingerprint;
+pub mod fingerprint_status;
+pub mod fingerprint_table;
 pub mod fleet;
 pub mod histograms;
 pub mod history;

@@ -11,6 +11,7 @@
 
 use std::fmt::Write as _;
 
+use super::fingerprint_table::fingerprint_table;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
 use super::html::{clock, header_cells, ms, outcome, over, pair, percent, row, url_segment, whole};
@@ -174,35 +175,37 @@ fn golden_cell(g: &super::status::GoldenStatus) -> String {
     out
 }
 
-/// `/`: each target with its engine line, its scenarios and its replicas.
+/// `/`: each target with its engine line, its scenarios, its fingerprints and its
+/// replicas.
 pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bool) -> String {
     let mut out = head("llmprobe daemon", refresh, "/");
-    let mut targets: Vec<Vec<ScenarioStatus>> = Vec::new();
-    for s in board.snapshot() {
-        match targets.last_mut() {
-            Some(t) if t[0].target == s.target => t.push(s),
-            _ => targets.push(vec![s]),
-        }
-    }
-    for scenarios in &mut targets {
-        let target = scenarios[0].target.clone();
+    let targets = board.targets();
+    for (target, model) in &targets {
         section_head(
             &mut out,
-            &scenarios[0],
-            metrics.engine_state(&target),
+            target,
+            model,
+            metrics.engine_state(target),
             refresh,
         );
-        for s in scenarios.drain(..) {
-            let r = ScenarioRow {
-                five: s.history.window(now, 5),
-                hour: s.history.window(now, 60),
-                status: s,
-                now,
-            };
-            row(&mut out, "scenario", SCENARIO_COLUMNS, &r);
+        let scenarios = board.scenarios_of(target);
+        if !scenarios.is_empty() {
+            out.push_str("<div class=\"scroll\"><table><thead><tr>");
+            header_cells(&mut out, SCENARIO_COLUMNS);
+            out.push_str("</tr></thead><tbody>\n");
+            for s in scenarios {
+                let r = ScenarioRow {
+                    five: s.history.window(now, 5),
+                    hour: s.history.window(now, 60),
+                    status: s,
+                    now,
+                };
+                row(&mut out, "scenario", SCENARIO_COLUMNS, &r);
+            }
+            out.push_str("</tbody></table></div>\n");
         }
-        out.push_str("</tbody></table></div>\n");
-        replica_table(&mut out, board.replicas(&target), now);
+        fingerprint_table(&mut out, board.fingerprints(target), now);
+        replica_table(&mut out, board.replicas(target), now);
         out.push_str("</section>\n");
     }
     if targets.is_empty() {
@@ -216,9 +219,12 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
 /// replicas as of `now`; `None` when no such target runs.
 pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> Option<String> {
     let all = board.scenarios_of(name);
-    if all.is_empty() {
-        return None;
-    }
+    let fingerprints = board.fingerprints(name);
+    let model = match (all.first(), fingerprints.first()) {
+        (Some(s), _) => s.model.clone(),
+        (None, Some(f)) => f.model.clone(),
+        (None, None) => return None,
+    };
     let mut rows: Vec<(String, ProbeRow)> = all
         .iter()
         .flat_map(|s| s.history.recent().map(|p| (s.scenario.clone(), p.clone())))
@@ -232,7 +238,7 @@ pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> 
          newest first. <a href=\"/{}\">All targets</a></p>\n<div class=\"scroll\"><table>\
          <thead><tr>",
         escape(name),
-        escape(&all[0].model),
+        escape(&model),
         super::history::RECENT,
         if refresh { "" } else { "?refresh=off" }
     );
@@ -243,6 +249,7 @@ pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> 
     }
     out.push_str("</tbody></table></div>\n");
     slowest_probes(&mut out, board, name);
+    fingerprint_table(&mut out, fingerprints, now);
     replica_table(&mut out, board.replicas(name), now);
     out.push_str("</section></main></body></html>\n");
     Some(out)
@@ -307,22 +314,26 @@ pub(super) fn head(title: &str, refresh: bool, here: &str) -> String {
     out
 }
 
-fn section_head(out: &mut String, s: &ScenarioStatus, engine: Option<EngineState>, refresh: bool) {
+fn section_head(
+    out: &mut String,
+    target: &str,
+    model: &str,
+    engine: Option<EngineState>,
+    refresh: bool,
+) {
     let link = format!(
         "/target/{}{}",
-        url_segment(&s.target),
+        url_segment(target),
         if refresh { "" } else { "?refresh=off" }
     );
     let _ = write!(
         out,
         "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n\
-         <p class=\"engine\">{}</p>\n<div class=\"scroll\"><table><thead><tr>",
-        escape(&s.target),
-        escape(&s.model),
+         <p class=\"engine\">{}</p>\n",
+        escape(target),
+        escape(model),
         engine_line(engine)
     );
-    header_cells(out, SCENARIO_COLUMNS);
-    out.push_str("</tr></thead><tbody>\n");
 }
 
 fn engine_line(e: Option<EngineState>) -> String {

@@ -3,11 +3,13 @@
 //! the daemon) and SLO attainment since it started. Plus the running config as
 //! redacted YAML for `/config`. Each entry keeps the last hour in bounded ring buffers
 //! (`history`) for the status page. Beside the front door's scenarios, one entry per
-//! discovered replica of a target (`replica_status`).
+//! discovered replica of a target (`replica_status`) and per fingerprint scenario
+//! (`fingerprint_status`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+use super::fingerprint_status::{FingerprintHandle, FingerprintStatus};
 use super::history::{History, ProbeRow};
 use super::replica_status::{ReplicaHandle, ReplicaStatus};
 use crate::check::AccuracyWindow;
@@ -162,6 +164,8 @@ struct Board {
     scenarios: BTreeMap<(String, String), ScenarioHandle>,
     /// By (target, replica).
     replicas: BTreeMap<(String, String), ReplicaHandle>,
+    /// By (target, scenario).
+    fingerprints: BTreeMap<(String, String), FingerprintHandle>,
 }
 
 /// Shared between the daemon (writer) and the HTTP server (reader).
@@ -263,6 +267,61 @@ impl StatusBoard {
             .take_while(|((t, _), _)| t == target)
             .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
             .collect()
+    }
+
+    /// The entry of a fingerprint scenario: `new` when there is none, or when the one
+    /// there holds other limits (a reload changed its baseline); otherwise the same
+    /// entry, its runs kept.
+    pub fn fingerprint(&self, new: FingerprintStatus) -> FingerprintHandle {
+        let mut b = self.write();
+        let key = (new.target.clone(), new.scenario.clone());
+        if let Some(h) = b.fingerprints.get(&key) {
+            let same = {
+                let old = h.lock().unwrap_or_else(|e| e.into_inner());
+                old.model == new.model && old.threshold == new.threshold && old.every == new.every
+            };
+            if same {
+                return h.clone();
+            }
+        }
+        let h = Arc::new(Mutex::new(new));
+        b.fingerprints.insert(key, h.clone());
+        h
+    }
+
+    /// Drops a fingerprint scenario that left the config.
+    pub fn remove_fingerprint(&self, target: &str, scenario: &str) {
+        self.write()
+            .fingerprints
+            .remove(&(target.to_string(), scenario.to_string()));
+    }
+
+    /// Snapshot of a target's fingerprint scenarios, ordered by name.
+    pub fn fingerprints(&self, target: &str) -> Vec<FingerprintStatus> {
+        self.read()
+            .fingerprints
+            .range((target.to_string(), String::new())..)
+            .take_while(|((t, _), _)| t == target)
+            .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
+    /// Every target with a scenario or a fingerprint scenario, with its model, in name
+    /// order.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        let b = self.read();
+        let mut out: BTreeMap<String, String> = BTreeMap::new();
+        for h in b.scenarios.values() {
+            let s = h.lock().unwrap_or_else(|e| e.into_inner());
+            out.entry(s.target.clone())
+                .or_insert_with(|| s.model.clone());
+        }
+        for h in b.fingerprints.values() {
+            let f = h.lock().unwrap_or_else(|e| e.into_inner());
+            out.entry(f.target.clone())
+                .or_insert_with(|| f.model.clone());
+        }
+        out.into_iter().collect()
     }
 
     /// Drops the entries of a target × scenario that left the config.

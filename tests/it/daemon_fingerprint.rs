@@ -62,10 +62,16 @@ async fn same_model_is_quiet_and_another_drifts() {
             baseline.display()
         )
     };
+    // Nothing listens on a port that was bound and dropped: every run of "down" fails.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
     let (_cfg_dir, path) = config_file(&format!(
-        "self_check: {{enabled: false}}\ntargets:\n{}{}",
+        "self_check: {{enabled: false}}\ntargets:\n{}{}{}",
         target("same", same.base_url()),
-        target("other", other.base_url())
+        target("other", other.base_url()),
+        target("down", down)
     ));
     let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
         .await
@@ -80,7 +86,12 @@ async fn same_model_is_quiet_and_another_drifts() {
                 &[("target", t)],
             )
         };
-        (ran("same").is_some() && ran("other").is_some()).then_some(s)
+        let failed = value(
+            &s,
+            "llmprobe_fingerprint_failures_total",
+            &[("target", "down")],
+        );
+        (ran("same").is_some() && ran("other").is_some() && failed >= Some(1.0)).then_some(s)
     })
     .await;
     let at = |t: &'static str, name: &str| value(&s, name, &[("target", t), ("scenario", "fp")]);
@@ -114,6 +125,39 @@ async fn same_model_is_quiet_and_another_drifts() {
         sum(&s, "llmprobe_requests_total", &[("scenario", "fp")]),
         0.0
     );
+    // The status page: one fingerprint row per scenario, its state and figures against
+    // the limits, on `/` and on the target's page.
+    let (code, page) = get(&format!("http://{addr}/")).await;
+    assert_eq!(code, 200);
+    let section = |t: &str| {
+        let start = page
+            .find(&format!(">{t}</a>"))
+            .unwrap_or_else(|| panic!("{t}: {page}"));
+        let end = page[start..].find("</section>").unwrap() + start;
+        page[start..end].to_string()
+    };
+    let same_row = section("same");
+    assert!(
+        same_row.contains("<span class=\"ok\">same model</span>"),
+        "{same_row}"
+    );
+    assert!(same_row.contains(">0.0000 <small class=\"covered\">limit 0.0200</small>"));
+    assert!(same_row.contains(">100.0 % <small class=\"covered\">limit 90.0 %</small>"));
+    assert!(same_row.contains(">none</td>"));
+    let other_row = section("other");
+    assert!(
+        other_row.contains("<span class=\"bad\">drift</span>"),
+        "{other_row}"
+    );
+    let down_row = section("down");
+    assert!(
+        down_row.contains("<span class=\"bad\">run failing</span>"),
+        "{down_row}"
+    );
+    assert!(down_row.contains(" ago: "), "the last error: {down_row}");
+    let (code, target) = get(&format!("http://{addr}/target/other")).await;
+    assert_eq!(code, 200);
+    assert!(target.contains("<tr class=\"fingerprint\">") && target.contains(">drift</span>"));
     d.shutdown().await.unwrap();
 }
 

