@@ -64,6 +64,9 @@ pub struct Collector {
     check_failed: u64,
     /// Failed checks by check name.
     check_failures: BTreeMap<&'static str, u64>,
+    /// Successful requests whose golden-set answer was judged, and those judged correct.
+    golden_judged: u64,
+    golden_correct: u64,
     /// Scheduled time of the last warmup arrival (the window origin).
     origin: Option<Duration>,
     first_sched: Option<Duration>,
@@ -209,6 +212,10 @@ impl Collector {
                 *self.check_failures.entry(c.check.as_str()).or_default() += 1;
             }
         }
+        if let Some(v) = &r.golden {
+            self.golden_judged += 1;
+            self.golden_correct += u64::from(v.correct);
+        }
         *self
             .token_sources
             .entry(r.token_source.as_str())
@@ -262,6 +269,8 @@ impl Collector {
         self.warmup_excluded += other.warmup_excluded;
         self.checked += other.checked;
         self.check_failed += other.check_failed;
+        self.golden_judged += other.golden_judged;
+        self.golden_correct += other.golden_correct;
         for (mine, theirs) in [
             (&mut self.failures, &other.failures),
             (&mut self.check_failures, &other.check_failures),
@@ -356,6 +365,8 @@ impl Collector {
             checked: self.checked,
             check_failed: self.check_failed,
             check_failures: own(&self.check_failures),
+            golden_judged: self.golden_judged,
+            golden_correct: self.golden_correct,
             cache: self.cache,
             turns: self.turns.summary(percentiles),
             ttft,
@@ -424,6 +435,13 @@ pub struct Summary {
     /// Failed checks by check name (one request can fail several).
     #[serde(default)]
     pub check_failures: BTreeMap<String, u64>,
+    /// Successful requests whose golden-set answer was judged (a failed request is a
+    /// failure, never a wrong answer).
+    #[serde(default)]
+    pub golden_judged: u64,
+    /// Of `golden_judged`, the answers judged correct.
+    #[serde(default)]
+    pub golden_correct: u64,
     /// Cached prompt tokens where the server reported them (successful requests).
     #[serde(default)]
     pub cache: CacheShare,
@@ -742,5 +760,33 @@ mod tests {
         assert_eq!(t.by_turn[0].dispatch_lag.max, Some(0.0));
         assert_eq!(t.later.dispatch_lag.max, Some(0.003));
         assert_eq!(t.later.dispatch_lag.count, 2);
+    }
+
+    #[test]
+    fn golden_verdicts_are_counted_on_answers_only() {
+        let judged = |id, correct| {
+            let mut r = ok(id, id * 10, 0, 5, 1, 1, 1);
+            r.golden = Some(crate::record::GoldenVerdict {
+                line: 1,
+                correct,
+                reason: None,
+            });
+            r
+        };
+        // Request 0 is warmup; request 3 failed, so it has no verdict.
+        let mut c = Collector::new(Slo::default(), 1);
+        for r in [judged(0, false), judged(1, true), judged(2, false)] {
+            c.push(&r);
+        }
+        c.push(&failed(3, 30, Outcome::Timeout, 40));
+        let s = c.summary(&[]);
+        assert_eq!((s.golden_judged, s.golden_correct), (2, 1));
+        assert_eq!((s.completed, s.failed), (2, 1));
+        let mut other = Collector::new(Slo::default(), 0);
+        other.push(&judged(4, true));
+        c.append(&other);
+        let s = c.summary(&[]);
+        assert_eq!((s.golden_judged, s.golden_correct), (3, 2));
+        assert_eq!(hand_run().summary(&[]).golden_judged, 0);
     }
 }

@@ -187,6 +187,12 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub prompt_file: Option<PathBuf>,
+    /// Ask a golden set's questions (a JSONL file, or `builtin`) instead of prompts, in
+    /// an order seeded by --seed, cycling; each answer is judged by its question's rule
+    /// and the report gives the accuracy with its 95 % Wilson interval, whose lower
+    /// bound is a daemon scenario's `golden.baseline` (docs/measurement.md).
+    #[arg(long, value_name = "FILE|builtin", help_heading = "Workload")]
+    pub golden: Option<String>,
     /// Send --prompt/--prompt-file (or dataset prompts) without the unique nonce in
     /// front: byte for byte the same question every time (exact-match prompts; the
     /// server's prefix cache then serves them).
@@ -331,6 +337,16 @@ pub struct BenchArgs {
     /// Shorthand for `--gate goodput-ratio>=R`.
     #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
     pub min_goodput_ratio: Option<String>,
+    /// Shorthand for `--gate golden-accuracy-upper>=A` (with --golden): fail when the
+    /// upper bound of the golden accuracy's 95 % interval is below A, the rule of the
+    /// LlmprobeGoldenAccuracyDrop alert.
+    #[arg(
+        long,
+        value_name = "A",
+        requires = "golden",
+        help_heading = "SLOs and gates"
+    )]
+    pub min_golden_accuracy: Option<String>,
 
     // ---- report ----
     /// Latency metrics to report percentiles for: ttft,tpot,itl,e2el.

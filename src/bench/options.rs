@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bench::args::BenchArgs;
+use crate::bench::golden::{check_golden_gates, min_accuracy_gate, parse_golden};
 use crate::bench::trace::{TraceOptions, parse_trace, trace_rate};
 use crate::check::{
-    CheckSpec, Checks, ModelMatch, SchemaSource, ToolCallSpec, ToolChoice, ToolOffer,
+    CheckSpec, Checks, GoldenSet, ModelMatch, SchemaSource, ToolCallSpec, ToolChoice, ToolOffer,
 };
 use crate::client::{Endpoint, valid_header_name};
 use crate::conversation::Turns;
@@ -88,7 +89,7 @@ pub enum LenDist {
 }
 
 /// Where prompts come from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Dataset {
     /// Synthetic prompts of --input-len tokens.
     Random,
@@ -96,6 +97,21 @@ pub enum Dataset {
     Jsonl(PathBuf),
     /// One question (`--prompt`, `--prompt-file`) for every request.
     Fixed(String),
+    /// A golden set's questions (`--golden`), each answer judged.
+    Golden(Arc<GoldenSet>),
+}
+
+impl PartialEq for Dataset {
+    fn eq(&self, other: &Dataset) -> bool {
+        match (self, other) {
+            (Dataset::Random, Dataset::Random) => true,
+            (Dataset::ShareGpt(a), Dataset::ShareGpt(b))
+            | (Dataset::Jsonl(a), Dataset::Jsonl(b)) => a == b,
+            (Dataset::Fixed(a), Dataset::Fixed(b)) => a == b,
+            (Dataset::Golden(a), Dataset::Golden(b)) => a.same_as(b),
+            _ => false,
+        }
+    }
 }
 
 /// Which rates to run.
@@ -217,6 +233,7 @@ impl BenchOptions {
     /// generated `--save-result` file name.
     pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
         let (base_url, model, api) = parse_target(a)?;
+        let golden = parse_golden(a)?;
         let headers = a
             .headers
             .iter()
@@ -242,12 +259,16 @@ impl BenchOptions {
         check_load_shape(a)?;
         let arrival = parse_arrival(a)?;
         let gates = parse_gates(a)?;
+        check_golden_gates(&gates, golden.is_some())?;
         let rates = match &trace {
             Some(t) => RatePlan::Fixed(vec![trace_rate(&t.survey)]),
             None => parse_rate_plan(a, &gates, stop)?,
         };
         let len_dist = parse_len_dist(a)?;
-        let dataset = parse_dataset(a)?;
+        let dataset = match golden {
+            Some(set) => Dataset::Golden(set),
+            None => parse_dataset(a)?,
+        };
         let turns = parse_turns(a)?;
 
         let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
@@ -526,7 +547,8 @@ fn parse_turns(a: &BenchArgs) -> Result<Option<Turns>> {
     }))
 }
 
-/// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R`.
+/// `--gate`s, then `--min-goodput-ratio R` as the gate `goodput-ratio>=R` and
+/// `--min-golden-accuracy A` as `golden-accuracy-upper>=A`.
 fn parse_gates(a: &BenchArgs) -> Result<Vec<Gate>> {
     let gates_text: Vec<String> = a
         .gates
@@ -538,10 +560,12 @@ fn parse_gates(a: &BenchArgs) -> Result<Vec<Gate>> {
                 .map(|r| format!("goodput-ratio>={r}")),
         )
         .collect();
-    gates_text
+    let mut gates = gates_text
         .iter()
         .map(|g| g.parse::<Gate>().map_err(|e| flag("--gate", e)))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    gates.extend(min_accuracy_gate(a)?);
+    Ok(gates)
 }
 
 /// Which rates to run: `--find-max-rate`, or `--rate`/`--sweep`.
@@ -889,7 +913,7 @@ impl Syntax for Flags {
             Part::StructuredOutput => "--structured-output".into(),
             Part::Messages => "a message list".into(),
             Part::Turns => "--turns".into(),
-            Part::Golden => "a golden set".into(),
+            Part::Golden => "--golden".into(),
         }
     }
 }
@@ -921,7 +945,7 @@ fn probe_spec(
         structured_output: a.structured_output,
         message_list: false,
         turns: turns.map_or(1, |t| t.count),
-        golden: false,
+        golden: a.golden.is_some(),
     }
 }
 
@@ -1391,6 +1415,57 @@ mod tests {
                 "--mock --trace {trace} --turns 3 --dataset sharegpt"
             ))
             .contains("--dataset sharegpt does not apply")
+        );
+    }
+
+    #[test]
+    fn golden_asks_its_own_questions_of_one_request_with_text() {
+        let o = opts("--mock --rate 1 --golden builtin --min-golden-accuracy 90%").unwrap();
+        let Dataset::Golden(set) = &o.dataset else {
+            panic!("{:?}", o.dataset)
+        };
+        assert_eq!(set.source, "builtin");
+        let texts: Vec<&str> = o.gates.iter().map(|g| g.text.as_str()).collect();
+        assert_eq!(texts, ["golden-accuracy-upper>=90%"]);
+        assert!(opts("--mock --rate 1 --golden builtin --no-nonce --endpoint chat").is_ok());
+        let drop = |f: &str| format!("--golden asks the golden set's questions: drop {f}");
+        assert_eq!(
+            err("--mock --rate 1 --golden builtin --prompt hi"),
+            drop("--prompt")
+        );
+        assert_eq!(
+            err("--mock --rate 1 --golden builtin --dataset sharegpt --dataset-path d.json"),
+            drop("--dataset")
+        );
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        assert_eq!(
+            err(&format!("--mock --golden builtin --trace {trace}")),
+            drop("--trace")
+        );
+        assert_eq!(
+            err("--mock --rate 1 --golden builtin --endpoint embeddings"),
+            "--golden: --endpoint embeddings answers no text to judge"
+        );
+        assert_eq!(
+            err("--mock --rate 1 --golden builtin --turns 3"),
+            "--golden: a golden question is one request; --turns makes conversations"
+        );
+        assert!(
+            err("--mock --rate 1 --golden /nonexistent/qa.jsonl")
+                .starts_with("--golden: /nonexistent/qa.jsonl: cannot read the golden set")
+        );
+        assert_eq!(
+            err("--mock --rate 1 --gate golden-accuracy-upper>=0.9"),
+            "--gate golden-accuracy-upper>=0.9 needs --golden FILE|builtin (the questions \
+             whose answers it judges)"
+        );
+        assert!(err("--mock --rate 1 --min-golden-accuracy 0.9").contains("--golden"));
+        assert!(
+            err("--mock --rate 1 --golden builtin --min-golden-accuracy 1.5")
+                .starts_with("--min-golden-accuracy \"1.5\": expected an accuracy")
         );
     }
 

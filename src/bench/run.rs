@@ -87,6 +87,11 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 reasoning_tokens: m.reasoning_tokens,
                 faults: mock::parse_fault_flags("--mock-fault", &m.faults)?,
                 answer: m.answer.clone(),
+                // The mock knows the golden set's answers (a wrong one is a fault).
+                golden: match &opts.dataset {
+                    Dataset::Golden(set) => Some(set.source.clone()),
+                    _ => None,
+                },
                 model: Some(opts.model.clone()),
                 seed: Some(opts.seed),
                 ..MockFlags::default()
@@ -478,6 +483,7 @@ impl Bench {
             gates: opts.gates.clone(),
             dispatch_lag_warn: opts.dispatch_lag_warn,
             started_at,
+            golden: matches!(opts.dataset, Dataset::Golden(_)),
         };
         let summary = collector.summary(&ctx.percentiles);
         let report = report::build::from_summary(&summary, &ctx);
@@ -545,6 +551,7 @@ impl Bench {
                 Dataset::ShareGpt(p) => format!("sharegpt:{}", p.display()),
                 Dataset::Jsonl(p) => format!("jsonl:{}", p.display()),
                 Dataset::Fixed(_) => "prompt".to_string(),
+                Dataset::Golden(set) => format!("golden:{}", set.source),
             },
             ignore_eos: o.ignore_eos,
             num_requests: match o.stop {
@@ -968,6 +975,9 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
         }
         Dataset::ShareGpt(p) => (p, crate::workload::dataset::DatasetFormat::ShareGpt),
         Dataset::Jsonl(p) => (p, crate::workload::dataset::DatasetFormat::Jsonl),
+        Dataset::Golden(set) => {
+            return Ok(Workload::golden(set.clone(), output, prompts, opts.seed)?);
+        }
         Dataset::Fixed(text) => {
             let entry = crate::workload::dataset::DatasetEntry {
                 prompt: text.clone(),

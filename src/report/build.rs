@@ -10,6 +10,7 @@ use crate::aggregate::{Stats, Summary, TurnSummary, TurnsSummary};
 use crate::latency::Latency;
 use crate::rate::Rate;
 use crate::report::gate::Gate;
+use crate::report::golden::GoldenReport;
 use crate::report::{
     LagStats, LatencyStats, RateReport, RunInputs, SCHEMA_VERSION, TurnReport, TurnsReport,
 };
@@ -29,6 +30,8 @@ pub struct ReportContext {
     pub gates: Vec<Gate>,
     pub dispatch_lag_warn: Duration,
     pub started_at: String,
+    /// The run asked a golden set: its accuracy is reported even with no answer judged.
+    pub golden: bool,
 }
 
 fn ms_stats(s: &Stats, percentiles: &[f64]) -> LatencyStats {
@@ -114,6 +117,8 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         checked_requests: (s.checked > 0).then_some(s.checked),
         check_failures: s.check_failures.clone(),
         check_failure_ratio: (s.checked > 0).then(|| s.check_failed as f64 / s.checked as f64),
+        golden: (ctx.golden || s.golden_judged > 0)
+            .then(|| GoldenReport::from_counts(s.golden_correct, s.golden_judged)),
         ttft_ms: latency(Latency::Ttft),
         ttfa_ms: (s.reasoning_tokens > 0).then(|| latency(Latency::Ttfa)),
         reasoning_tokens: (s.reasoning_tokens > 0).then_some(s.reasoning_tokens),

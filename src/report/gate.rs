@@ -7,7 +7,11 @@
 //! - ratios `goodput-ratio`, `success-ratio`, `error-ratio`: `0.95` or `95%`;
 //! - rates `goodput`, `request-throughput` (req/s), `output-throughput` (tok/s);
 //! - latencies `ttft|tpot|itl|e2el` + `-mean` or `-pNN` (e.g. `-p99`, `-p99.9`):
-//!   `500`, `500ms`, `0.5s` or `500000us` (a bare number is ms).
+//!   `500`, `500ms`, `0.5s` or `500000us` (a bare number is ms);
+//! - golden-set accuracy (`bench --golden`) `golden-accuracy`, and the bounds of its
+//!   95 % Wilson interval `golden-accuracy-lower`, `golden-accuracy-upper`: ratios.
+//!   `golden-accuracy-upper>=A` is the rule of the LlmprobeGoldenAccuracyDrop alert
+//!   (`--min-golden-accuracy A`).
 //!
 //! A gate whose figure does not exist at a rate (no request succeeded, so there is no
 //! TTFT) fails: a gate passes only on evidence.
@@ -43,6 +47,16 @@ pub enum GateMetric {
     OutputThroughput,
     /// A latency statistic, in ms.
     Latency(Latency, Stat),
+    /// The golden-set accuracy, or a bound of its Wilson interval.
+    Golden(GoldenFigure),
+}
+
+/// Which golden-set figure a gate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoldenFigure {
+    Accuracy,
+    Lower,
+    Upper,
 }
 
 impl GateMetric {
@@ -51,7 +65,8 @@ impl GateMetric {
             GateMetric::GoodputRatio
             | GateMetric::CheckFailureRatio
             | GateMetric::SuccessRatio
-            | GateMetric::ErrorRatio => "",
+            | GateMetric::ErrorRatio
+            | GateMetric::Golden(_) => "",
             GateMetric::Goodput | GateMetric::RequestThroughput => "req/s",
             GateMetric::OutputThroughput => "tok/s",
             GateMetric::Latency(..) => "ms",
@@ -127,6 +142,11 @@ impl Gate {
         }
     }
 
+    /// Whether this gate reads a golden-set figure (so the run must ask a golden set).
+    pub fn reads_golden(&self) -> bool {
+        matches!(self.metric, GateMetric::Golden(_))
+    }
+
     /// The observed figure at one rate.
     pub fn observe(&self, r: &RateReport) -> Option<f64> {
         let ratio = |n: u64| (r.requests > 0).then(|| n as f64 / r.requests as f64);
@@ -138,6 +158,14 @@ impl Gate {
             GateMetric::Goodput => Some(r.goodput),
             GateMetric::RequestThroughput => Some(r.achieved_rate),
             GateMetric::OutputThroughput => Some(r.output_throughput),
+            GateMetric::Golden(f) => {
+                let g = r.golden.as_ref()?;
+                match f {
+                    GoldenFigure::Accuracy => g.accuracy,
+                    GoldenFigure::Lower => g.lower,
+                    GoldenFigure::Upper => g.upper,
+                }
+            }
             GateMetric::Latency(m, stat) => {
                 let stats = r.latency_stats(m)?;
                 match stat {
@@ -149,7 +177,8 @@ impl Gate {
     }
 
     /// The name of this gate's figure in a report's `ci95` (`report::figures`); `None`
-    /// for the success and error ratios, which repeat runs do not bound.
+    /// for the success and error ratios, which repeat runs do not bound, and for the
+    /// golden-set figures, whose runs are pooled into one interval of their own.
     pub fn figure_key(&self) -> Option<String> {
         Some(match self.metric {
             GateMetric::GoodputRatio => "goodput_ratio".into(),
@@ -158,7 +187,10 @@ impl Gate {
             GateMetric::OutputThroughput => "output_throughput".into(),
             GateMetric::Latency(m, Stat::Mean) => figures::latency_key(m, None),
             GateMetric::Latency(m, Stat::Percentile(p)) => figures::latency_key(m, Some(p)),
-            GateMetric::SuccessRatio | GateMetric::ErrorRatio | GateMetric::CheckFailureRatio => {
+            GateMetric::SuccessRatio
+            | GateMetric::ErrorRatio
+            | GateMetric::CheckFailureRatio
+            | GateMetric::Golden(_) => {
                 return None;
             }
         })
@@ -230,7 +262,8 @@ impl FromStr for Gate {
 }
 
 const METRIC_HELP: &str = "goodput-ratio, check-failure-ratio, success-ratio, error-ratio, goodput, \
-request-throughput, output-throughput, or ttft|tpot|itl|e2el followed by -mean or -pNN";
+request-throughput, output-throughput, golden-accuracy[-lower|-upper], or ttft|tpot|itl|e2el \
+followed by -mean or -pNN";
 
 fn parse_metric(name: &str) -> Result<GateMetric, String> {
     let lower = name.to_ascii_lowercase();
@@ -242,6 +275,9 @@ fn parse_metric(name: &str) -> Result<GateMetric, String> {
         "goodput" => GateMetric::Goodput,
         "request-throughput" | "throughput" => GateMetric::RequestThroughput,
         "output-throughput" => GateMetric::OutputThroughput,
+        "golden-accuracy" => GateMetric::Golden(GoldenFigure::Accuracy),
+        "golden-accuracy-lower" => GateMetric::Golden(GoldenFigure::Lower),
+        "golden-accuracy-upper" => GateMetric::Golden(GoldenFigure::Upper),
         other => {
             let (m, stat) = other
                 .split_once('-')
@@ -282,7 +318,8 @@ fn parse_value(metric: GateMetric, v: &str) -> Result<f64, String> {
         GateMetric::GoodputRatio
         | GateMetric::CheckFailureRatio
         | GateMetric::SuccessRatio
-        | GateMetric::ErrorRatio => {
+        | GateMetric::ErrorRatio
+        | GateMetric::Golden(_) => {
             let x = match v.strip_suffix('%') {
                 Some(p) => number(p)? / 100.0,
                 None => number(v)?,
@@ -407,6 +444,39 @@ mod tests {
         assert!(gate("ttft-mean<=101").check_on(&r, GateBasis::Ci).passed);
         assert_eq!("ci".parse::<GateBasis>(), Ok(GateBasis::Ci));
         assert!("upper".parse::<GateBasis>().is_err());
+    }
+
+    #[test]
+    fn golden_gates_read_the_accuracy_and_its_interval() {
+        let mut r = sample_report(8.0);
+        let upper = gate("golden-accuracy-upper>=0.9");
+        assert_eq!(upper.metric, GateMetric::Golden(GoldenFigure::Upper));
+        assert_eq!(gate("golden-accuracy-lower>=80%").threshold, 0.8);
+        assert!(e_golden("golden-accuracy>=1.5").contains("at most 1"));
+        // No golden set asked: no figure, so the gate fails.
+        assert_eq!(upper.check(&r).observed, None);
+        assert!(!upper.check(&r).passed);
+        // 160 of 200: accuracy 0.8, interval [0.739…, 0.849…].
+        r.golden = Some(crate::report::golden::GoldenReport::from_counts(160, 200));
+        let (lo, hi) = crate::check::accuracy::wilson(160, 200, crate::check::accuracy::Z).unwrap();
+        let failed = upper.check(&r);
+        assert_eq!(
+            (failed.passed, failed.observed, failed.unit),
+            (false, Some(hi), "")
+        );
+        assert!(gate("golden-accuracy-upper>=0.8").check(&r).passed);
+        assert_eq!(gate("golden-accuracy>=0.8").check(&r).observed, Some(0.8));
+        assert_eq!(
+            gate("golden-accuracy-lower>=0.7").check(&r).observed,
+            Some(lo)
+        );
+        // Pooled, never averaged over repeat runs: --gate-on ci reads the same bound.
+        assert_eq!(upper.figure_key(), None);
+        assert_eq!(upper.check_on(&r, GateBasis::Ci), failed);
+    }
+
+    fn e_golden(s: &str) -> String {
+        s.parse::<Gate>().unwrap_err()
     }
 
     #[test]

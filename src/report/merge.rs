@@ -156,6 +156,7 @@ pub fn merged_report(
         gates,
         dispatch_lag_warn,
         started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        golden: false,
     };
     from_summary(&all.summary(&ctx.percentiles), &ctx)
 }
@@ -289,6 +290,7 @@ mod tests {
             gates,
             dispatch_lag_warn: ms(1),
             started_at: merged.started_at.clone(),
+            golden: false,
         };
         let one_piece = from_summary(&whole.summary(&ps), &ctx);
         assert_eq!(merged, one_piece);

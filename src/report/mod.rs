@@ -20,6 +20,7 @@ pub mod ci;
 pub mod compare;
 pub mod figures;
 pub mod gate;
+pub mod golden;
 pub mod jsonl;
 pub mod merge;
 pub mod plot;
@@ -136,7 +137,7 @@ pub struct RunInputs {
     pub range_ratio: Option<f64>,
     /// Tokens of the prefix shared by every prompt (0 = a unique nonce starts each).
     pub shared_prefix_len: u32,
-    /// `random`, `sharegpt:PATH` or `jsonl:PATH`.
+    /// `random`, `sharegpt:PATH`, `jsonl:PATH`, `prompt` or `golden:FILE` (`golden:builtin`).
     pub dataset: String,
     /// Whether `ignore_eos` was sent.
     pub ignore_eos: bool,
@@ -324,6 +325,10 @@ pub struct RateReport {
     /// completed (not failures) but not good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_failure_ratio: Option<f64>,
+    /// Golden-set accuracy with its 95 % Wilson interval (present with `--golden`,
+    /// or when a merged record was a judged golden answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<golden::GoldenReport>,
     /// Time to first token (t_first − t_send), ms, successful requests.
     pub ttft_ms: LatencyStats,
     /// Time to first answer token (t_first_answer − t_send), ms: present when some
@@ -509,6 +514,7 @@ pub mod test_support {
             checked_requests: None,
             check_failures: BTreeMap::new(),
             check_failure_ratio: None,
+            golden: None,
             skipped_by_reason: BTreeMap::new(),
             warmup_excluded: 0,
             total_input_tokens: 98 * 1024,

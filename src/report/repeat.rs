@@ -1,7 +1,7 @@
 //! `--repeat N`: the runs of one rate folded into one row. Every figure
 //! (`report::figures`) becomes its mean over the runs, with its 95 % interval in
 //! `ci95` (`report::ci`); counts (requests, tokens, failures by reason) are summed;
-//! gates are checked again on the folded row, on the mean or on the interval's
+//! golden-set answers are pooled into one accuracy and interval; gates are checked again on the folded row, on the mean or on the interval's
 //! pessimistic end (`--gate-on ci`).
 
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::report::ci::mean_ci95;
 use crate::report::figures;
 use crate::report::gate::{Gate, GateBasis};
+use crate::report::golden::GoldenReport;
 use crate::report::{LatencyStats, RateReport, TurnsReport};
 
 /// Folds the reports of `runs` (at least one; all at one rate) into one.
@@ -35,6 +36,7 @@ pub fn combine(runs: &[RateReport], gates: &[Gate], basis: GateBasis) -> RateRep
         }
     });
     sum_counts(&mut out, &runs[1..]);
+    out.golden = GoldenReport::pooled(runs.iter().filter_map(|r| r.golden.as_ref()));
     out.duration_s = runs.iter().map(|r| r.duration_s).sum::<f64>() / runs.len() as f64;
     out.client_behind = runs.iter().any(|r| r.client_behind);
     out.repeats = u32::try_from(runs.len()).unwrap_or(u32::MAX);
@@ -162,6 +164,25 @@ mod tests {
         let c = combine(&runs, &gates, GateBasis::Ci);
         assert!(!c.gates[0].passed);
         assert!((c.gates[0].observed.unwrap() - 139.632).abs() < 1e-3);
+    }
+
+    #[test]
+    fn golden_answers_are_pooled_and_gated_on_the_pooled_interval() {
+        let runs: Vec<RateReport> = [(95, 100), (65, 100)]
+            .into_iter()
+            .map(|(correct, judged)| {
+                let mut r = sample_report(8.0);
+                r.golden = Some(GoldenReport::from_counts(correct, judged));
+                r
+            })
+            .collect();
+        let gates: Vec<Gate> = vec!["golden-accuracy-upper>=0.85".parse().unwrap()];
+        let c = combine(&runs, &gates, GateBasis::Ci);
+        let pooled = GoldenReport::from_counts(160, 200);
+        assert_eq!(c.golden, Some(pooled));
+        assert!(!c.ci95.keys().any(|k| k.contains("golden")));
+        assert_eq!(c.gates[0].observed, pooled.upper);
+        assert!(!c.gates[0].passed);
     }
 
     #[test]

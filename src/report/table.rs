@@ -1,6 +1,7 @@
 //! The console report: one aligned table with a row per rate (so a sweep reads as a
-//! curve), then failures by reason, token-count sources, client-lag warnings and gate
-//! verdicts. Pure: it formats [`RateReport`]s into a string.
+//! curve), then failures by reason, answer checks, golden-set accuracy, token-count
+//! sources, client-lag warnings and gate verdicts. Pure: it formats [`RateReport`]s
+//! into a string.
 
 use std::fmt::Write as _;
 
@@ -304,6 +305,9 @@ fn notes(reports: &[RateReport]) -> String {
     }
     for r in reports {
         check_note(&mut out, r);
+    }
+    for (r, g) in reports.iter().filter_map(|r| Some((r, r.golden.as_ref()?))) {
+        let _ = writeln!(out, "{}", g.line(&r.rate.to_string()));
     }
     for r in reports {
         turns_note(&mut out, r);
