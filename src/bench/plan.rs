@@ -133,9 +133,9 @@ impl Verdict {
                 eprintln!("no rate down to the search floor passes {gates}");
             }
             Verdict::GateFailed { rate, gate: g } => {
-                let observed = g
-                    .observed
-                    .map_or("no data".to_string(), |v| format!("{v:.3} {}", g.unit));
+                let observed = g.observed.map_or("no data".to_string(), |v| {
+                    format!("{v:.3} {}", g.unit).trim_end().to_string()
+                });
                 eprintln!(
                     "SLO gate failed at rate {rate}: {} (observed {observed})",
                     g.gate

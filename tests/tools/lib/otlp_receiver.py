@@ -4,7 +4,7 @@ ExportTraceServiceRequest POSTed to /v1/traces and ExportMetricsServiceRequest P
 /v1/metrics (protobuf, plain or gzip) with the official opentelemetry-proto package.
 Appends one JSON line per span to --out:
 {"trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_span_id": "...", "name": "...",
- "kind": N, "service": "...", "attributes": {...}},
+ "kind": N, "service": "...", "start_ns": N, "end_ns": N, "attributes": {...}},
 and with --metrics-out one JSON line per histogram or sum data point:
 {"name": "...", "unit": "...", "service": "...", "attributes": {...}, "count": N,
  "sum": X} (a sum's point has "value" instead of count and sum).
@@ -57,6 +57,7 @@ def span_lines(body):
                     "trace_id": span.trace_id.hex(), "span_id": span.span_id.hex(),
                     "parent_span_id": span.parent_span_id.hex(), "name": span.name,
                     "kind": span.kind, "service": service,
+                    "start_ns": span.start_time_unix_nano, "end_ns": span.end_time_unix_nano,
                     "attributes": attributes(span.attributes)})
 
 
