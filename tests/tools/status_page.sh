@@ -3,7 +3,8 @@
 # 127.0.0.1 port, headless Chromium loads `/` (desktop 1280x800 and phone 390x844) and
 # `/target/mock`, with --screenshot and --dump-dom. The DOM must hold a row for every
 # scenario /metrics reports, three SVG sparklines per row with drawn data, the engine
-# line, and no Content-Security-Policy violation may be logged; the PNGs must have the
+# line, the demo's fingerprint row (same model), and no Content-Security-Policy
+# violation may be logged; the PNGs must have the
 # window's size. LLMPROBE_STATUS_PNG=FILE keeps the desktop screenshot (docs/);
 # LLMPROBE_STATUS_WAIT=SECONDS probes longer first (more minutes in the sparklines).
 source "$(dirname "$0")/lib/common.bash"
@@ -45,7 +46,8 @@ while True:
         done[(l["target"], l["scenario"])] = float(value)
     scraped = re.search(r'^llmprobe_engine_scrape_success\{[^}]*target="mock"[^}]*\} 1$', text, re.M)
     mock = sum(v for (t, _), v in done.items() if t == "mock")
-    if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped:
+    fingerprinted = re.search(r'^llmprobe_fingerprint_last_run_timestamp_seconds\{', text, re.M)
+    if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped and fingerprinted:
         break
     assert time.monotonic() < deadline, f"not every scenario probed within 2 minutes: {done}"
     time.sleep(0.5)
@@ -92,6 +94,10 @@ for view in ("desktop", "phone"):
             problems.append(f"{view}: a row has sparklines {sparks}")
         if r.count("<polyline") < 3:
             problems.append(f"{view}: a row's sparklines draw no data")
+    # The demo's fingerprint target, compared with a baseline of its own engine.
+    fps = re.findall(r'<tr class="fingerprint">(.*?)</tr>', dom, re.S)
+    if len(fps) != 1 or '<span class="ok">same model</span>' not in fps[0]:
+        problems.append(f"{view}: fingerprint rows {fps}, want one saying same model")
     if "Engine:" not in dom or "scrape ok" not in dom:
         problems.append(f"{view}: no engine line with a working scrape")
     if 'http-equiv="refresh"' in dom:
