@@ -152,7 +152,9 @@ impl Workload {
     }
 
     /// A golden set's questions, visited like a dataset (a seeded shuffled order,
-    /// cycling); each request's question is [`Workload::golden_question`].
+    /// cycling); each request's question is [`Workload::golden_question`]. A question
+    /// is asked as written: no nonce before it (words in front of a question change
+    /// what is asked, and the answer is what is measured here).
     pub fn golden(
         set: Arc<crate::check::GoldenSet>,
         output: Lengths,
@@ -168,7 +170,7 @@ impl Workload {
                 follow_ups: Vec::new(),
             })
             .collect();
-        let mut w = Self::dataset(entries, output, true, prompts, seed)?;
+        let mut w = Self::dataset(entries, output, true, prompts.without_nonce(), seed)?;
         w.golden = Some(set);
         Ok(w)
     }
@@ -403,6 +405,28 @@ mod tests {
         assert_eq!(a.prompt_tokens, prompt::approx_tokens(question));
         // Another run nonce changes nothing either.
         assert_eq!(off.with_run_nonce(99).spec(0).unwrap().prompt, question);
+    }
+
+    #[test]
+    fn a_golden_question_is_asked_as_written() {
+        let set = Arc::new(crate::check::GoldenSet::load("builtin").unwrap());
+        let w = Workload::golden(
+            set.clone(),
+            Lengths::fixed(16).unwrap(),
+            PromptGenerator::approximate(0),
+            7,
+        )
+        .unwrap()
+        .with_run_nonce(99);
+        for i in 0..(2 * set.questions().len() as u64) {
+            let asked = w.golden_question(i).unwrap();
+            let spec = w.spec(i).unwrap();
+            assert_eq!(
+                spec.prompt,
+                set.questions()[asked.index].text,
+                "request {i}"
+            );
+        }
     }
 
     #[test]
