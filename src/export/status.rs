@@ -451,6 +451,48 @@ mod tests {
     }
 
     #[test]
+    fn a_fingerprint_entry_keeps_its_runs_until_its_limits_change() {
+        use crate::fingerprint::{Divergence, Threshold};
+        let limits = |divergence| Threshold {
+            divergence,
+            token_agreement: 0.9,
+        };
+        let entry = |t: &str, d| FingerprintStatus::new(t, "m", "fp", limits(d), 600.0);
+        let board = StatusBoard::new();
+        let first = board.fingerprint(entry("t", 0.02));
+        first.lock().unwrap().record_run(
+            1.0,
+            Divergence {
+                divergence: 0.0,
+                token_agreement: 1.0,
+                first_divergence: None,
+                positions: 8,
+            },
+        );
+        // A restarted loop with the same baseline limits finds its runs.
+        let again = board.fingerprint(entry("t", 0.02));
+        assert!(Arc::ptr_eq(&first, &again));
+        // Another baseline (other limits) starts afresh.
+        let other = board.fingerprint(entry("t", 0.05));
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(board.fingerprints("t")[0].runs, 0);
+        // A target with only fingerprints is a target of the page.
+        board.scenario("a", "m", "s");
+        assert_eq!(
+            board.targets(),
+            [("a".to_string(), "m".to_string()), ("t".into(), "m".into())]
+        );
+        board.remove_fingerprint("t", "fp");
+        assert!(board.fingerprints("t").is_empty());
+        assert_eq!(board.targets().len(), 1);
+        // Fingerprints do not hold readiness back.
+        board.scenario("a", "m", "s").lock().unwrap().sent += 1;
+        board.fingerprint(entry("u", 0.02));
+        board.set_config("targets: []".into());
+        assert!(board.ready());
+    }
+
+    #[test]
     fn a_targets_entries_are_its_own_and_not_a_neighbours_by_name() {
         let board = StatusBoard::new();
         for t in ["s", "t", "t-1", "t1", "u"] {
