@@ -773,12 +773,19 @@ mod tests {
             });
             r
         };
-        // Request 0 is warmup; request 3 failed, so it has no verdict.
+        // Request 0 is warmup; request 3 failed: a failure, not an answer, even with a
+        // verdict on it.
         let mut c = Collector::new(Slo::default(), 1);
         for r in [judged(0, false), judged(1, true), judged(2, false)] {
             c.push(&r);
         }
-        c.push(&failed(3, 30, Outcome::Timeout, 40));
+        let mut timed_out = failed(3, 30, Outcome::Timeout, 40);
+        timed_out.golden = Some(crate::record::GoldenVerdict {
+            line: 1,
+            correct: false,
+            reason: None,
+        });
+        c.push(&timed_out);
         let s = c.summary(&[]);
         assert_eq!((s.golden_judged, s.golden_correct), (2, 1));
         assert_eq!((s.completed, s.failed), (2, 1));

@@ -21,6 +21,7 @@ pub fn parse_golden(a: &BenchArgs) -> Result<Option<Arc<GoldenSet>>, UsageError>
         ("--dataset", a.dataset != "random"),
         ("--dataset-path", a.dataset_path.is_some()),
         ("--trace", a.trace.is_some()),
+        ("--shared-prefix-len", a.shared_prefix_len > 0),
     ];
     if let Some((flag, _)) = others.iter().find(|(_, set)| *set) {
         return Err(UsageError::new(format!(

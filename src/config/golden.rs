@@ -41,6 +41,7 @@ pub fn plan_golden(s: &Scenario, path: &Path) -> Result<Option<PlannedGolden>, (
         ("prompt", s.prompt.is_some()),
         ("prompt_file", s.prompt_file.is_some()),
         ("messages", s.messages.is_some()),
+        ("shared_prefix_tokens", s.shared_prefix_tokens > 0),
     ] {
         if set {
             return Err((at, format!("golden asks its own questions; remove {field}")));
@@ -113,6 +114,12 @@ mod tests {
         let err = load_str(&both, "c.yaml").unwrap_err().to_string();
         assert!(
             err.ends_with("golden: golden asks its own questions; remove prompt"),
+            "{err}"
+        );
+        let prefixed = scenario("{file: builtin}") + "        shared_prefix_tokens: 64\n";
+        let err = load_str(&prefixed, "c.yaml").unwrap_err().to_string();
+        assert!(
+            err.ends_with("golden: golden asks its own questions; remove shared_prefix_tokens"),
             "{err}"
         );
         let plan = load_str(&scenario("{file: builtin, baseline: 0.9}"), "c.yaml").unwrap();

@@ -450,7 +450,8 @@ pub struct Scenario {
     pub seed: Option<u64>,
     /// Put the unique nonce in front of the fixed question (default; prefix-cache
     /// hygiene). `false` sends `prompt` byte for byte the same on every probe, for
-    /// exact-match questions; it needs `prompt` or `prompt_file`.
+    /// exact-match questions; it needs `prompt` or `prompt_file`. A golden set's
+    /// questions never carry one.
     #[serde(default = "yes")]
     pub nonce: bool,
     /// Turns per probe: with 2 or more each probe is a conversation whose later turns

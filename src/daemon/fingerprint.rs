@@ -55,11 +55,12 @@ pub fn start(
             let now = unix_now();
             match result {
                 Ok(d) => {
-                    metrics.fingerprint().publish(&l, &d, &baseline.noise, now);
+                    // The page first: whoever sees the series may read the page next.
                     status
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .record_run(now, d);
+                    metrics.fingerprint().publish(&l, &d, &baseline.noise, now);
                     if threshold.drifted(&d) {
                         tracing::warn!(
                             target_name = l[0],
@@ -73,13 +74,13 @@ pub fn start(
                 }
                 Err(e) => {
                     let error = scrub(&format!("{e:#}"), secrets.iter().map(Secret::expose));
-                    metrics.fingerprint().fail(&l);
                     tracing::warn!(target_name = l[0], scenario = l[2], error = %error,
                         "fingerprint run failed");
                     status
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .record_failure(now, error);
+                    metrics.fingerprint().fail(&l);
                 }
             }
         }

@@ -77,6 +77,8 @@ pub fn start(
     stagger: (usize, usize),
 ) -> anyhow::Result<RunningTarget> {
     let stop = CancellationToken::new();
+    // A start that fails part-way (`?` below) stops what it already spawned.
+    let mut stop_on_failure = StopOnDrop(Some(stop.clone()));
     let now = Instant::now();
     let budget = plan
         .token_budget_per_hour
@@ -138,6 +140,7 @@ pub fn start(
         rate_per_second = plan.scenarios.iter().map(|s| s.rate_hz).sum::<f64>(),
         "target started"
     );
+    stop_on_failure.0 = None;
     Ok(RunningTarget {
         plan,
         stop,
@@ -145,6 +148,18 @@ pub fn start(
         publish,
         members,
     })
+}
+
+/// Cancels its token when dropped still holding it: the tasks of a target whose start
+/// failed do not run on detached.
+struct StopOnDrop(Option<CancellationToken>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(stop) = self.0.take() {
+            stop.cancel();
+        }
+    }
 }
 
 /// What the scenarios of a starting target share.

@@ -40,15 +40,14 @@ pub const FINGERPRINT_COLUMNS: &[Column<FingerprintView>] = &[
     Column {
         head: "divergence",
         title: "mean total-variation distance of the top-k distributions from the \
-                baseline's, last run; drift above the limit (3 × the baseline's noise, \
-                at least 0.02)",
+                baseline's, last run; drift above the limit the baseline's noise sets",
         cell: |v| {
             let limit = covered_note(&format!("limit {:.4}", v.status.threshold.divergence));
             match &v.status.last {
                 Some(run) => {
                     flagged(
                         &format!("{:.4}", run.divergence.divergence),
-                        run.divergence.divergence > v.status.threshold.divergence,
+                        v.status.threshold.divergence_beyond(&run.divergence),
                     ) + &limit
                 }
                 None => format!("–{limit}"),
@@ -58,7 +57,7 @@ pub const FINGERPRINT_COLUMNS: &[Column<FingerprintView>] = &[
     Column {
         head: "token agreement",
         title: "tokens matching the baseline's before the first difference, last run; \
-                drift below the limit (the baseline's own lowest, less 0.1)",
+                drift below the limit the baseline's noise sets",
         cell: |v| {
             let limit = covered_note(&format!(
                 "limit {:.1} %",
@@ -68,7 +67,7 @@ pub const FINGERPRINT_COLUMNS: &[Column<FingerprintView>] = &[
                 Some(run) => {
                     flagged(
                         &format!("{:.1} %", run.divergence.token_agreement * 100.0),
-                        run.divergence.token_agreement < v.status.threshold.token_agreement,
+                        v.status.threshold.agreement_below(&run.divergence),
                     ) + &limit
                 }
                 None => format!("–{limit}"),

@@ -163,9 +163,19 @@ impl Noise {
 }
 
 impl Threshold {
-    /// Whether `d` is beyond the endpoint's own noise.
+    /// Whether `d` is beyond the endpoint's own noise, by either figure.
     pub fn drifted(&self, d: &Divergence) -> bool {
-        d.divergence > self.divergence || d.token_agreement < self.token_agreement
+        self.divergence_beyond(d) || self.agreement_below(d)
+    }
+
+    /// Whether `d`'s divergence is above its limit.
+    pub fn divergence_beyond(&self, d: &Divergence) -> bool {
+        d.divergence > self.divergence
+    }
+
+    /// Whether `d`'s token agreement is below its limit.
+    pub fn agreement_below(&self, d: &Divergence) -> bool {
+        d.token_agreement < self.token_agreement
     }
 }
 

@@ -14,7 +14,8 @@
 //!   (`--min-golden-accuracy A`).
 //!
 //! A gate whose figure does not exist at a rate (no request succeeded, so there is no
-//! TTFT) fails: a gate passes only on evidence.
+//! TTFT; fewer judged golden answers than the alert needs) fails: a gate passes only
+//! on evidence.
 
 use std::fmt;
 use std::str::FromStr;
@@ -160,11 +161,11 @@ impl Gate {
             GateMetric::OutputThroughput => Some(r.output_throughput),
             GateMetric::Golden(f) => {
                 let g = r.golden.as_ref()?;
-                match f {
+                g.gated(match f {
                     GoldenFigure::Accuracy => g.accuracy,
                     GoldenFigure::Lower => g.lower,
                     GoldenFigure::Upper => g.upper,
-                }
+                })
             }
             GateMetric::Latency(m, stat) => {
                 let stats = r.latency_stats(m)?;
@@ -456,6 +457,13 @@ mod tests {
         // No golden set asked: no figure, so the gate fails.
         assert_eq!(upper.check(&r).observed, None);
         assert!(!upper.check(&r).passed);
+        // Too few answers (3 of 5: upper bound 0.88): no figure either, as the alert.
+        r.golden = Some(crate::report::golden::GoldenReport::from_counts(3, 5));
+        assert_eq!(gate("golden-accuracy-upper>=0.5").check(&r).observed, None);
+        r.golden = Some(crate::report::golden::GoldenReport::from_counts(49, 49));
+        assert!(!gate("golden-accuracy-upper>=0.5").check(&r).passed);
+        r.golden = Some(crate::report::golden::GoldenReport::from_counts(50, 50));
+        assert!(gate("golden-accuracy-upper>=0.5").check(&r).passed);
         // 160 of 200: accuracy 0.8, interval [0.739…, 0.849…].
         r.golden = Some(crate::report::golden::GoldenReport::from_counts(160, 200));
         let (lo, hi) = crate::check::accuracy::wilson(160, 200, crate::check::accuracy::Z).unwrap();

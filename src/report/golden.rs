@@ -10,6 +10,11 @@ use crate::check::accuracy::{CONFIDENCE, Z, wilson};
 /// Decimals the summary line shows of an accuracy.
 const DECIMALS: i32 = 3;
 
+/// Fewest judged answers a golden gate reads a figure from, as the
+/// LlmprobeGoldenAccuracyDrop alert (alerts/llmprobe-alerts.yaml): below it the
+/// interval is too wide to pass a model on, so the gate has no figure and fails.
+pub const MIN_GATED_ANSWERS: u64 = 50;
+
 /// The golden-set answers of one rate (the `golden` object of `--json-out`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct GoldenReport {
@@ -67,14 +72,32 @@ impl GoldenReport {
         let scale = 10f64.powi(DECIMALS);
         let baseline = (lo * scale).floor() / scale;
         let d = DECIMALS as usize;
-        format!(
+        // A daemon baseline must be above 0 (config/golden.rs).
+        let advice = if baseline > 0.0 {
+            format!(
+                "as a daemon baseline (the lower bound, rounded down): golden.baseline: {baseline:.d$}"
+            )
+        } else {
+            "no daemon baseline: the lower bound rounds down to 0".to_string()
+        };
+        let mut line = format!(
             "rate {rate}: golden accuracy {acc:.d$} ({} of {} judged answers correct), {:.0} % \
-             Wilson interval [{lo:.d$}, {hi:.d$}]; as a daemon baseline (the lower bound, \
-             rounded down): golden.baseline: {baseline:.d$}",
+             Wilson interval [{lo:.d$}, {hi:.d$}]; {advice}",
             self.correct,
             self.judged,
             CONFIDENCE * 100.0,
-        )
+        );
+        if self.judged < MIN_GATED_ANSWERS {
+            line.push_str(&format!(
+                "; fewer than {MIN_GATED_ANSWERS} judged answers: too few for a golden gate"
+            ));
+        }
+        line
+    }
+
+    /// The figure a golden gate reads: `None` under [`MIN_GATED_ANSWERS`] answers.
+    pub fn gated(&self, figure: Option<f64>) -> Option<f64> {
+        figure.filter(|_| self.judged >= MIN_GATED_ANSWERS)
     }
 }
 
@@ -130,6 +153,22 @@ mod tests {
             GoldenReport::from_counts(10, 10)
                 .line("2")
                 .contains("[0.722, 1.000]; as a daemon baseline (the lower bound, rounded down): golden.baseline: 0.722")
+        );
+        assert!(
+            GoldenReport::from_counts(10, 10)
+                .line("2")
+                .ends_with("; fewer than 50 judged answers: too few for a golden gate")
+        );
+        assert!(
+            !GoldenReport::from_counts(50, 50)
+                .line("2")
+                .contains("too few")
+        );
+        // A lower bound under 0.001 is no baseline a daemon accepts.
+        assert_eq!(
+            GoldenReport::from_counts(0, 114).line("2"),
+            "rate 2: golden accuracy 0.000 (0 of 114 judged answers correct), 95 % Wilson \
+             interval [0.000, 0.033]; no daemon baseline: the lower bound rounds down to 0"
         );
         assert_eq!(
             GoldenReport::from_counts(0, 0).line("2"),

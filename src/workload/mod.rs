@@ -161,6 +161,11 @@ impl Workload {
         prompts: PromptGenerator,
         seed: u64,
     ) -> Result<Self, crate::exit::UsageError> {
+        if prompts.shared_prefix_tokens() > 0 {
+            return Err(crate::exit::UsageError::new(
+                "a golden question is asked as written: no shared prefix before it",
+            ));
+        }
         let entries = set
             .questions()
             .iter()
@@ -427,6 +432,13 @@ mod tests {
                 "request {i}"
             );
         }
+        let prefixed = Workload::golden(
+            set,
+            Lengths::fixed(16).unwrap(),
+            PromptGenerator::approximate(16),
+            7,
+        );
+        assert!(prefixed.is_err());
     }
 
     #[test]

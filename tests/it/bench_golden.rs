@@ -166,6 +166,10 @@ fn flags_that_cannot_go_with_a_golden_set_are_refused() {
             "--golden asks the golden set's questions: drop --dataset",
         ),
         (
+            &["--shared-prefix-len", "16"][..],
+            "--golden asks the golden set's questions: drop --shared-prefix-len",
+        ),
+        (
             &["--endpoint", "embeddings"][..],
             "--golden: --endpoint embeddings answers no text to judge",
         ),

@@ -32,9 +32,9 @@
 #    (`/probe/ID?format=json`) must show that trace ID; and the metrics the daemon flushes
 #    on SIGTERM must carry the GenAI names, units and attributes (gen_ai.client.*).
 # 6. Logprob fingerprints: `fingerprint record` writes a baseline of the model; `compare`
-#    while `bench` keeps vLLM batching (vLLM's own spans show 2 or more requests in flight
-#    during it) must find no drift, and so must the daemon's fingerprint scenario beside its
-#    probes (step 3). Then vLLM serves the same tiny Llama built with another seed (same
+#    while `bench` keeps vLLM busy must find no drift (vLLM's own spans must show some of
+#    the comparison's requests running in its batch beside load requests; how many is
+#    logged), and so must the daemon's fingerprint scenario beside its probes (step 3). Then vLLM serves the same tiny Llama built with another seed (same
 #    config and tokenizer, other weights): `compare` must exit 3 and the daemon's scenario
 #    must publish llmprobe_fingerprint_drift 1.
 #
@@ -349,57 +349,71 @@ say "PASS: traceparent: $traced"
 
 # Logprob fingerprints: a baseline of the served model (vLLM's logprobs at temperature 0),
 # then a comparison while `bench` keeps vLLM batching other requests: the same model, so
-# no drift. vLLM's own spans show the batching: the most requests it had in flight at
-# once during the comparison (its running-requests gauge is not refreshed every step).
+# no drift. vLLM's own spans show the batching: how many of the comparison's requests
+# (its max_tokens, 16, tells them from the load's 128) ran beside load requests. Not all
+# do: in vLLM's spans on this CPU a request often waits for the running batch to end.
+# (vLLM's running-requests gauge is not refreshed every step.)
 "$bin" fingerprint record --base-url "$base" --model "$served" --out "$scratch/fp-baseline.json" \
   --repeats 5 >"$scratch/fp-record.out" 2>"$scratch/fp-record.err" ||
   { cat "$scratch/fp-record.err" >&2; fail "fingerprint record"; }
 say "fingerprint: $(cat "$scratch/fp-record.out")"
-timeout 300 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --rate 4 \
-  --num-requests 120 --input-len 64 --output-len 128 --ignore-eos --seed 11 --timeout 60s \
+# The load runs until the comparisons are done (then stopped), however long they take.
+timeout 900 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --rate 12 \
+  --duration 600s --input-len 64 --output-len 128 --ignore-eos --seed 11 --timeout 60s \
   --no-progress >"$scratch/bench-load.out" 2>"$scratch/bench-load.err" &
 load_pid=$!
 pids+=("$load_pid")
 sleep 3
-compare_from=$(date +%s%N)
-rc=0
-"$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
-  >"$scratch/fp-load.json" 2>"$scratch/fp-load.err" || rc=$?
-compare_to=$(date +%s%N)
-kill -0 "$load_pid" 2>/dev/null || fail "fingerprint under load: the bench ended before the comparison did"
-wait "$load_pid" || { cat "$scratch/bench-load.err" >&2; fail "the load bench exited non-zero"; }
-# The most vLLM requests in flight at one time within the comparison's window, from
-# vLLM's llm_request spans (exported in batches: waited for). Exit 1: none yet.
-in_flight() {
+# The comparison's requests in a window and how many of them ran beside a load request,
+# from vLLM's llm_request spans (exported in batches: waited for). Exit 1: not all
+# there yet.
+beside_load() {
   python3 - "$scratch/spans.jsonl" "$compare_from" "$compare_to" <<'EOF'
 import json, sys
 path, lo, hi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 spans = [json.loads(l) for l in open(path) if l.strip()]
 spans = [s for s in spans if s["service"] != "llmprobe" and s["name"] == "llm_request"]
-if not any(s["end_ns"] >= hi for s in spans):
+ours = [s for s in spans if s["attributes"].get("gen_ai.request.max_tokens") == 16
+        and lo <= s["start_ns"] and s["end_ns"] <= hi]
+load = [s for s in spans if s["attributes"].get("gen_ai.request.max_tokens") == 128]
+if len(ours) < 8:
     sys.exit(1)
-edges = []
-for s in spans:
-    a, b = max(s["start_ns"], lo), min(s["end_ns"], hi)
-    if a < b:
-        edges += [(a, 1), (b, -1)]
-now = peak = 0
-for _, d in sorted(edges, key=lambda e: (e[0], e[1])):
-    now += d
-    peak = max(peak, now)
-print(peak)
+beside = [s for s in ours if any(l["start_ns"] < s["end_ns"] and s["start_ns"] < l["end_ns"] for l in load)]
+print(len(beside), len(ours))
+# What the verdict stands on, for the log: each comparison request (ms from the window's
+# start) and the load requests around the window.
+near = [l for l in load if l["end_ns"] > lo - 10**10 and l["start_ns"] < hi]
+print("comparison requests (ms): " + ", ".join(
+    f"{(s['start_ns'] - lo) / 1e6:.0f}-{(s['end_ns'] - lo) / 1e6:.0f}" for s in ours), file=sys.stderr)
+print(f"load requests from 10 s before: {len(near)}: " + ", ".join(
+    f"{(l['start_ns'] - lo) / 1e6:.0f}-{(l['end_ns'] - lo) / 1e6:.0f}" for l in near[:40]), file=sys.stderr)
 EOF
 }
-peak=
-for _ in $(seq 1 60); do
-  peak=$(in_flight) && break
-  peak=
-  sleep 1
+# Every comparison must find the same model. One whose requests all ran alone tested no
+# batching: another is made, up to three in all.
+for attempt in 1 2 3; do
+  compare_from=$(date +%s%N)
+  rc=0
+  "$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
+    >"$scratch/fp-load.json" 2>"$scratch/fp-load.err" || rc=$?
+  compare_to=$(date +%s%N)
+  kill -0 "$load_pid" 2>/dev/null || { cat "$scratch/bench-load.err" >&2; fail "fingerprint under load: the load bench ended early"; }
+  counts=
+  for _ in $(seq 1 60); do
+    counts=$(beside_load 2>"$scratch/beside.err") && break
+    counts=
+    sleep 1
+  done
+  read -r n_beside n_ours <<<"${counts:-0 0}"
+  say "fingerprint under bench load, comparison $attempt ($n_beside of $n_ours of its requests ran beside load requests in vLLM's batch): exit $rc: $(cat "$scratch/fp-load.json")"
+  [ "$rc" -eq 0 ] || { cat "$scratch/fp-load.err" >&2; fail "fingerprint under load: exit $rc, want 0 (the same model)"; }
+  [ "$n_ours" -ge 8 ] || { cat "$scratch/beside.err" >&2; fail "fingerprint under load: vLLM's spans hold $n_ours of the comparison's 8 requests"; }
+  [ "$n_beside" -ge 1 ] && break
 done
-say "fingerprint under bench load (vLLM had up to ${peak:-?} requests in flight during the comparison): exit $rc: $(cat "$scratch/fp-load.json")"
-[ "$rc" -eq 0 ] || { cat "$scratch/fp-load.err" >&2; fail "fingerprint under load: exit $rc, want 0 (the same model)"; }
-[ -n "$peak" ] && [ "$peak" -ge 2 ] ||
-  fail "fingerprint under load: vLLM had at most '${peak}' requests in flight during the comparison: no batching to test"
+kill "$load_pid"
+wait "$load_pid" 2>/dev/null || true
+[ "$n_beside" -ge 1 ] ||
+  { cat "$scratch/beside.err" "$scratch/bench-load.out" >&2; fail "fingerprint under load: in three comparisons no request ran beside the load: no batching to test"; }
 say "PASS: fingerprint: the same model under batching load is not flagged"
 
 say "daemon: one target per protocol for ${daemon_secs}s, engine view from vLLM's /metrics"
