@@ -137,7 +137,8 @@ pub fn start(
         target = %plan.name,
         model = %plan.model,
         scenarios = plan.scenarios.len(),
-        rate_per_second = plan.scenarios.iter().map(|s| s.rate_hz).sum::<f64>(),
+        // `+ 0.0`: an empty f64 sum is -0.0.
+        rate_per_second = plan.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() + 0.0,
         "target started"
     );
     stop_on_failure.0 = None;

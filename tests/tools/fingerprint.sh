@@ -73,7 +73,8 @@ EOF
   pid=$!
   wait_for_daemon "$pid" "$scratch/$name.out" "$scratch/$name.err"
   for _ in $(seq 1 600); do
-    drift=$(curl -sf "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p')
+    kill -0 "$pid" 2>/dev/null || { cat "$scratch/$name.err" >&2; fail "$name: the daemon exited"; }
+    drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p') || drift=
     [ -n "$drift" ] && break
     sleep 0.5
   done

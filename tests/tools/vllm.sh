@@ -698,7 +698,8 @@ pids+=("$daemon_pid")
 wait_for_daemon "$daemon_pid" "$scratch/daemon-other.out" "$scratch/daemon-other.err"
 drift=
 for _ in $(seq 1 600); do
-  drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p')
+  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon-other.err" >&2; fail "the fingerprint daemon exited"; }
+  drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p') || drift=
   [ -n "$drift" ] && break
   sleep 0.5
 done

@@ -51,7 +51,9 @@ wait_for_daemon() {
   local pid=$1 out=$2 err=$3 tries=${4:-600}
   url=
   for _ in $(seq "$tries"); do
-    url=$(sed -n 's/^llmprobe daemon listening on //p' "$out" 2>/dev/null)
+    # The daemon may not have opened OUT yet: no file is no address yet (not a failure
+    # that `set -e` would end the check on).
+    url=$(sed -n 's/^llmprobe daemon listening on //p' "$out" 2>/dev/null || true)
     [ -n "$url" ] && return 0
     kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; fail "daemon exited"; }
     sleep 0.1
