@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::fingerprint_status::{FingerprintState, FingerprintStatus};
 use super::history::span;
-use super::html::{Column, covered_note, escape, header_cells, row};
+use super::html::{Column, covered_note, escape, header_cells, row, short_error};
 
 /// A scenario's entry as of the page's time.
 pub struct FingerprintView {
@@ -140,12 +140,11 @@ fn runs_cell(v: &FingerprintView) -> String {
         let _ = write!(cell, " <span class=\"bad\">({} failed)</span>", s.failures);
     }
     if let Some((at, error)) = &s.last_failure {
-        let short: String = error.chars().take(160).collect();
         let _ = write!(
             cell,
             "<br><small class=\"err\">{} ago: {}</small>",
             span(v.now - at),
-            escape(&short)
+            short_error(error)
         );
     }
     cell

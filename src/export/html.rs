@@ -54,6 +54,14 @@ pub fn whole(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"))
 }
 
+/// Most characters of an error text a table cell shows.
+pub const ERROR_CHARS: usize = 160;
+
+/// An error text cut to [`ERROR_CHARS`], escaped.
+pub fn short_error(text: &str) -> String {
+    escape(&text.chars().take(ERROR_CHARS).collect::<String>())
+}
+
 /// The muted note after a figure that says what it covers: ` over 4m`.
 pub fn covered_note(text: &str) -> String {
     format!(" <small class=\"covered\">{}</small>", escape(text))

@@ -14,7 +14,9 @@ use std::fmt::Write as _;
 use super::fingerprint_table::fingerprint_table;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
-use super::html::{clock, header_cells, ms, outcome, over, pair, percent, row, url_segment, whole};
+use super::html::{
+    clock, header_cells, ms, outcome, over, pair, percent, row, short_error, url_segment, whole,
+};
 use super::metrics::{EngineState, Metrics};
 use super::replica_table::replica_table;
 use super::sparkline::sparkline;
@@ -366,8 +368,7 @@ fn failures_cell(r: &ScenarioRow) -> String {
         .collect();
     let mut cell = format!("<div><span class=\"bad\">{}</span>", reasons.join(", "));
     if let Some(e) = &s.last_error {
-        let short: String = e.chars().take(160).collect();
-        let _ = write!(cell, "<br><small class=\"err\">{}</small>", escape(&short));
+        let _ = write!(cell, "<br><small class=\"err\">{}</small>", short_error(e));
     }
     cell.push_str("</div>");
     cell

@@ -72,18 +72,13 @@ EOF
   "$bin" daemon --config "$scratch/$name.yaml" >"$scratch/$name.out" 2>"$scratch/$name.err" &
   pid=$!
   wait_for_daemon "$pid" "$scratch/$name.out" "$scratch/$name.err"
-  for _ in $(seq 1 600); do
-    kill -0 "$pid" 2>/dev/null || { cat "$scratch/$name.err" >&2; fail "$name: the daemon exited"; }
-    drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p') || drift=
-    [ -n "$drift" ] && break
-    sleep 0.5
-  done
+  drift=$(fingerprint_drift "$pid" "$scratch/$name.err")
   say "$name: $(curl -sf "$url/metrics" | grep '^llmprobe_fingerprint_' | tr '\n' ' ')"
   # The status page's fingerprint row, as text, must say the same.
   row=$(curl -sf "$url/" | python3 -c '
 import html, re, sys
 rows = re.findall(r"<tr class=\"fingerprint\">(.*?)</tr>", sys.stdin.read())
-print(" · ".join(html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])) if len(rows) == 1 else "")')
+print(" · ".join(html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])) if len(rows) == 1 else "")') || row=
   say "$name: status page: $row"
   local state="same model"
   [ "$want" = 1 ] && state=drift

@@ -696,13 +696,7 @@ EOF
 daemon_pid=$!
 pids+=("$daemon_pid")
 wait_for_daemon "$daemon_pid" "$scratch/daemon-other.out" "$scratch/daemon-other.err"
-drift=
-for _ in $(seq 1 600); do
-  kill -0 "$daemon_pid" 2>/dev/null || { cat "$scratch/daemon-other.err" >&2; fail "the fingerprint daemon exited"; }
-  drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p') || drift=
-  [ -n "$drift" ] && break
-  sleep 0.5
-done
+drift=$(fingerprint_drift "$daemon_pid" "$scratch/daemon-other.err")
 say "daemon fingerprint against $(basename "$other"): $(curl -sf --max-time 10 "$url/metrics" | grep '^llmprobe_fingerprint_\(drift\|divergence\|token\)' | tr '\n' ' ')"
 kill "$daemon_pid"
 wait "$daemon_pid" || fail "the fingerprint daemon exited non-zero on SIGTERM"

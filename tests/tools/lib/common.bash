@@ -61,3 +61,18 @@ wait_for_daemon() {
   cat "$err" >&2
   fail "daemon did not print its address"
 }
+
+# fingerprint_drift PID ERR: polls the daemon at $url (of PID, its stderr in ERR) every
+# 0.5 s, up to 5 minutes, until its first fingerprint run is published, and prints that
+# run's llmprobe_fingerprint_drift (0 or 1; nothing if none came). Fails, showing ERR,
+# if the daemon exits.
+fingerprint_drift() {
+  local pid=$1 err=$2 drift=
+  for _ in $(seq 1 600); do
+    kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; fail "the daemon exited"; }
+    drift=$(curl -sf --max-time 10 "$url/metrics" | sed -n 's/^llmprobe_fingerprint_drift{.*} \([0-9]*\)$/\1/p') || drift=
+    [ -n "$drift" ] && break
+    sleep 0.5
+  done
+  printf '%s' "$drift"
+}
