@@ -275,9 +275,14 @@ impl ClientConfig {
     /// The full request URL: `base_url` with any trailing `/` and `/v1` removed, then
     /// the endpoint path.
     pub fn url(&self) -> String {
+        self.url_of(self.endpoint.path())
+    }
+
+    /// The URL of `path` (such as `/v1/models`) on the same server and prefix.
+    pub fn url_of(&self, path: &str) -> String {
         let base = self.base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
-        format!("{base}{}", self.endpoint.path())
+        format!("{base}{path}")
     }
 }
 

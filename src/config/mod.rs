@@ -7,8 +7,8 @@
 
 mod checks;
 pub mod error;
-pub mod fingerprint;
 pub mod golden;
+pub mod kinds;
 pub mod locate;
 mod messages;
 pub mod otlp;

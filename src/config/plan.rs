@@ -20,7 +20,7 @@ use super::schema::{Config, HeaderSource, HeaderValue, Scenario, SelfCheckConfig
 use super::shard::{Overrides, Shard};
 use super::validate::validate;
 use crate::client::ClientConfig;
-use crate::export::{Buckets, CapacityGauges, TokenPrice};
+use crate::exposition::{Buckets, CapacityGauges, TokenPrice};
 use crate::latency::Slo;
 use crate::probe::ProbeSpec;
 use crate::secret::{Secret, redact_url};
@@ -69,15 +69,16 @@ pub struct TargetPlan {
     /// Carries the resolved API key and headers.
     pub client: ClientConfig,
     pub scenarios: Vec<ScenarioPlan>,
-    /// The fingerprint scenarios (never in `scenarios`: they send no probes).
-    pub fingerprints: Vec<super::fingerprint::FingerprintPlan>,
+    /// The scenarios of the kinds that run on their own, not through the probe runner
+    /// (never in `scenarios`).
+    pub kinds: super::kinds::KindPlans,
     pub max_inflight: u32,
     pub token_budget_per_hour: Option<u64>,
     pub price: Option<TokenPrice>,
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
-    /// How the replicas behind the front door are discovered and probed. Built and
-    /// checked here; the daemon does not use it yet (replicas are not probed yet).
+    /// How the replicas behind the front door are discovered and probed (the daemon's
+    /// fleet, `src/daemon/fleet/`).
     pub replicas: Option<ReplicaPlan>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
     /// capacity block's context. Never a probe scenario's size: production traffic,
@@ -317,12 +318,8 @@ fn target(
     // and not a target that silently fails to start.
     crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
 
+    let kinds = super::kinds::KindPlans::plan(t, &path.key("scenarios"))?;
     let scenarios = scenarios(cfg, t, path, buckets)?;
-    let mut fingerprints = Vec::new();
-    for (i, s) in t.scenarios.iter().enumerate() {
-        let sp = path.key("scenarios").index(i);
-        fingerprints.extend(super::fingerprint::plan(t, s, &sp)?);
-    }
 
     let replicas = super::replicas::plan(cfg, t, path)?;
     let capacity = capacity_plan(t, path)?;
@@ -336,7 +333,7 @@ fn target(
         shard: cfg.shard.unwrap_or_default(),
         client,
         scenarios,
-        fingerprints,
+        kinds,
         max_inflight: t.max_inflight.unwrap_or(cfg.defaults.max_inflight),
         token_budget_per_hour: t.token_budget_per_hour,
         price: t.price.map(|p| TokenPrice {
@@ -359,16 +356,18 @@ fn scenarios(
     buckets: &Buckets,
 ) -> Result<Vec<ScenarioPlan>, (Path, String)> {
     let rate = t.rate.unwrap_or(cfg.defaults.rate);
-    let probed = |s: &&Scenario| s.fingerprint.is_none();
+    // Kinds were checked by `KindPlans::plan` first.
+    let probed =
+        |s: &Scenario| super::kinds::kind_of(s, path).is_ok_and(super::kinds::KindName::is_probed);
     let shared = t
         .scenarios
         .iter()
-        .filter(probed)
+        .filter(|s| probed(s))
         .filter(|s| s.rate.is_none())
         .count();
     let mut scenarios = Vec::with_capacity(t.scenarios.len());
     for (i, s) in t.scenarios.iter().enumerate() {
-        if s.fingerprint.is_some() {
+        if !probed(s) {
             continue;
         }
         let sp = path.key("scenarios").index(i);

@@ -82,7 +82,7 @@ pub struct Config {
 }
 
 fn default_probe_pages() -> usize {
-    crate::export::probe_pages::DEFAULT_KEEP
+    crate::status::probe_pages::DEFAULT_KEEP
 }
 
 fn default_listen() -> String {
@@ -399,6 +399,12 @@ pub struct Scenario {
     /// Unique within the target; the `scenario` label.
     #[serde(default = "default_scenario_name")]
     pub name: String,
+    /// What the scenario does: `probe` (requests at its rate, the default), `golden`
+    /// (a golden set's questions, judged; needs `golden:`) or `fingerprint` (logprob
+    /// fingerprints against a baseline; needs `fingerprint:`). Unset: what its blocks
+    /// say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<KindName>,
     /// Prompt length in tokens (approximate without a tokenizer).
     #[serde(default = "default_input_tokens")]
     pub input_tokens: u32,
@@ -507,6 +513,37 @@ fn default_golden_window() -> u32 {
     DEFAULT_GOLDEN_WINDOW
 }
 
+/// What a scenario does: the values of its `kind:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KindName {
+    /// Requests at the scenario's rate through the probe pipeline.
+    Probe,
+    /// A golden set's questions through the probe pipeline, each answer judged.
+    Golden,
+    /// Logprob fingerprints compared with a recorded baseline.
+    Fingerprint,
+}
+
+impl KindName {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [KindName; 3] = [KindName::Probe, KindName::Golden, KindName::Fingerprint];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KindName::Probe => "probe",
+            KindName::Golden => "golden",
+            KindName::Fingerprint => "fingerprint",
+        }
+    }
+
+    /// Whether its scenarios are probes of the open-loop runner (and share the
+    /// target's rate).
+    pub fn is_probed(self) -> bool {
+        matches!(self, KindName::Probe | KindName::Golden)
+    }
+}
+
 /// `fingerprint: {baseline: FILE, every: 10m}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -567,6 +604,7 @@ impl Default for Scenario {
             think_time_dist: None,
             golden: None,
             fingerprint: None,
+            kind: None,
         }
     }
 }

@@ -15,8 +15,9 @@ use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
 use crate::config::TargetPlan;
 use crate::engine_metrics::{self, EngineSnapshot};
-use crate::export::{EngineGauges, Metrics};
+use crate::exposition::{EngineGauges, Metrics};
 use crate::secret::{Secret, scrub};
+use crate::status::{EngineState, StatusBoard};
 
 /// Client-side TTFTs of successful probes since the last scrape.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -154,6 +155,8 @@ pub struct Scraper {
     pub plan: TargetPlan,
     pub url: String,
     pub metrics: Arc<Metrics>,
+    /// What the status page shows of the engine.
+    pub status: Arc<StatusBoard>,
     /// The scrape interval; a reload changes it in place.
     pub interval: watch::Receiver<Duration>,
     /// How often the log summarises failing scrapes.
@@ -173,6 +176,7 @@ pub fn scrape_loop(
         plan,
         url,
         metrics,
+        status,
         mut interval,
         mut summary_interval,
         ttft_window,
@@ -198,6 +202,7 @@ pub fn scrape_loop(
             failures: FailureLog::new(*summary_interval.borrow_and_update()),
             plan,
             metrics,
+            status,
             ttft_window,
             prev: None,
             slots_warned: None,
@@ -246,6 +251,7 @@ pub fn scrape_loop(
 struct Publisher {
     plan: TargetPlan,
     metrics: Arc<Metrics>,
+    status: Arc<StatusBoard>,
     ttft_window: Arc<Mutex<TtftWindow>>,
     prev: Option<(EngineSnapshot, Instant)>,
     /// The last /props problem logged: logged again only when it changes.
@@ -294,6 +300,15 @@ impl Publisher {
                 let (g, headroom) = gauges(plan, p, &snap, client_mean);
                 metrics.set_engine(&plan.name, &plan.model, true, took, &g);
                 metrics.set_headroom(&plan.name, &plan.model, headroom);
+                self.status.update_engine(&plan.name, |s| {
+                    *s = EngineState {
+                        scrape_ok: Some(true),
+                        running: g.running,
+                        waiting: g.waiting,
+                        kv_cache_usage_ratio: g.kv_cache_usage_ratio,
+                        headroom,
+                    }
+                });
                 self.prev = Some((snap, started));
                 if let Some(line) = self.failures.success(&self.key, ended) {
                     let attempt = Attempt {
@@ -313,6 +328,12 @@ impl Publisher {
                     &EngineGauges::default(),
                 );
                 metrics.set_headroom(&plan.name, &plan.model, None);
+                self.status.update_engine(&plan.name, |s| {
+                    *s = EngineState {
+                        scrape_ok: Some(false),
+                        ..EngineState::default()
+                    }
+                });
                 let error = scrub_secrets(&format!("{e:#}"));
                 let reason = e.reason.as_str();
                 let lines = self.failures.failure(&self.key, ended, reason, &error);
@@ -331,7 +352,7 @@ impl Publisher {
 mod tests {
     use super::*;
     use crate::config::plan::CapacityPlan;
-    use crate::export::CapacityGauges;
+    use crate::exposition::CapacityGauges;
 
     fn plan(capacity: Option<CapacityPlan>) -> TargetPlan {
         let text = "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios: [{input_tokens: 900, output_tokens: 100}]\n";

@@ -18,6 +18,14 @@ pub enum Activity {
     EngineScrape,
     /// A target's replica discovery looks.
     Discovery,
+    /// The self-check's self-probes.
+    SelfCheck,
+    /// The runs of a scenario kind that runs on its own, in its words.
+    Kind {
+        noun: &'static str,
+        nouns: &'static str,
+        failed: &'static str,
+    },
 }
 
 impl Activity {
@@ -27,6 +35,8 @@ impl Activity {
             Activity::AnswerCheck => "answer check",
             Activity::EngineScrape => "engine scrape",
             Activity::Discovery => "replica discovery",
+            Activity::SelfCheck => "self-probe",
+            Activity::Kind { noun, .. } => noun,
         }
     }
 
@@ -36,6 +46,8 @@ impl Activity {
             Activity::AnswerCheck => "answer checks",
             Activity::EngineScrape => "engine scrapes",
             Activity::Discovery => "replica discovery looks",
+            Activity::SelfCheck => "self-probes",
+            Activity::Kind { nouns, .. } => nouns,
         }
     }
 
@@ -46,6 +58,8 @@ impl Activity {
             Activity::AnswerCheck => "answer check failed",
             Activity::EngineScrape => "engine scrape failed",
             Activity::Discovery => "replica discovery failed; keeping the last good set",
+            Activity::SelfCheck => "self-probe failed",
+            Activity::Kind { failed, .. } => failed,
         }
     }
 }

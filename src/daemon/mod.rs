@@ -1,5 +1,5 @@
 //! `llmprobe daemon`: runs one open-loop runner per target × scenario against
-//! production endpoints, forever, and exports what they measure (see `export`).
+//! production endpoints, forever, and exports what they measure (see `exposition`).
 //!
 //! The control task owns the running targets. Reload (SIGHUP or `POST /-/reload`)
 //! loads and resolves the new config first; a bad one changes nothing but
@@ -13,10 +13,12 @@ pub mod demo;
 pub mod engine_scrape;
 pub mod failure_lines;
 pub mod failure_log;
-pub mod fingerprint;
 pub mod fleet;
+pub mod kinds;
+pub mod pipeline;
 pub mod scenario;
 pub mod self_check;
+pub mod server;
 pub mod shared;
 pub mod sinks;
 pub mod source;
@@ -36,8 +38,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::schema::SelfCheckConfig;
 use crate::config::{Overrides, Plan, plan};
-use crate::export::{Metrics, ReloadRequest, ServerState, StatusBoard};
+use crate::exposition::Metrics;
+use crate::status::StatusBoard;
 use crate::web::{Web, WebOptions};
+use server::{ReloadRequest, ServerState};
 use shared::Shared;
 pub use source::ConfigSource;
 use target::RunningTarget;
@@ -54,7 +58,7 @@ pub struct Daemon {
     server: JoinHandle<anyhow::Result<()>>,
     metrics: Arc<Metrics>,
     tls: bool,
-    otlp: Option<Arc<crate::export::otlp::OtlpExport>>,
+    otlp: Option<Arc<crate::otlp::OtlpExport>>,
 }
 
 impl Daemon {
@@ -131,7 +135,7 @@ impl Daemon {
         control.apply(plan);
         metrics.set_reload(true);
         let server_stop = CancellationToken::new();
-        let server = tokio::spawn(crate::export::serve(
+        let server = tokio::spawn(server::serve(
             listener,
             ServerState {
                 metrics: metrics.clone(),
@@ -207,9 +211,9 @@ pub async fn request_reload(tx: &mpsc::Sender<ReloadRequest>) -> Result<(), Stri
 }
 
 /// The OTLP export of `plan`, started on the current runtime.
-fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::export::otlp::OtlpExport>>> {
+fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::otlp::OtlpExport>>> {
     let Some(o) = &plan.otlp else { return Ok(None) };
-    let options = crate::export::otlp::OtlpOptions {
+    let options = crate::otlp::OtlpOptions {
         traces_url: o.traces_url(),
         metrics_url: o.metrics_url(),
         headers: o
@@ -220,9 +224,7 @@ fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::export::otlp::Ot
         interval: o.interval,
         location: plan.location.clone(),
     };
-    Ok(Some(Arc::new(crate::export::otlp::OtlpExport::start(
-        &options,
-    )?)))
+    Ok(Some(Arc::new(crate::otlp::OtlpExport::start(&options)?)))
 }
 
 /// A nonce part that differs between daemon starts (wall clock), see [`Shared::run_nonce`].
@@ -346,6 +348,7 @@ impl Control {
                 c.clone(),
                 self.shared.metrics.clone(),
                 u64::from(self.shared.run_nonce),
+                self.shared.failure_summary_interval.clone(),
             )
         });
     }
@@ -462,38 +465,8 @@ impl Control {
         new: Option<&crate::config::TargetPlan>,
     ) {
         let metrics = &self.shared.metrics;
+        kinds::retire_all(&self.shared, old, new);
         let same_model = new.is_some_and(|n| n.model == old.model);
-        for s in &old.scenarios {
-            let kept =
-                same_model && new.is_some_and(|n| n.scenarios.iter().any(|ns| ns.name == s.name));
-            if !kept {
-                metrics.remove_scenario(&old.name, &old.model, &s.name);
-                self.shared.status.remove(&old.name, &s.name);
-            }
-            // A conversation's later turns have their own series: gone with it, or
-            // when the scenario stops having later turns.
-            if let Some(later) = s.later_name() {
-                let still = same_model
-                    && new.is_some_and(|n| {
-                        n.scenarios
-                            .iter()
-                            .any(|ns| ns.later_name().as_ref() == Some(&later))
-                    });
-                if !still {
-                    metrics.remove_scenario(&old.name, &old.model, &later);
-                }
-            }
-        }
-        for f in &old.fingerprints {
-            let kept = same_model
-                && new.is_some_and(|n| n.fingerprints.iter().any(|nf| nf.scenario == f.scenario));
-            if !kept {
-                metrics.remove_fingerprint(&old.name, &old.model, &f.scenario);
-                self.shared
-                    .status
-                    .remove_fingerprint(&old.name, &f.scenario);
-            }
-        }
         match new {
             Some(n) if same_model => {
                 if n.capacity.is_none() {
@@ -501,9 +474,13 @@ impl Control {
                 }
                 if n.engine_metrics_url.is_none() {
                     metrics.remove_engine(&old.name, &old.model);
+                    self.shared.status.remove_engine(&old.name);
                 }
             }
-            _ => metrics.remove_target(&old.name, &old.model),
+            _ => {
+                metrics.remove_target(&old.name, &old.model);
+                self.shared.status.remove_engine(&old.name);
+            }
         }
     }
 }

@@ -6,12 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::failure_lines::{self, Activity, Attempt};
+use super::failure_log::{FailureKey, FailureLog};
+
 use crate::config::schema::SelfCheckConfig;
-use crate::export::{Metrics, SelfProbe};
+use crate::exposition::{Metrics, SelfProbe};
 use crate::runner::{self, Dispatch, RunConfig, RunEvent, Stop};
 use crate::schedule::Schedule;
 use crate::selfcheck::{ReferenceEngine, SelfProbes, Truth};
@@ -37,9 +41,20 @@ impl RunningSelfCheck {
 
 /// Starts the self-check in the background. The engine starts inside the task, so a
 /// failure to start is logged, never fatal: the daemon then just lacks its error bar.
-pub fn start(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64) -> RunningSelfCheck {
+pub fn start(
+    config: SelfCheckConfig,
+    metrics: Arc<Metrics>,
+    seed: u64,
+    summary_interval: watch::Receiver<Duration>,
+) -> RunningSelfCheck {
     let stop = CancellationToken::new();
-    let task = tokio::spawn(run(config.clone(), metrics, seed, stop.clone()));
+    let task = tokio::spawn(run(
+        config.clone(),
+        metrics,
+        seed,
+        stop.clone(),
+        summary_interval,
+    ));
     RunningSelfCheck { config, stop, task }
 }
 
@@ -59,7 +74,13 @@ fn truth(c: &SelfCheckConfig) -> Truth {
     }
 }
 
-async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: CancellationToken) {
+async fn run(
+    config: SelfCheckConfig,
+    metrics: Arc<Metrics>,
+    seed: u64,
+    stop: CancellationToken,
+    mut summary_interval: watch::Receiver<Duration>,
+) {
     let engine = match ReferenceEngine::start(truth(&config)).await {
         Ok(e) => Arc::new(e),
         Err(e) => {
@@ -113,16 +134,25 @@ async fn run(config: SelfCheckConfig, metrics: Arc<Metrics>, seed: u64, stop: Ca
     let arrivals =
         std::iter::once(FIRST_PROBE).chain(schedule.arrivals(seed).map(|t| t + FIRST_PROBE));
     let (tx, mut rx) = mpsc::unbounded_channel();
+    // A failing self-check is logged by state change, as a failing target is.
+    let key = FailureKey::target("self-check");
+    let mut failures = FailureLog::new(*summary_interval.borrow_and_update());
     let observe = async {
         while let Some(event) = rx.recv().await {
             if let RunEvent::Record(r) = event {
                 let error = probes.error(&r);
+                failures.set_interval(*summary_interval.borrow_and_update());
+                let text = r.error.clone().unwrap_or_default();
+                let attempt = Attempt {
+                    id: Some(r.id),
+                    reason: r.outcome.as_str(),
+                    error: &text,
+                };
                 if error.is_none() {
-                    tracing::warn!(
-                        reason = r.outcome.as_str(),
-                        error = r.error.as_deref().unwrap_or(""),
-                        "self-probe failed"
-                    );
+                    let lines = failures.failure(&key, Instant::now(), r.outcome.as_str(), &text);
+                    failure_lines::failure(Activity::SelfCheck, &key, attempt, &lines);
+                } else if let Some(line) = failures.success(&key, Instant::now()) {
+                    failure_lines::write(Activity::SelfCheck, &key, attempt, &line);
                 }
                 metrics.self_check().observe(&SelfProbe {
                     dispatch_lag: r.dispatch_lag(),

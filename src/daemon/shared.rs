@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::export::otlp::OtlpExport;
-use crate::export::{Metrics, StatusBoard};
+use crate::exposition::Metrics;
+use crate::otlp::OtlpExport;
+use crate::status::StatusBoard;
 
 /// What every target shares.
 #[derive(Clone)]

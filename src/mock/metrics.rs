@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-// vLLM's bucket bounds, defined once in `export::buckets`.
-pub use crate::export::buckets::{
+// vLLM's bucket bounds, defined once in `exposition::buckets`.
+pub use crate::exposition::buckets::{
     VLLM_E2E as E2E_BUCKETS, VLLM_ITL as ITL_BUCKETS, VLLM_TTFT as TTFT_BUCKETS,
 };
 

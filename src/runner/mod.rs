@@ -5,7 +5,7 @@
 //!
 //! It owns dispatch timing only. What a request does is the probe closure's business
 //! (the HTTP client, or a fake in tests); what the records mean is `aggregate`'s and
-//! `export`'s. It never touches Prometheus.
+//! `exposition`'s. It never touches Prometheus.
 //!
 //! Timing: see [`timer`]: a timerfd on the runtime's own event loop for bench, tokio's
 //! timer under a paused clock and where a millisecond of dispatch lag does not matter.

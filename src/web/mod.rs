@@ -1,7 +1,7 @@
 //! The daemon's web security, the way Prometheus exporters do it: `--web.config.file`
 //! in the exporter-toolkit format (TLS with rustls, client certificates, bcrypt basic
 //! auth, response headers, rate limit), re-read when it or a file it names changes.
-//! `export` puts its endpoints behind it.
+//! `exposition` puts its endpoints behind it.
 
 pub mod auth;
 pub mod file;

@@ -588,7 +588,7 @@ fn committed_schema_is_up_to_date() {
 fn configured_buckets_extend_vllms() {
     let text = "buckets:\n  ttft: [0.05, 0.1, 0.25, 1, 3.3]\n  e2e: [0.7]\ntargets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n    scenarios:\n      - {input_tokens: 40, output_tokens: 4, slo: {ttft: 123ms}}\n";
     let plan = load_str(text, "c.yaml").unwrap();
-    let vllm = llmprobe::export::Buckets::vllm();
+    let vllm = llmprobe::exposition::Buckets::vllm();
     for v in vllm.ttft.iter().chain([&3.3]) {
         assert!(
             plan.buckets.ttft.contains(v),

@@ -191,7 +191,10 @@ fn bad_fingerprint_blocks_are_config_errors() {
     let err = load_str(&cfg("chat", "        rate: 1/s\n", &missing), "c.yaml")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("it takes only name and fingerprint"), "{err}");
+    assert!(
+        err.contains("it takes only name, kind and fingerprint"),
+        "{err}"
+    );
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{}").unwrap();
     let err = load_str(&cfg("chat", "", &bad), "c.yaml")

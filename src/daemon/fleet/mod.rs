@@ -19,10 +19,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
+use super::pipeline::Budget;
 use super::shared::Shared;
 use crate::config::{ReplicaPlan, TargetPlan};
 use crate::discovery::{Refresh, Refresher, ReplicaSet};
-use probes::{Budget, RunningReplica};
+use probes::RunningReplica;
 use scrape::ReplicaScrapes;
 
 /// The longest one discovery look may take: a look must end before the next is due.

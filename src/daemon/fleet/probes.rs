@@ -1,31 +1,17 @@
 //! One discovered replica's probes: a runner per scenario of the target at
 //! `replica_rate`, sent to the replica's own address (the front door's path kept),
-//! through the same prober and into the replica's slim series, the token budget and the
-//! log. Its tasks stop with the replica's token, a child of the target's.
+//! through the one probe pipeline (`super::super::pipeline`) into the replica's slim
+//! series, the token budget, the log and its row of the replica table. Its tasks stop with the replica's token, a child of the target's.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::FleetContext;
-use crate::client::Client;
 use crate::config::ScenarioPlan;
-use crate::daemon::failure_log::{FailureKey, FailureLog};
-use crate::daemon::scenario::{
-    ScenarioProber, budget_admission, run_config, scenario_client, scenario_workload,
-    stagger_offset,
-};
-use crate::daemon::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, OtlpSink, PageFiling, ReplicaStatusSink, consume,
-};
+use crate::daemon::pipeline::{Pipeline, TargetContext};
 use crate::discovery::Replica;
-use crate::export::probe_pages::ProbeKey;
-use crate::probe::{Conversations, Prober};
-use crate::runner::{self, Dispatch};
-use crate::schedule::Schedule;
-use crate::sink::RecordSink;
 
 /// A replica being probed.
 pub struct RunningReplica {
@@ -103,128 +89,35 @@ fn start_scenario(
     tasks: &mut JoinSet<()>,
 ) -> anyhow::Result<()> {
     let plan = &ctx.plan;
-    let mut config = scenario_client(plan, scenario);
-    config.base_url = base_url.to_string();
-    let client = Arc::new(Client::new(config, None)?.with_checks(scenario.checks.compiled.clone()));
     let series = Arc::new(ctx.shared.metrics.fleet().replica_scenario(
         [&plan.name, &plan.model, &scenario.name],
         &replica.host_port,
         &scenario.buckets,
         ctx.replicas.full_series,
     )?);
-    let rate = ctx.replicas.rate_hz;
-    let seed = replica_seed(scenario.seed, &replica.host_port);
-    let offset = stagger_offset(rate, stagger.0, stagger.1);
-    let arrivals = std::iter::once(offset).chain(
-        Schedule::poisson(rate)?
-            .arrivals(seed)
-            .map(move |t| t + offset),
-    );
-    let workload = scenario_workload(scenario)?.with_run_nonce(ctx.shared.run_nonce);
-    let (tx, rx) = mpsc::unbounded_channel();
-    let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
-    let admission = ctx
-        .budget
-        .clone()
-        .map(|b| budget_admission(b, plan.name.clone(), estimate));
-    let prober = ScenarioProber {
-        prober: Arc::new(Prober {
-            client,
-            workload: Arc::new(workload),
-            conversations: scenario.turns.map(|turns| Conversations {
-                turns,
-                seed,
-                timer: runner::Timer::Tokio,
-                stop: stop.clone(),
-                events: tx.clone(),
-            }),
-        }),
-        series: series.clone(),
-        status: None,
-    };
-    let config = run_config(plan, stop);
-    tasks.spawn(async move {
-        runner::run(
-            arrivals,
-            config,
-            admission,
-            move |d: Dispatch| prober.probe(d),
-            tx,
-        )
-        .await;
-    });
-    let sinks = replica_sinks(ctx, scenario, replica, base_url, series, estimate);
-    tasks.spawn(consume(
-        rx,
-        Consumer {
-            pages: PageFiling {
-                board: ctx.shared.status.clone(),
-                key: ProbeKey {
-                    target: plan.name.clone(),
-                    scenario: scenario.name.clone(),
-                    replica: Some(replica.host_port.clone()),
-                },
-                model: plan.model.clone(),
-                secrets: plan.secrets.clone(),
-            },
-            sinks,
-            slo: scenario.slo,
-            stop: stop.clone(),
+    let started = Pipeline {
+        target: TargetContext {
+            plan,
+            shared: &ctx.shared,
+            budget: &ctx.budget,
         },
-    ));
-    Ok(())
-}
-
-/// Where a replica's scenario records go, in the order they are fed: its slim series,
-/// the token budget, the log, OTLP, and last its row of the replica table.
-fn replica_sinks(
-    ctx: &FleetContext,
-    scenario: &ScenarioPlan,
-    replica: &Replica,
-    base_url: &str,
-    series: Arc<crate::export::ScenarioSeries>,
-    estimate: u64,
-) -> Vec<Box<dyn RecordSink + Send>> {
-    let plan = &ctx.plan;
-    let summary_interval = ctx.shared.failure_summary_interval.clone();
-    let failures = FailureLog::new(*summary_interval.borrow());
-    let mut sinks: Vec<Box<dyn RecordSink + Send>> = vec![Box::new(MetricsSink {
+        scenario,
+        stop,
+        base_url,
+        replica: Some(&replica.host_port),
+        rate_hz: ctx.replicas.rate_hz,
+        seed: replica_seed(scenario.seed, &replica.host_port),
+        stagger,
         series,
         later_series: None,
-        slo: scenario.slo,
-    })];
-    if let Some(budget) = ctx.budget.clone() {
-        sinks.push(Box::new(BudgetSink { budget, estimate }));
+        status: None,
+        ttft_window: None,
     }
-    sinks.push(Box::new(LogSink {
-        key: FailureKey::scenario(&plan.name, &scenario.name).with_replica(&replica.host_port),
-        failures,
-        summary_interval,
-        target: plan.name.clone(),
-        scenario: scenario.name.clone(),
-        secrets: plan.secrets.clone(),
-    }));
-    if let Some(export) = ctx.shared.otlp.clone() {
-        sinks.push(Box::new(OtlpSink::new(
-            export,
-            plan,
-            scenario,
-            base_url,
-            Some(&replica.host_port),
-        )));
-    }
-    sinks.push(Box::new(ReplicaStatusSink {
-        status: ctx
-            .shared
-            .status
-            .replica(&plan.name, &plan.model, &replica.host_port),
-        secrets: plan.secrets.clone(),
-    }));
-    sinks
+    .build()?;
+    tasks.spawn(started.runner);
+    tasks.spawn(started.consumer);
+    Ok(())
 }
-
-/// Shared by the fleet and its replicas' probes.
-pub type Budget = Option<Arc<Mutex<crate::daemon::budget::TokenBudget>>>;
 
 #[cfg(test)]
 mod tests {

@@ -15,8 +15,9 @@ use crate::daemon::engine_scrape::gauges;
 use crate::daemon::failure_lines::{self, Activity, Attempt};
 use crate::daemon::failure_log::{FailureKey, FailureLog};
 use crate::engine_metrics::{self, EngineSnapshot, Scrape, ScrapeError};
-use crate::export::{ReplicaEngine, ReplicaEngineGauges};
+use crate::exposition::ReplicaEngineGauges;
 use crate::secret::{Secret, scrub};
+use crate::status::ReplicaEngine;
 
 /// One replica's outcome in a round.
 pub struct Scraped {

@@ -3,7 +3,7 @@
 //! gauges published from the same round.
 
 use crate::config::TargetPlan;
-use crate::export::{FleetGauges, ReplicaEngineGauges};
+use crate::exposition::{FleetGauges, ReplicaEngineGauges};
 
 /// What one replica's scrape contributes: the gauges published for it. Its
 /// `max_concurrent_sequences` is the figure its headroom used (live, else the capacity

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::export::ScenarioSeries;
+use crate::exposition::ScenarioSeries;
 use crate::latency::Slo;
 use crate::record::RequestRecord;
 use crate::sink::{RecordSink, Skip, Verdict};

@@ -8,9 +8,9 @@ use std::time::SystemTime;
 use opentelemetry::KeyValue;
 
 use crate::config::{ScenarioPlan, TargetPlan};
-use crate::export::otlp::OtlpExport;
-use crate::export::otlp_names as n;
-use crate::export::otlp_span::{ProbeAttributes, probe_span};
+use crate::otlp::OtlpExport;
+use crate::otlp::names as n;
+use crate::otlp::span::{ProbeAttributes, probe_span};
 use crate::record::RequestRecord;
 use crate::sink::{RecordSink, Verdict};
 

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use crate::export::probe_pages::{ProbeKey, ProbePage};
-use crate::export::status::ScenarioHandle;
-use crate::export::{ReplicaHandle, StatusBoard};
 use crate::record::RequestRecord;
 use crate::secret::Secret;
 use crate::sink::{RecordSink, Skip, Verdict};
+use crate::status::board::ScenarioHandle;
+use crate::status::probe_pages::{ProbeKey, ProbePage};
+use crate::status::{ReplicaHandle, StatusBoard};
 
 use super::shown_error;
 
@@ -26,7 +26,7 @@ impl PageFiling {
     /// Files `r`'s page; returns its probe ID.
     pub fn file(&self, r: &RequestRecord, good: bool) -> u64 {
         let error = shown_error(r, &self.secrets);
-        let at = crate::export::unix_now();
+        let at = crate::clock::unix_now();
         let page = ProbePage::of(r, &self.key, &self.model, good, error, at);
         self.board.pages().file(&self.key, page)
     }
@@ -41,7 +41,7 @@ pub struct StatusSink {
 impl RecordSink for StatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
-        let at = crate::export::unix_now();
+        let at = crate::clock::unix_now();
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
         status.record_probe(r, verdict.good, error, at, verdict.probe_id);
         status.record_checks(&r.checks);
@@ -70,7 +70,7 @@ pub struct ReplicaStatusSink {
 impl RecordSink for ReplicaStatusSink {
     fn record(&mut self, r: &RequestRecord, verdict: Verdict) -> anyhow::Result<()> {
         let error = shown_error(r, &self.secrets);
-        let at = crate::export::unix_now();
+        let at = crate::clock::unix_now();
         self.status
             .lock()
             .unwrap_or_else(|e| e.into_inner())

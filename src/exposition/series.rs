@@ -1,14 +1,12 @@
 //! The hot path: the pre-resolved child series of one target × scenario, fed one probe
 //! record at a time (a handful of atomic adds, no label hashing).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use prometheus::{Gauge, IntCounter, IntGauge};
 
 use super::exemplars::Exemplar;
 use super::histograms::LatencyHistogram;
-
 use crate::check::AccuracyWindow;
+use crate::clock::unix_now;
 use crate::latency::{Latency, Slo};
 use crate::record::{CheckKind, GoldenVerdict, RequestRecord};
 use crate::runner::SkipReason;
@@ -218,12 +216,4 @@ impl TokenPrice {
             + f64::from(output_tokens) * self.output_per_million)
             / 1e6
     }
-}
-
-/// Seconds since the Unix epoch (wall clock, for `*_timestamp_seconds` gauges).
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }

@@ -14,7 +14,8 @@ use super::buckets::Buckets;
 use super::families::{self as f, Scope};
 use super::histograms::LatencyHistograms;
 use super::registry::{Registered, children, set_or_remove};
-use super::series::{ScenarioSeries, unix_now};
+use super::series::ScenarioSeries;
+use crate::clock::unix_now;
 use crate::latency::Latency;
 
 /// The latencies a replica exports by default: enough to tell a slow replica and a
@@ -46,6 +47,30 @@ pub struct FleetGauges {
     pub cost_per_million_output_tokens: Option<f64>,
 }
 
+/// A replica's engine gauge families, by what each says.
+struct ReplicaEngineVecs {
+    scrape_success: GaugeVec,
+    running: GaugeVec,
+    waiting: GaugeVec,
+    kv_cache_usage_ratio: GaugeVec,
+    max_concurrent_sequences: GaugeVec,
+    generation_tokens_per_second: GaugeVec,
+    headroom: GaugeVec,
+}
+
+/// A target's fleet sum families, by what each says.
+struct FleetVecs {
+    replicas: GaugeVec,
+    scraped: GaugeVec,
+    running: GaugeVec,
+    waiting: GaugeVec,
+    max_concurrent_sequences: GaugeVec,
+    queueing: GaugeVec,
+    headroom: GaugeVec,
+    generation_tokens_per_second: GaugeVec,
+    cost_per_million_output_tokens: GaugeVec,
+}
+
 /// The registered replica and fleet families.
 pub struct FleetSeries {
     requests: IntCounterVec,
@@ -53,8 +78,8 @@ pub struct FleetSeries {
     goodput: IntCounterVec,
     last_success: GaugeVec,
     histograms: Arc<LatencyHistograms>,
-    engine: [GaugeVec; 7],
-    fleet: [GaugeVec; 9],
+    engine: ReplicaEngineVecs,
+    fleet: FleetVecs,
     discovery_errors: IntCounterVec,
     discovery_last_success: GaugeVec,
     discovery_refused: GaugeVec,
@@ -75,26 +100,26 @@ impl FleetSeries {
             goodput: r.int_counter_vec(&f::REPLICA_GOODPUT)?,
             last_success: g(&f::REPLICA_LAST_SUCCESS)?,
             histograms,
-            engine: [
-                g(&f::REPLICA_ENG_SUCCESS)?,
-                g(&f::REPLICA_ENG_RUNNING)?,
-                g(&f::REPLICA_ENG_WAITING)?,
-                g(&f::REPLICA_ENG_KV_USAGE)?,
-                g(&f::REPLICA_ENG_MAX_SEQS)?,
-                g(&f::REPLICA_ENG_GEN_TPS)?,
-                g(&f::REPLICA_HEADROOM)?,
-            ],
-            fleet: [
-                g(&f::FLEET_REPLICAS)?,
-                g(&f::FLEET_SCRAPED)?,
-                g(&f::FLEET_RUNNING)?,
-                g(&f::FLEET_WAITING)?,
-                g(&f::FLEET_MAX_SEQS)?,
-                g(&f::FLEET_QUEUEING)?,
-                g(&f::FLEET_HEADROOM)?,
-                g(&f::FLEET_GEN_TPS)?,
-                g(&f::FLEET_COST)?,
-            ],
+            engine: ReplicaEngineVecs {
+                scrape_success: g(&f::REPLICA_ENG_SUCCESS)?,
+                running: g(&f::REPLICA_ENG_RUNNING)?,
+                waiting: g(&f::REPLICA_ENG_WAITING)?,
+                kv_cache_usage_ratio: g(&f::REPLICA_ENG_KV_USAGE)?,
+                max_concurrent_sequences: g(&f::REPLICA_ENG_MAX_SEQS)?,
+                generation_tokens_per_second: g(&f::REPLICA_ENG_GEN_TPS)?,
+                headroom: g(&f::REPLICA_HEADROOM)?,
+            },
+            fleet: FleetVecs {
+                replicas: g(&f::FLEET_REPLICAS)?,
+                scraped: g(&f::FLEET_SCRAPED)?,
+                running: g(&f::FLEET_RUNNING)?,
+                waiting: g(&f::FLEET_WAITING)?,
+                max_concurrent_sequences: g(&f::FLEET_MAX_SEQS)?,
+                queueing: g(&f::FLEET_QUEUEING)?,
+                headroom: g(&f::FLEET_HEADROOM)?,
+                generation_tokens_per_second: g(&f::FLEET_GEN_TPS)?,
+                cost_per_million_output_tokens: g(&f::FLEET_COST)?,
+            },
             discovery_errors: r.int_counter_vec(&f::DISCOVERY_ERRORS)?,
             discovery_last_success: g(&f::DISCOVERY_LAST_SUCCESS)?,
             discovery_refused: g(&f::DISCOVERY_REFUSED)?,
@@ -160,39 +185,46 @@ impl FleetSeries {
         g: &ReplicaEngineGauges,
     ) {
         let l = [target[0], target[1], replica];
-        let [ok, running, waiting, kv, max, tps, headroom] = &self.engine;
-        ok.with_label_values(&l)
+        let e = &self.engine;
+        e.scrape_success
+            .with_label_values(&l)
             .set(if success { 1.0 } else { 0.0 });
-        set_or_remove(running, &l, g.running);
-        set_or_remove(waiting, &l, g.waiting);
-        set_or_remove(kv, &l, g.kv_cache_usage_ratio);
-        set_or_remove(max, &l, g.max_concurrent_sequences);
-        set_or_remove(tps, &l, g.generation_tokens_per_second);
-        set_or_remove(headroom, &l, g.headroom);
+        set_or_remove(&e.running, &l, g.running);
+        set_or_remove(&e.waiting, &l, g.waiting);
+        set_or_remove(&e.kv_cache_usage_ratio, &l, g.kv_cache_usage_ratio);
+        set_or_remove(&e.max_concurrent_sequences, &l, g.max_concurrent_sequences);
+        set_or_remove(
+            &e.generation_tokens_per_second,
+            &l,
+            g.generation_tokens_per_second,
+        );
+        set_or_remove(&e.headroom, &l, g.headroom);
     }
 
     /// Publishes a target's fleet figures.
     pub fn set_fleet(&self, target: [&str; 2], g: &FleetGauges) {
-        let [
-            replicas,
-            scraped,
-            running,
-            waiting,
-            max,
-            queueing,
-            headroom,
-            tps,
-            cost,
-        ] = &self.fleet;
-        replicas.with_label_values(&target).set(g.replicas as f64);
-        scraped.with_label_values(&target).set(g.scraped as f64);
-        queueing.with_label_values(&target).set(g.queueing as f64);
-        set_or_remove(running, &target, g.running);
-        set_or_remove(waiting, &target, g.waiting);
-        set_or_remove(max, &target, g.max_concurrent_sequences);
-        set_or_remove(headroom, &target, g.headroom);
-        set_or_remove(tps, &target, g.generation_tokens_per_second);
-        set_or_remove(cost, &target, g.cost_per_million_output_tokens);
+        let v = &self.fleet;
+        v.replicas.with_label_values(&target).set(g.replicas as f64);
+        v.scraped.with_label_values(&target).set(g.scraped as f64);
+        v.queueing.with_label_values(&target).set(g.queueing as f64);
+        set_or_remove(&v.running, &target, g.running);
+        set_or_remove(&v.waiting, &target, g.waiting);
+        set_or_remove(
+            &v.max_concurrent_sequences,
+            &target,
+            g.max_concurrent_sequences,
+        );
+        set_or_remove(&v.headroom, &target, g.headroom);
+        set_or_remove(
+            &v.generation_tokens_per_second,
+            &target,
+            g.generation_tokens_per_second,
+        );
+        set_or_remove(
+            &v.cost_per_million_output_tokens,
+            &target,
+            g.cost_per_million_output_tokens,
+        );
     }
 
     /// Creates the discovery series of a target at zero (before its first look).

@@ -16,10 +16,10 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::metrics::Metrics;
-use super::openmetrics;
-use super::page;
-use super::status::StatusBoard;
+use crate::exposition::Metrics;
+use crate::exposition::openmetrics;
+use crate::status::StatusBoard;
+use crate::status::page;
 use crate::web::{ConnInfo, Web, WebListener};
 
 /// A reload request: the daemon answers on the oneshot with the outcome (the error
@@ -171,8 +171,7 @@ fn html(page: String) -> Response {
 async fn index(State(s): State<ServerState>, Query(q): Query<PageQuery>) -> Response {
     html(page::status_page(
         &s.status,
-        &s.metrics,
-        super::unix_now(),
+        crate::clock::unix_now(),
         q.refresh(),
     ))
 }
@@ -182,7 +181,7 @@ async fn target(
     Path(name): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    match page::target_page(&s.status, &name, super::unix_now(), q.refresh()) {
+    match page::target_page(&s.status, &name, crate::clock::unix_now(), q.refresh()) {
         Some(p) => html(p),
         None => (
             StatusCode::NOT_FOUND,
@@ -220,7 +219,7 @@ async fn probe(
             serde_json::to_string_pretty(&page).unwrap_or_default(),
         )
             .into_response(),
-        None | Some("html") => html(super::probe_view::probe_page(&page)),
+        None | Some("html") => html(crate::status::probe_view::probe_page(&page)),
         Some(other) => (
             StatusCode::BAD_REQUEST,
             format!("format {:?}: use html or json\n", page::escape(other)),
@@ -248,7 +247,6 @@ mod tests {
     #[test]
     fn status_page_escapes_remote_text() {
         let board = StatusBoard::new();
-        let metrics = Metrics::new().unwrap();
         let h = board.scenario("prod", "llama", "short");
         h.lock().unwrap().record(
             Outcome::Http5xx,
@@ -256,7 +254,7 @@ mod tests {
             Some("<script>alert(1)</script>".into()),
             1.0,
         );
-        let page = page::status_page(&board, &metrics, 2.0, true);
+        let page = page::status_page(&board, 2.0, true);
         assert!(page.contains("&lt;script&gt;"));
         assert!(!page.contains("<script"));
         assert!(page.contains("<a href=\"/target/prod\">prod</a>"));

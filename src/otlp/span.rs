@@ -15,7 +15,7 @@ use opentelemetry::trace::{
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 
-use super::otlp_names as n;
+use super::names as n;
 use crate::client::trace::TraceContext;
 use crate::record::RequestRecord;
 

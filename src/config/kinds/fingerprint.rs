@@ -1,12 +1,12 @@
-//! A scenario's `fingerprint:` block planned (its type is the schema's). The baseline
-//! file is read and checked when the config loads, so a bad file or an API without
-//! logprobs is a config error at the block, never a failing scenario.
+//! The fingerprint kind's config: a scenario's `fingerprint:` block (its type is the
+//! schema's) planned. The baseline file is read and checked when the config loads, so a bad file or
+//! an API without logprobs is a config error at the block, never a failing scenario.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::locate::Path;
-use super::schema::{Scenario, Target};
+use crate::config::locate::Path;
+use crate::config::schema::{Scenario, Target};
 use crate::fingerprint::{Baseline, request::unsupported};
 
 /// A fingerprint scenario, checked: its name, its baseline read, its interval.
@@ -17,25 +17,25 @@ pub struct FingerprintPlan {
     pub every: Duration,
 }
 
-/// Plans scenario `s` of target `t` at `sp` if it is a fingerprint scenario.
-pub fn plan(
-    t: &Target,
-    s: &Scenario,
-    sp: &Path,
-) -> Result<Option<FingerprintPlan>, (Path, String)> {
+/// Plans fingerprint scenario `s` of target `t` at `sp`.
+pub fn plan(t: &Target, s: &Scenario, sp: &Path) -> Result<FingerprintPlan, (Path, String)> {
     let Some(fp) = &s.fingerprint else {
-        return Ok(None);
+        return Err((
+            sp.key("fingerprint"),
+            "kind: fingerprint needs a fingerprint: block".into(),
+        ));
     };
     let at = sp.key("fingerprint");
     let only = Scenario {
         name: s.name.clone(),
+        kind: s.kind,
         fingerprint: s.fingerprint.clone(),
         ..Scenario::default()
     };
     if *s != only {
         return Err((
             at,
-            "a fingerprint scenario asks its baseline's prompts: it takes only name and fingerprint".into(),
+            "a fingerprint scenario asks its baseline's prompts: it takes only name, kind and fingerprint".into(),
         ));
     }
     if fp.every.is_zero() {
@@ -59,9 +59,9 @@ pub fn plan(
             ),
         ));
     }
-    Ok(Some(FingerprintPlan {
+    Ok(FingerprintPlan {
         scenario: s.name.clone(),
         baseline: Arc::new(baseline),
         every: fp.every,
-    }))
+    })
 }

@@ -21,13 +21,13 @@ use prometheus::{
 use super::buckets::Buckets;
 use super::cgroup::CgroupCollector;
 use super::families::{self as f, Scope};
-use super::fingerprint::FingerprintSeries;
 use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::openmetrics;
 use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
-use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice, unix_now};
+use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice};
+use crate::clock::unix_now;
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
@@ -207,17 +207,6 @@ impl DaemonGauges {
     }
 }
 
-/// A target's engine as the status page shows it: the last scrape and the headroom.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct EngineState {
-    /// The last scrape of the engine's `/metrics` worked (`None`: no scrape configured).
-    pub scrape_ok: Option<bool>,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    pub kv_cache_usage_ratio: Option<f64>,
-    pub headroom: Option<f64>,
-}
-
 /// Every metric family of the daemon, registered in one registry.
 pub struct Metrics {
     registry: Registry,
@@ -231,9 +220,9 @@ pub struct Metrics {
     replica_histograms: Arc<LatencyHistograms>,
     fleet: FleetSeries,
     self_check: SelfCheckSeries,
-    fingerprint: FingerprintSeries,
-    /// Per target: what `set_engine` and `set_headroom` last published, for the page.
-    engine_states: std::sync::Mutex<std::collections::BTreeMap<String, EngineState>>,
+    /// The scenario kinds' own families, registered by the first kind that asks, by
+    /// the name of their first family.
+    kinds: std::sync::Mutex<Vec<(&'static str, Registered)>>,
     /// Held (shared) while a scrape's gauges are published together and (exclusive)
     /// while `/metrics` is rendered: a scrape never shows half of one publication.
     batch: std::sync::RwLock<()>,
@@ -263,7 +252,7 @@ impl Metrics {
         registry.register(Box::new(CgroupCollector::for_self()?))?;
         Ok(Arc::new(Metrics {
             self_check: SelfCheckSeries::new(&registered)?,
-            fingerprint: FingerprintSeries::new(&registered)?,
+            kinds: std::sync::Mutex::default(),
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
@@ -273,7 +262,6 @@ impl Metrics {
             registry,
             registered,
             histograms,
-            engine_states: std::sync::Mutex::default(),
             batch: std::sync::RwLock::default(),
         }))
     }
@@ -466,22 +454,6 @@ impl Metrics {
     /// Publishes headroom (absent when nothing says how many sequences run).
     pub fn set_headroom(&self, target: &str, model: &str, ratio: Option<f64>) {
         set_or_remove(&self.engine.headroom, &[target, model], ratio);
-        self.update_engine_state(target, |s| s.headroom = ratio);
-    }
-
-    fn update_engine_state(&self, target: &str, f: impl FnOnce(&mut EngineState)) {
-        let mut states = self.engine_states.lock().unwrap_or_else(|e| e.into_inner());
-        f(states.entry(target.to_string()).or_default());
-    }
-
-    /// The engine state of a target for the status page (`None` before any scrape or
-    /// headroom).
-    pub fn engine_state(&self, target: &str) -> Option<EngineState> {
-        self.engine_states
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(target)
-            .copied()
     }
 
     /// Publishes one engine scrape. On failure only success and duration are set and
@@ -496,12 +468,6 @@ impl Metrics {
     ) {
         let l = [target, model];
         let e = &self.engine;
-        self.update_engine_state(target, |s| {
-            s.scrape_ok = Some(success);
-            s.running = g.running;
-            s.waiting = g.waiting;
-            s.kv_cache_usage_ratio = g.kv_cache_usage_ratio;
-        });
         e.success
             .with_label_values(&l)
             .set(if success { 1.0 } else { 0.0 });
@@ -553,10 +519,6 @@ impl Metrics {
     /// Removes the engine-scrape series of a target, and the headroom derived from them.
     pub fn remove_engine(&self, target: &str, model: &str) {
         self.registered.remove(Scope::Engine, &[target, model]);
-        self.engine_states
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(target);
     }
 
     /// The series of discovered replicas and of the fleet they make.
@@ -569,15 +531,17 @@ impl Metrics {
         &self.self_check
     }
 
-    /// The fingerprint scenarios' series.
-    pub fn fingerprint(&self) -> &FingerprintSeries {
-        &self.fingerprint
-    }
-
-    /// Removes every series of one fingerprint scenario.
-    pub fn remove_fingerprint(&self, target: &str, model: &str, scenario: &str) {
-        self.registered
-            .remove(Scope::Fingerprint, &[target, model, scenario]);
+    /// The collectors of a scenario kind's own `families` (scope `Kind`), registered
+    /// on the first call and the same on every later one.
+    pub fn kind_series(&self, families: &'static [f::Family]) -> prometheus::Result<Registered> {
+        let key = families.first().map_or("", |f| f.name);
+        let mut kinds = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, r)) = kinds.iter().find(|(k, _)| *k == key) {
+            return Ok(r.clone());
+        }
+        let r = Registered::of(&self.registry, families)?;
+        kinds.push((key, r.clone()));
+        Ok(r)
     }
 
     /// Records the outcome of a configuration (re)load.
@@ -675,7 +639,7 @@ fn register_process_collector(r: &Registry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
+    use crate::exposition::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
     use crate::record::{Outcome, RequestRecord, TokenSource};
     use std::time::Duration;
 

@@ -60,8 +60,9 @@ pub enum Scope {
     /// the SD labels the allow-list keeps (names vary per target); its own collector,
     /// no registered handle.
     ReplicaInfo,
-    /// A fingerprint scenario's verdict (`target, model, scenario`), removed with it.
-    Fingerprint,
+    /// A scenario kind's own series (`target, model, scenario`), declared, registered
+    /// and removed by its kind (`src/daemon/kinds/`), not in [`FAMILIES`].
+    Kind,
     /// The daemon's own series, never removed.
     Daemon,
     /// `llmprobe_shard_info`: labels `index, count`, one series, replaced on reload.
@@ -111,7 +112,7 @@ impl Family {
     /// Every label name, in order.
     pub fn labels(&self) -> Vec<&'static str> {
         let mut labels = match self.scope {
-            Scope::Scenario | Scope::Fingerprint => PROBE_LABELS.to_vec(),
+            Scope::Scenario | Scope::Kind => PROBE_LABELS.to_vec(),
             Scope::Capacity | Scope::Engine | Scope::Fleet => TARGET_LABELS.to_vec(),
             Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
             Scope::ReplicaEngine | Scope::ReplicaInfo => REPLICA_LABELS.to_vec(),
@@ -186,11 +187,13 @@ const fn family(name: &'static str, kind: Kind, value: Value, help: &'static str
     }
 }
 
-const fn counter(name: &'static str, help: &'static str) -> Family {
+/// A counter family (integer, scenario scope until `scope` says otherwise).
+pub const fn counter(name: &'static str, help: &'static str) -> Family {
     family(name, Kind::Counter, Value::Int, help)
 }
 
-const fn gauge(name: &'static str, help: &'static str) -> Family {
+/// A gauge family (float, scenario scope until `scope` says otherwise).
+pub const fn gauge(name: &'static str, help: &'static str) -> Family {
     family(name, Kind::Gauge, Value::Float, help)
 }
 
@@ -203,7 +206,7 @@ const fn histogram(name: &'static str, help: &'static str, layout: Layout) -> Fa
 }
 
 impl Family {
-    const fn scope(self, scope: Scope) -> Self {
+    pub const fn scope(self, scope: Scope) -> Self {
         Family { scope, ..self }
     }
 
@@ -214,21 +217,21 @@ impl Family {
         }
     }
 
-    const fn unit(self, unit: &'static str) -> Self {
+    pub const fn unit(self, unit: &'static str) -> Self {
         Family {
             unit: Some(unit),
             ..self
         }
     }
 
-    const fn float(self) -> Self {
+    pub const fn float(self) -> Self {
         Family {
             value: Value::Float,
             ..self
         }
     }
 
-    const fn int(self) -> Self {
+    pub const fn int(self) -> Self {
         Family {
             value: Value::Int,
             ..self
@@ -651,49 +654,8 @@ pub const CGROUP_PERIODS: Family = counter(
 )
 .scope(Scope::Process);
 
-// Fingerprints (docs/measurement.md), per fingerprint scenario.
-
-const fn fingerprint(name: &'static str, help: &'static str) -> Family {
-    gauge(name, help).scope(Scope::Fingerprint)
-}
-
-pub const FP_DIVERGENCE: Family = fingerprint(
-    "llmprobe_fingerprint_divergence",
-    "Mean total-variation distance between the endpoint's top-k distributions and its baseline's, over the compared positions of the last run.",
-);
-pub const FP_AGREEMENT: Family = fingerprint(
-    "llmprobe_fingerprint_token_agreement_ratio",
-    "Tokens matching the baseline's before the first difference, over the baseline's tokens, in the last run.",
-)
-.unit("ratio");
-pub const FP_FIRST_DIVERGENCE: Family = fingerprint(
-    "llmprobe_fingerprint_first_divergence_position",
-    "Earliest token position where an answer left its baseline in the last run; -1 when none did.",
-);
-pub const FP_NOISE: Family = fingerprint(
-    "llmprobe_fingerprint_noise_divergence",
-    "The endpoint's own run-to-run divergence, measured when the baseline was recorded.",
-);
-pub const FP_THRESHOLD: Family = fingerprint(
-    "llmprobe_fingerprint_threshold_divergence",
-    "The divergence above which the endpoint has drifted (from the baseline's noise).",
-);
-pub const FP_DRIFT: Family = fingerprint(
-    "llmprobe_fingerprint_drift",
-    "1 when the last run diverged beyond the baseline's noise (divergence or token agreement), else 0.",
-);
-pub const FP_LAST_RUN: Family = fingerprint(
-    "llmprobe_fingerprint_last_run_timestamp_seconds",
-    "When the last fingerprint run completed (Unix time).",
-)
-.unit("seconds");
-pub const FP_FAILURES: Family = counter(
-    "llmprobe_fingerprint_failures_total",
-    "Fingerprint runs that failed (a request failed or an answer had no logprobs).",
-)
-.scope(Scope::Fingerprint);
-
-/// Every family, in the order of docs/metrics.md: the latency histograms and
+/// Every family but the scenario kinds' own, in the order of docs/metrics.md (the
+/// kinds' follow, in the order of `daemon::kinds::KINDS`): the latency histograms and
 /// objective gauges come from the latency catalogue (`crate::latency`).
 pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
     let histograms = Latency::ALL.into_iter().filter_map(latency_histogram);
@@ -784,14 +746,6 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             CGROUP_THROTTLED_SECONDS,
             CGROUP_THROTTLED_PERIODS,
             CGROUP_PERIODS,
-            FP_DIVERGENCE,
-            FP_AGREEMENT,
-            FP_FIRST_DIVERGENCE,
-            FP_NOISE,
-            FP_THRESHOLD,
-            FP_DRIFT,
-            FP_LAST_RUN,
-            FP_FAILURES,
         ])
         .collect()
 });
@@ -837,17 +791,17 @@ pub fn histograms(scope: Scope) -> impl Iterator<Item = &'static Family> {
         .filter(move |f| f.kind == Kind::Histogram && f.scope == scope)
 }
 
+/// docs/metrics.md read back, for the tests that hold it to the families (these and the
+/// scenario kinds').
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::export::buckets::{self, Buckets};
-
-    const DOC: &str = include_str!("../../docs/metrics.md");
+pub mod documented {
+    use super::Family;
 
     /// (name, type, labels) of every `llmprobe_*` row of the tables in docs/metrics.md:
     /// the labels are the section's (`## … (labels: target, model)`) plus the row's own
     /// (`llmprobe_x{reason}`).
-    fn documented() -> Vec<(String, String, Vec<String>)> {
+    pub fn documented() -> Vec<(String, String, Vec<String>)> {
+        const DOC: &str = include_str!("../../docs/metrics.md");
         let mut section: Vec<String> = Vec::new();
         let mut rows = Vec::new();
         for line in DOC.lines() {
@@ -881,10 +835,11 @@ mod tests {
         rows
     }
 
-    #[test]
-    fn docs_list_every_family_with_its_type_and_labels() {
-        let listed: Vec<(String, String, Vec<String>)> = FAMILIES
-            .iter()
+    /// (name, type, labels) of each family, as `documented` reads them.
+    pub fn described<'a>(
+        families: impl Iterator<Item = &'a Family>,
+    ) -> Vec<(String, String, Vec<String>)> {
+        families
             .map(|f| {
                 (
                     f.name.to_string(),
@@ -892,12 +847,27 @@ mod tests {
                     f.labels().iter().map(|l| (*l).to_string()).collect(),
                 )
             })
-            .collect();
-        assert_eq!(documented(), listed);
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::documented::{described, documented};
+    use super::*;
+    use crate::exposition::buckets::{self, Buckets};
+
+    #[test]
+    fn docs_list_every_family_with_its_type_and_labels() {
+        // The scenario kinds' families follow (daemon::kinds tests the whole list).
+        let documented = documented();
+        let listed = described(FAMILIES.iter());
+        assert_eq!(documented[..listed.len().min(documented.len())], listed[..]);
     }
 
     #[test]
     fn docs_show_vllms_bucket_bounds() {
+        const DOC: &str = include_str!("../../docs/metrics.md");
         let show = |b: &[f64]| b.iter().map(f64::to_string).collect::<Vec<_>>().join(" ");
         for (prefix, bounds) in [
             ("- TTFT: ", show(buckets::VLLM_TTFT)),

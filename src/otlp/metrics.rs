@@ -5,10 +5,10 @@
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 
-use super::Buckets;
-use super::otlp_names::{self as n, LATENCIES, LatencyInstrument};
-use super::otlp_span::ProbeAttributes;
-use super::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
+use super::names::{self as n, LATENCIES, LatencyInstrument};
+use super::span::ProbeAttributes;
+use crate::exposition::Buckets;
+use crate::exposition::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
 use crate::latency::Latency;
 use crate::record::RequestRecord;
 

@@ -94,6 +94,17 @@ pub struct Registered {
 }
 
 impl Registered {
+    /// Registers `families` (a scenario kind's own) in `registry`.
+    pub fn of(registry: &Registry, families: &'static [Family]) -> prometheus::Result<Self> {
+        let mut handles = Vec::with_capacity(families.len());
+        for f in families {
+            let h = Handle::new(f)?;
+            registry.register(h.boxed())?;
+            handles.push((f, h));
+        }
+        Ok(Registered { handles })
+    }
+
     pub fn new(registry: &Registry) -> prometheus::Result<Self> {
         let mut handles = Vec::with_capacity(FAMILIES.len());
         // Per-series histograms live in `LatencyHistograms` (a layout per series);
@@ -120,7 +131,7 @@ impl Registered {
             .iter()
             .find(|(g, _)| g.name == f.name)
             .map(|(_, h)| h)
-            .ok_or_else(|| prometheus::Error::Msg(format!("{} is not in FAMILIES", f.name)))
+            .ok_or_else(|| prometheus::Error::Msg(format!("{} is not registered here", f.name)))
     }
 
     fn mismatch(f: &Family) -> prometheus::Error {

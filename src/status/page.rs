@@ -11,16 +11,16 @@
 
 use std::fmt::Write as _;
 
+use super::board::{EngineState, ScenarioStatus, StatusBoard};
 use super::fingerprint_table::fingerprint_table;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
 use super::html::{
     clock, header_cells, ms, outcome, over, pair, percent, row, short_error, url_segment, whole,
 };
-use super::metrics::{EngineState, Metrics};
+use super::kind_table::kind_table;
 use super::replica_table::replica_table;
 use super::sparkline::sparkline;
-use super::status::{ScenarioStatus, StatusBoard};
 
 /// Seconds between automatic reloads of a page.
 pub const REFRESH_SECONDS: u32 = 15;
@@ -156,7 +156,7 @@ pub const PROBE_COLUMNS: &[Column<(String, ProbeRow)>] = &[
 ];
 
 /// `93.5% [89.1%, 96.4%] of 200 · baseline 90.0%`, then the last wrong answer.
-fn golden_cell(g: &super::status::GoldenStatus) -> String {
+fn golden_cell(g: &super::board::GoldenStatus) -> String {
     let w = &g.window;
     let mut out = match (w.accuracy(), w.interval()) {
         (Some(acc), Some((lo, hi))) => format!(
@@ -179,17 +179,11 @@ fn golden_cell(g: &super::status::GoldenStatus) -> String {
 
 /// `/`: each target with its engine line, its scenarios, its fingerprints and its
 /// replicas.
-pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bool) -> String {
+pub fn status_page(board: &StatusBoard, now: f64, refresh: bool) -> String {
     let mut out = head("llmprobe daemon", refresh, "/");
     let targets = board.targets();
     for (target, model) in &targets {
-        section_head(
-            &mut out,
-            target,
-            model,
-            metrics.engine_state(target),
-            refresh,
-        );
+        section_head(&mut out, target, model, board.engine(target), refresh);
         let scenarios = board.scenarios_of(target);
         if !scenarios.is_empty() {
             out.push_str("<div class=\"scroll\"><table><thead><tr>");
@@ -207,6 +201,7 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
             out.push_str("</tbody></table></div>\n");
         }
         fingerprint_table(&mut out, board.fingerprints(target), now);
+        kind_table(&mut out, board.kinds(target), now);
         replica_table(&mut out, board.replicas(target), now);
         out.push_str("</section>\n");
     }
@@ -222,10 +217,12 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
 pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> Option<String> {
     let all = board.scenarios_of(name);
     let fingerprints = board.fingerprints(name);
-    let model = match (all.first(), fingerprints.first()) {
-        (Some(s), _) => s.model.clone(),
-        (None, Some(f)) => f.model.clone(),
-        (None, None) => return None,
+    let kinds = board.kinds(name);
+    let model = match (all.first(), fingerprints.first(), kinds.first()) {
+        (Some(s), _, _) => s.model.clone(),
+        (None, Some(f), _) => f.model.clone(),
+        (None, None, Some(k)) => k.model.clone(),
+        (None, None, None) => return None,
     };
     let mut rows: Vec<(String, ProbeRow)> = all
         .iter()
@@ -252,6 +249,7 @@ pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> 
     out.push_str("</tbody></table></div>\n");
     slowest_probes(&mut out, board, name);
     fingerprint_table(&mut out, fingerprints, now);
+    kind_table(&mut out, kinds, now);
     replica_table(&mut out, board.replicas(name), now);
     out.push_str("</section></main></body></html>\n");
     Some(out)
@@ -453,8 +451,7 @@ mod tests {
 
     #[test]
     fn every_scenario_gets_a_row_with_three_sparklines() {
-        let metrics = Metrics::new().unwrap();
-        let page = status_page(&board(), &metrics, 6_300.0, true);
+        let page = status_page(&board(), 6_300.0, true);
         assert_eq!(page.matches("<tr class=\"scenario\">").count(), 2);
         assert_eq!(page.matches("<svg class=\"spark").count(), 6);
         assert!(page.contains(">long</td>") && page.contains(">short</td>"));
@@ -467,7 +464,7 @@ mod tests {
         // The target link is one escaped path segment.
         assert!(page.contains("href=\"/target/prod%2Feu\""));
         assert!(!page.contains("<script"));
-        let off = status_page(&board(), &metrics, 6_300.0, false);
+        let off = status_page(&board(), 6_300.0, false);
         assert!(!off.contains("http-equiv=\"refresh\"") && off.contains("turn on"));
     }
 
@@ -508,8 +505,7 @@ mod tests {
                 });
             }
         }
-        let metrics = Metrics::new().unwrap();
-        let page = status_page(&board, &metrics, t0 + 240.0, true);
+        let page = status_page(&board, t0 + 240.0, true);
         let note = "<small class=\"covered\">over 4m</small>";
         let goodput = format!("15.8/min {note}</td>");
         assert!(
@@ -520,7 +516,7 @@ mod tests {
         assert!(page.contains(&format!("data-label=\"SLO 1h\">100.0 % {note}</td>")));
         assert_eq!(page.matches(note).count(), 6, "every windowed figure");
         // Ten minutes in, only the hour is short of its window.
-        let page = status_page(&board, &metrics, t0 + 600.0, true);
+        let page = status_page(&board, t0 + 600.0, true);
         assert!(page.contains("data-label=\"goodput 5m\">–</td>"));
         assert!(page.contains("data-label=\"TTFT p50 / p99\">– / –</td>"));
         assert_eq!(page.matches("over 10m").count(), 2, "SLO 1h, goodput 1h");
@@ -542,9 +538,8 @@ mod tests {
         h.lock()
             .unwrap()
             .record_probe(&r, false, Some("down".into()), 6_290.0);
-        let metrics = Metrics::new().unwrap();
         for page in [
-            status_page(&board, &metrics, 6_300.0, true),
+            status_page(&board, 6_300.0, true),
             target_page(&board, "prod/eu", 6_300.0, true).unwrap(),
         ] {
             assert_eq!(page.matches("<tr class=\"replica\">").count(), 2);
@@ -557,7 +552,7 @@ mod tests {
             assert!(page.contains("no probe yet"));
         }
         board.remove_replicas("prod/eu");
-        let page = status_page(&board, &metrics, 6_300.0, true);
+        let page = status_page(&board, 6_300.0, true);
         assert!(!page.contains("<tr class=\"replica\">") && !page.contains("Replicas"));
     }
 }

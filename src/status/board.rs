@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::fingerprint_status::{FingerprintHandle, FingerprintStatus};
 use super::history::{History, ProbeRow};
+use super::kind_status::{KindHandle, KindStatus};
 use super::replica_status::{ReplicaHandle, ReplicaStatus};
 use crate::check::AccuracyWindow;
 use crate::record::{CheckKind, CheckResult, GoldenVerdict, Outcome, RequestRecord};
@@ -166,6 +167,21 @@ struct Board {
     replicas: BTreeMap<(String, String), ReplicaHandle>,
     /// By (target, scenario).
     fingerprints: BTreeMap<(String, String), FingerprintHandle>,
+    /// By (target, scenario): scenarios of kinds without a table of their own.
+    kinds: BTreeMap<(String, String), KindHandle>,
+    /// By target: what its engine scrape last said.
+    engines: BTreeMap<String, EngineState>,
+}
+
+/// A target's engine as the status page shows it: the last scrape and the headroom.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EngineState {
+    /// The last scrape of the engine's `/metrics` worked (`None`: no scrape configured).
+    pub scrape_ok: Option<bool>,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_cache_usage_ratio: Option<f64>,
+    pub headroom: Option<f64>,
 }
 
 /// Shared between the daemon (writer) and the HTTP server (reader).
@@ -218,7 +234,7 @@ impl StatusBoard {
                     target: target.to_string(),
                     model: model.to_string(),
                     scenario: scenario.to_string(),
-                    history: History::started_at(super::unix_now()),
+                    history: History::started_at(crate::clock::unix_now()),
                     ..ScenarioStatus::default()
                 }))
             })
@@ -236,7 +252,7 @@ impl StatusBoard {
                     target,
                     model,
                     replica,
-                    Some(super::unix_now()),
+                    Some(crate::clock::unix_now()),
                 )))
             })
             .clone()
@@ -306,6 +322,43 @@ impl StatusBoard {
             .collect()
     }
 
+    /// The entry of a scenario of a kind without a table of its own: `new` when there
+    /// is none or the one there runs another model, kind or interval; otherwise the
+    /// same entry, its runs kept.
+    pub fn kind(&self, new: KindStatus) -> KindHandle {
+        let mut b = self.write();
+        let key = (new.target.clone(), new.scenario.clone());
+        if let Some(h) = b.kinds.get(&key) {
+            let same = {
+                let old = h.lock().unwrap_or_else(|e| e.into_inner());
+                old.model == new.model && old.kind == new.kind && old.every == new.every
+            };
+            if same {
+                return h.clone();
+            }
+        }
+        let h = Arc::new(Mutex::new(new));
+        b.kinds.insert(key, h.clone());
+        h
+    }
+
+    /// Drops such a scenario that left the config.
+    pub fn remove_kind(&self, target: &str, scenario: &str) {
+        self.write()
+            .kinds
+            .remove(&(target.to_string(), scenario.to_string()));
+    }
+
+    /// Snapshot of a target's such scenarios, ordered by name.
+    pub fn kinds(&self, target: &str) -> Vec<KindStatus> {
+        self.read()
+            .kinds
+            .range((target.to_string(), String::new())..)
+            .take_while(|((t, _), _)| t == target)
+            .map(|(_, h)| h.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect()
+    }
+
     /// Every target with a scenario or a fingerprint scenario, with its model, in name
     /// order.
     pub fn targets(&self) -> Vec<(String, String)> {
@@ -321,10 +374,30 @@ impl StatusBoard {
             out.entry(f.target.clone())
                 .or_insert_with(|| f.model.clone());
         }
+        for h in b.kinds.values() {
+            let k = h.lock().unwrap_or_else(|e| e.into_inner());
+            out.entry(k.target.clone())
+                .or_insert_with(|| k.model.clone());
+        }
         out.into_iter().collect()
     }
 
     /// Drops the entries of a target × scenario that left the config.
+    /// Updates what the page shows of `target`'s engine.
+    pub fn update_engine(&self, target: &str, f: impl FnOnce(&mut EngineState)) {
+        f(self.write().engines.entry(target.to_string()).or_default());
+    }
+
+    /// What `target`'s engine scrape last said (`None`: no scrape configured).
+    pub fn engine(&self, target: &str) -> Option<EngineState> {
+        self.read().engines.get(target).copied()
+    }
+
+    /// Forgets `target`'s engine (its scrape is gone).
+    pub fn remove_engine(&self, target: &str) {
+        self.write().engines.remove(target);
+    }
+
     pub fn remove(&self, target: &str, scenario: &str) {
         self.write()
             .scenarios

@@ -19,8 +19,8 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SpanData, SpanProcessor};
 
-use super::otlp_metrics::Instruments;
-use super::otlp_names::{LOCATION, SCOPE};
+use super::metrics::Instruments;
+use super::names::{LOCATION, SCOPE};
 
 /// How long one export request may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,11 +106,9 @@ impl OtlpExport {
                     .build(),
             )
             .build();
-        let instruments =
-            Instruments::new(&opentelemetry::metrics::MeterProvider::meter_with_scope(
-                &meters,
-                super::otlp_span::scope(),
-            ));
+        let instruments = Instruments::new(
+            &opentelemetry::metrics::MeterProvider::meter_with_scope(&meters, super::span::scope()),
+        );
         tracing::info!(traces = %crate::secret::redact_url(&o.traces_url), metrics = %crate::secret::redact_url(&o.metrics_url), interval = ?o.interval, scope = SCOPE, "exporting probes over OTLP");
         Ok(OtlpExport {
             spans,

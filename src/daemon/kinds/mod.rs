@@ -1,0 +1,109 @@
+//! Scenario kinds, daemon side: what each `kind:` runs. A kind is one file behind
+//! [`ScenarioKind`] (its loop, its own series, its status rows, its retirement) and one
+//! row of [`KINDS`]; its config is in `src/config/kinds/`. The target starts every
+//! scenario through this list and the control task retires them through it: neither
+//! knows a kind by name.
+
+pub mod fingerprint;
+pub mod probe;
+
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::engine_scrape::TtftWindow;
+use super::pipeline::TargetContext;
+use super::shared::Shared;
+use crate::config::TargetPlan;
+use crate::config::kinds::KindName;
+use crate::exposition::Family;
+
+/// What a kind's scenarios start with on a target's front door.
+pub struct FrontDoor<'a> {
+    pub target: TargetContext<'a>,
+    /// The target's stop: every task a kind starts ends when it fires.
+    pub stop: &'a CancellationToken,
+    /// The client TTFTs the engine scraper compares with the server's.
+    pub ttft_window: &'a Arc<Mutex<TtftWindow>>,
+    /// (position of the target's first runner, count of every target's runners), so
+    /// first probes spread out instead of firing together.
+    pub stagger: (usize, usize),
+}
+
+/// One kind of scenario, as the daemon drives it.
+pub trait ScenarioKind: Sync {
+    /// The `kind:` values it runs.
+    fn runs(&self) -> &'static [KindName];
+
+    /// Its own metric families (scope `Kind`; documented in docs/metrics.md after the
+    /// shared ones, in the order of [`KINDS`]).
+    fn families(&self) -> &'static [Family] {
+        &[]
+    }
+
+    /// Starts its scenarios of the target; each task ends when `at.stop` fires.
+    fn start(&self, at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>>;
+
+    /// Deletes the series and status rows of its scenarios of `old` that `new` does not
+    /// continue: `new` is the same target after a reload, `None` when it is gone or
+    /// probes another model now.
+    fn retire(&self, shared: &Shared, old: &TargetPlan, new: Option<&TargetPlan>);
+}
+
+/// Every scenario kind, once.
+pub static KINDS: [&dyn ScenarioKind; 2] = [&probe::Probe, &fingerprint::Fingerprint];
+
+/// Starts every scenario of the target, kind by kind.
+pub fn start_all(at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+    let mut tasks = Vec::new();
+    for kind in KINDS {
+        tasks.extend(kind.start(at)?);
+    }
+    Ok(tasks)
+}
+
+/// Retires what `new` does not continue of every kind's scenarios of `old`.
+pub fn retire_all(shared: &Shared, old: &TargetPlan, new: Option<&TargetPlan>) {
+    let new = new.filter(|n| n.model == old.model);
+    for kind in KINDS {
+        kind.retire(shared, old, new);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exposition::families::FAMILIES;
+    use crate::exposition::families::documented::{described, documented};
+
+    #[test]
+    fn every_kind_name_is_run_by_exactly_one_kind() {
+        for name in KindName::ALL {
+            let runners = KINDS.iter().filter(|k| k.runs().contains(&name)).count();
+            assert_eq!(runners, 1, "{}", name.as_str());
+        }
+    }
+
+    #[test]
+    fn docs_list_the_kinds_families_after_the_shared_ones() {
+        let all = FAMILIES
+            .iter()
+            .chain(KINDS.iter().flat_map(|k| k.families().iter()));
+        assert_eq!(documented(), described(all));
+    }
+
+    #[test]
+    fn kind_families_have_the_kind_scope_and_unique_names() {
+        let mut names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+        for f in KINDS.iter().flat_map(|k| k.families().iter()) {
+            assert_eq!(f.scope, crate::exposition::Scope::Kind, "{}", f.name);
+            assert!(f.name.starts_with("llmprobe_"), "{}", f.name);
+            names.push(f.name);
+        }
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all);
+    }
+}

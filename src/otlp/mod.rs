@@ -1,0 +1,12 @@
+//! The OpenTelemetry export of every probe over OTLP/HTTP: `exposition` the pipeline (the
+//! SDK's batch span processor and periodic reader on our reqwest client), `names` every
+//! OTLP name (the GenAI conventions' where one exists), `span` a probe's client span and
+//! `metrics` its instruments and points.
+//! Nothing here probes, schedules or serves.
+
+pub mod export;
+pub mod metrics;
+pub mod names;
+pub mod span;
+
+pub use export::{OtlpExport, OtlpOptions};
