@@ -1,20 +1,19 @@
 //! A target's `replicas_from:` checked (each error at its key) and turned into the
-//! [`ReplicaPlan`] that builds its [`discovery::Source`] and [`SetRules`].
+//! [`ReplicaPlan`] that builds its [`Discoverer`] and [`SetRules`].
 
 use std::time::Duration;
 
 use super::locate::Path;
-use super::replicas_from::{
-    DEFAULT_ENGINE_METRICS_PATH, DEFAULT_HTTP_SD_INTERVAL, DEFAULT_LOOKUP_INTERVAL, FileSdFrom,
-    ReplicasFrom, SrvFrom,
-};
+use super::replicas_from::{DEFAULT_ENGINE_METRICS_PATH, ReplicasFrom, kind_list};
 use super::schema::{Config, Target};
 use crate::discovery::{
-    self, DiscoveryError, FileSd, HttpSd, LabelAllowList, Resolver, SetRules, Source, StaticList,
+    self, BlockError, Discoverer, DiscoveryError, LabelAllowList, Needs, SetRules, SourceBlock,
+    Step,
 };
 
-/// The rules of `replicas_from` that need no discovery code: one source, the keys that
-/// go with it, the ranges, and that a target counts or discovers its replicas.
+/// The rules between the keys of `replicas_from`: one source, the keys that go with it,
+/// the ranges, and that a target counts or discovers its replicas. The source's own
+/// values are its kind's to check, in [`plan`].
 pub fn check(t: &Target, path: &Path) -> Result<(), (Path, String)> {
     let Some(from) = &t.replicas_from else {
         for (key, set) in [
@@ -40,35 +39,32 @@ pub fn check(t: &Target, path: &Path) -> Result<(), (Path, String)> {
         ));
     }
     let fp = path.key("replicas_from");
-    let kind = match from.kinds().as_slice() {
+    let source = match from.sources.as_slice() {
         [] => {
-            return Err((
-                fp,
-                "needs one source: dns, srv, file_sd, http_sd or static".into(),
-            ));
+            let kinds = kind_list(|_| true, str::to_string, " or ");
+            return Err((fp, format!("needs one source: {kinds}")));
         }
-        [kind] => *kind,
+        [source] => source,
         [first, second, ..] => {
             return Err((
-                fp.key(second),
-                format!("one source per target, and {first} is set too"),
+                fp.key(second.name()),
+                format!("one source per target, and {} is set too", first.name()),
             ));
         }
     };
-    if from.resolver.is_some() && !matches!(kind, "dns" | "srv") {
+    let kind = source.name();
+    if from.resolver.is_some() && !source.resolves() {
+        let resolving = kind_list(|k| k.resolves, str::to_string, " and ");
         return Err((
             fp.key("resolver"),
-            format!("applies to dns and srv lookups, not to {kind}"),
+            format!("applies to {resolving} lookups, not to {kind}"),
         ));
     }
-    if from.interval().is_some_and(|i| i.is_zero()) {
+    if source.own_interval().is_some_and(|i| i.is_zero()) {
         return Err((
             fp.key(kind).key("interval"),
             "must be greater than zero".into(),
         ));
-    }
-    if from.static_urls.as_ref().is_some_and(Vec::is_empty) {
-        return Err((fp.key("static"), "needs at least one URL".into()));
     }
     if from.max_replicas == 0 {
         return Err((fp.key("max_replicas"), "must be at least 1".into()));
@@ -88,7 +84,10 @@ pub fn check(t: &Target, path: &Path) -> Result<(), (Path, String)> {
 /// same replicas would be found the same way and probed the same way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaPlan {
-    pub source: SourceSpec,
+    /// The source's checked block; [`ReplicaPlan::source`] builds its finder.
+    pub source: SourceBlock,
+    /// The checked `IP:PORT` of the DNS server a resolving source asks.
+    pub resolver: Option<String>,
     /// How often the source is read again.
     pub interval: Duration,
     pub rules: SetRules,
@@ -100,48 +99,15 @@ pub struct ReplicaPlan {
     pub full_series: bool,
 }
 
-/// A checked source without its runtime parts (a resolver, an HTTP client), so that a
-/// plan can be compared and printed; [`ReplicaPlan::source`] adds them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceSpec {
-    Static(StaticList),
-    FileSd(FileSd),
-    HttpSd(HttpSd),
-    Dns {
-        name: String,
-        port: u16,
-        resolver: Option<String>,
-    },
-    Srv {
-        name: String,
-        resolver: Option<String>,
-    },
-}
-
 impl ReplicaPlan {
-    /// The source to refresh; `http` serves `http_sd`. A DNS source builds its resolver
-    /// here (the system's configuration is read now, not when the config loads).
-    pub fn source(&self, http: &reqwest::Client) -> Result<Source, DiscoveryError> {
-        Ok(match &self.source {
-            SourceSpec::Static(list) => Source::Static(list.clone()),
-            SourceSpec::FileSd(files) => Source::FileSd(files.clone()),
-            SourceSpec::HttpSd(sd) => Source::HttpSd {
-                sd: sd.clone(),
-                http: http.clone(),
-            },
-            SourceSpec::Dns {
-                name,
-                port,
-                resolver,
-            } => Source::Dns(discovery::DnsName::new(
-                name,
-                *port,
-                Resolver::new(resolver.as_deref())?,
-            )?),
-            SourceSpec::Srv { name, resolver } => Source::Srv(discovery::SrvName::new(
-                name,
-                Resolver::new(resolver.as_deref())?,
-            )?),
+    /// The source to refresh; `http` serves the kinds that ask over HTTP. A DNS source
+    /// builds its resolver here (the system's configuration is read now, not when the
+    /// config loads).
+    pub fn source(&self, http: &reqwest::Client) -> Result<Box<dyn Discoverer>, DiscoveryError> {
+        self.source.build(Needs {
+            scheme: &self.rules.scheme,
+            resolver: self.resolver.as_deref(),
+            http,
         })
     }
 }
@@ -158,7 +124,7 @@ pub fn plan(cfg: &Config, t: &Target, path: &Path) -> Result<Option<ReplicaPlan>
     let scheme = reqwest::Url::parse(&t.base_url)
         .map(|u| u.scheme().to_string())
         .map_err(|e| (path.key("base_url"), e.to_string()))?;
-    let (source, interval) = source_spec(from, &scheme, &fp)?;
+    let (source, resolver) = checked_source(from, &scheme, &fp)?;
     let lp = fp.key("labels");
     for (i, name) in from.labels.iter().enumerate() {
         LabelAllowList::new([name.as_str()]).map_err(at(lp.index(i)))?;
@@ -167,8 +133,9 @@ pub fn plan(cfg: &Config, t: &Target, path: &Path) -> Result<Option<ReplicaPlan>
     let max = usize::try_from(from.max_replicas).unwrap_or(usize::MAX);
     let rules = SetRules::new(&scheme, allow, max).map_err(at(fp.key("max_replicas")))?;
     Ok(Some(ReplicaPlan {
+        interval: source.interval(),
         source,
-        interval,
+        resolver,
         rules,
         rate_hz: t.replica_rate.unwrap_or(cfg.defaults.rate).hz(),
         engine_metrics_path: t
@@ -179,61 +146,31 @@ pub fn plan(cfg: &Config, t: &Target, path: &Path) -> Result<Option<ReplicaPlan>
     }))
 }
 
-/// The one source `check` found, built, and its interval.
-fn source_spec(
+/// The one source `check` found, with its block's values checked at their keys, and the
+/// checked resolver.
+fn checked_source(
     from: &ReplicasFrom,
     scheme: &str,
     fp: &Path,
-) -> Result<(SourceSpec, Duration), (Path, String)> {
-    let at = |p: Path| move |e: DiscoveryError| (p, e.to_string());
-    let resolver = match &from.resolver {
-        Some(r) => {
-            discovery::parse_server(r).map_err(at(fp.key("resolver")))?;
-            Some(r.clone())
-        }
-        None => None,
-    };
-    let lookup = |i: Option<Duration>| i.unwrap_or(DEFAULT_LOOKUP_INTERVAL);
-    if let Some(d) = &from.dns {
-        let p = fp.key("dns");
-        let name = discovery::check_dns_name(&d.name, "dns").map_err(at(p.key("name")))?;
-        if d.port == 0 {
-            return Err((p.key("port"), "must be 1..65535".into()));
-        }
-        let spec = SourceSpec::Dns {
-            name,
-            port: d.port,
-            resolver,
-        };
-        return Ok((spec, lookup(d.interval)));
+) -> Result<(SourceBlock, Option<String>), (Path, String)> {
+    if let Some(r) = &from.resolver {
+        discovery::parse_server(r).map_err(|e| (fp.key("resolver"), e.to_string()))?;
     }
-    if let Some(s) = &from.srv {
-        let (name, interval, p) = match s {
-            SrvFrom::Name(n) => (n, None, fp.key("srv")),
-            SrvFrom::Full(f) => (&f.name, f.interval, fp.key("srv").key("name")),
-        };
-        let name = discovery::check_dns_name(name, "srv").map_err(at(p))?;
-        return Ok((SourceSpec::Srv { name, resolver }, lookup(interval)));
-    }
-    if let Some(f) = &from.file_sd {
-        let (pattern, interval, p) = match f {
-            FileSdFrom::Pattern(pt) => (pt, None, fp.key("file_sd")),
-            FileSdFrom::Full(f) => (&f.files, f.interval, fp.key("file_sd").key("files")),
-        };
-        let files = FileSd::new(pattern).map_err(at(p))?;
-        return Ok((SourceSpec::FileSd(files), lookup(interval)));
-    }
-    if let Some(h) = &from.http_sd {
-        let sd = HttpSd::new(&h.url).map_err(at(fp.key("http_sd").key("url")))?;
-        let interval = h.interval.unwrap_or(DEFAULT_HTTP_SD_INTERVAL);
-        return Ok((SourceSpec::HttpSd(sd), interval));
-    }
-    let urls = from.static_urls.as_deref().unwrap_or_default();
-    let sp = fp.key("static");
-    for (i, u) in urls.iter().enumerate() {
-        StaticList::new(&[u], scheme).map_err(at(sp.index(i)))?;
-    }
-    let list = StaticList::new(urls, scheme).map_err(at(sp))?;
-    // A fixed list never changes; the interval only paces a refresher that finds so.
-    Ok((SourceSpec::Static(list), DEFAULT_LOOKUP_INTERVAL))
+    let source = from
+        .sources
+        .first()
+        .ok_or_else(|| (fp.clone(), "no source".into()))?;
+    source
+        .check(scheme)
+        .map_err(|e| at_block(fp.key(source.name()), e))?;
+    Ok((source.clone(), from.resolver.clone()))
+}
+
+/// A block's error at its place under the block's key.
+fn at_block(block: Path, e: BlockError) -> (Path, String) {
+    let path = e.at.iter().fold(block, |p, step| match step {
+        Step::Key(k) => p.key(k),
+        Step::Index(i) => p.index(*i),
+    });
+    (path, e.message)
 }

@@ -1,13 +1,74 @@
-//! The `file_sd` source: Prometheus file_sd files matched by a pattern, re-read on each
-//! refresh. As in Prometheus, a pattern (`*`, `?`) may only be in the file name, and
+//! The `file_sd` source, its block and its finder: Prometheus file_sd files matched by
+//! a pattern, re-read on each refresh. As in Prometheus, a pattern (`*`, `?`) may only be in the file name, and
 //! the syntax follows the extension (`.json`, `.yml`, `.yaml`). Writers replace a file
 //! by renaming a new one over it, so each read sees one whole version.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::DiscoveryError;
 use super::replica::Found;
 use super::sd_format::{self, Syntax};
+use super::source::{BlockError, Discoverer, Finding, Needs, SourceKind, Step};
+
+/// `file_sd: PATTERN` or `file_sd: {files: PATTERN, interval}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "file_sd: a file pattern or {files, interval}")]
+pub enum FileSdFrom {
+    Pattern(String),
+    Full(FileSdFull),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileSdFull {
+    pub files: String,
+    /// How often the files are read again (default 30s).
+    #[serde(
+        default,
+        with = "crate::duration::opt_human",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub interval: Option<Duration>,
+}
+
+impl FileSdFrom {
+    /// The pattern, and where in the block it is.
+    fn pattern(&self) -> (&str, &'static [Step]) {
+        match self {
+            FileSdFrom::Pattern(p) => (p, &[]),
+            FileSdFrom::Full(f) => (&f.files, &[Step::Key("files")]),
+        }
+    }
+}
+
+impl SourceKind for FileSdFrom {
+    const NAME: &'static str = "file_sd";
+    const HELP: &'static str = "Prometheus file_sd files: a pattern (`*`, `?` in the file \
+        name only; `.json`,\n`.yml` or `.yaml`), or `{files: PATTERN, interval}` (default 30s).";
+    const LABELS: bool = true;
+
+    fn interval(&self) -> Option<Duration> {
+        match self {
+            FileSdFrom::Full(f) => f.interval,
+            FileSdFrom::Pattern(_) => None,
+        }
+    }
+
+    fn check(&self, _scheme: &str) -> Result<(), BlockError> {
+        let (pattern, at) = self.pattern();
+        FileSd::new(pattern).map_err(|e| BlockError::at(at, e))?;
+        Ok(())
+    }
+
+    fn build(&self, _needs: Needs<'_>) -> Result<Box<dyn Discoverer>, DiscoveryError> {
+        Ok(Box::new(FileSd::new(self.pattern().0)?))
+    }
+}
 
 /// A directory and a file-name pattern in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +79,9 @@ pub struct FileSd {
 
 impl FileSd {
     pub fn new(pattern: &str) -> Result<Self, DiscoveryError> {
-        let bad = |reason: &str| DiscoveryError::input(format!("file_sd: {pattern:?}"), reason);
+        let bad = |reason: &str| {
+            DiscoveryError::input(format!("{}: {pattern:?}", FileSdFrom::NAME), reason)
+        };
         let path = Path::new(pattern);
         let name = path
             .file_name()
@@ -41,7 +104,7 @@ impl FileSd {
 
     /// Every matching file, read whole, in name order. An unreadable directory or file,
     /// or a bad one, fails the whole refresh (the last good set is kept).
-    pub fn find(&self) -> Result<Vec<Found>, DiscoveryError> {
+    pub fn read(&self) -> Result<Vec<Found>, DiscoveryError> {
         let read = |path: &Path, source| DiscoveryError::Read {
             path: path.to_path_buf(),
             source,
@@ -71,6 +134,16 @@ impl FileSd {
             )?);
         }
         Ok(found)
+    }
+}
+
+impl Discoverer for FileSd {
+    fn kind(&self) -> &'static str {
+        FileSdFrom::NAME
+    }
+
+    fn find(&self, _timeout: Duration) -> Finding<'_> {
+        Box::pin(async move { self.read() })
     }
 }
 
@@ -144,16 +217,16 @@ mod tests {
         std::fs::write(dir.path().join("c.yml"), "- targets: ['c:1']\n").unwrap();
         let sd = FileSd::new(&format!("{}/*.json", dir.path().display())).unwrap();
         let got: Vec<_> = sd
-            .find()
+            .read()
             .unwrap()
             .into_iter()
             .map(|f| f.host_port)
             .collect();
         assert_eq!(got, ["a:1", "b:1"]);
         let yaml = FileSd::new(&format!("{}/*.yml", dir.path().display())).unwrap();
-        assert_eq!(yaml.find().unwrap()[0].host_port, "c:1");
+        assert_eq!(yaml.read().unwrap()[0].host_port, "c:1");
 
         let gone = FileSd::new(&format!("{}/nope/*.json", dir.path().display())).unwrap();
-        assert_eq!(gone.find().unwrap_err().reason(), "read");
+        assert_eq!(gone.read().unwrap_err().reason(), "read");
     }
 }

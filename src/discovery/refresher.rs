@@ -9,7 +9,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::DiscoveryError;
 use super::replica::{ReplicaSet, SetRules};
-use super::source::Source;
+use super::source::Discoverer;
 
 /// What one refresh found.
 #[derive(Debug)]
@@ -25,7 +25,7 @@ pub enum Refresh {
 /// A source, the rules a set is built by, and what the last refreshes gave.
 #[derive(Debug)]
 pub struct Refresher {
-    source: Source,
+    source: Box<dyn Discoverer>,
     rules: SetRules,
     timeout: Duration,
     current: Option<ReplicaSet>,
@@ -34,8 +34,8 @@ pub struct Refresher {
 }
 
 impl Refresher {
-    /// `timeout` bounds one look (see [`Source::find`]).
-    pub fn new(source: Source, rules: SetRules, timeout: Duration) -> Self {
+    /// `timeout` bounds one look (see [`Discoverer::find`]).
+    pub fn new(source: Box<dyn Discoverer>, rules: SetRules, timeout: Duration) -> Self {
         Refresher {
             source,
             rules,
@@ -81,8 +81,8 @@ impl Refresher {
         self.last_success
     }
 
-    pub fn source(&self) -> &Source {
-        &self.source
+    pub fn source(&self) -> &dyn Discoverer {
+        self.source.as_ref()
     }
 
     /// Looks now and then every `interval`, sending every outcome (an unchanged set
@@ -113,7 +113,7 @@ mod tests {
     fn refresher(dir: &std::path::Path) -> Refresher {
         let sd = FileSd::new(&format!("{}/*.json", dir.display())).unwrap();
         let rules = SetRules::new("http", LabelAllowList::default(), 64).unwrap();
-        Refresher::new(Source::FileSd(sd), rules, Duration::from_secs(5))
+        Refresher::new(Box::new(sd), rules, Duration::from_secs(5))
     }
 
     fn write(dir: &std::path::Path, text: &str) {

@@ -14,7 +14,7 @@ use super::config::{
     parse_fault_flags,
 };
 use super::fault::kinds_help;
-use super::server::start;
+use super::serve::start;
 use crate::exit::UsageError;
 
 /// Flags of `llmprobe mock` (checked into a [`MockConfig`] by [`MockArgs::to_config`]).

@@ -72,7 +72,7 @@ impl Engine {
                 .map(|q| {
                     let mut words = Vec::new();
                     super::prefix_cache::push_words(&mut words, &q.text);
-                    (words, super::voice::split_answer(&q.answer).into())
+                    (words, super::answer::split_answer(&q.answer).into())
                 })
                 .collect()
         });

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::answer::tool::{self, OfferedTool};
 use super::protocol::MockProtocol;
-use super::tool::{self, OfferedTool};
 
 /// Output length when the request gives neither `max_completion_tokens` nor `max_tokens`
 /// (vLLM's OpenAI server default for `/v1/completions`).
@@ -98,7 +98,7 @@ pub fn parse_request(
         include_usage,
         continuous_usage,
         inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
-        logprobs: super::logprobs::requested(obj)?,
+        logprobs: super::answer::logprobs::requested(obj)?,
         tool: tool::offered(obj, |t| protocol.tool_function(t)),
     })
 }

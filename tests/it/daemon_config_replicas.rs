@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use llmprobe::config::plan::load_str;
-use llmprobe::config::replicas::{ReplicaPlan, SourceSpec};
+use llmprobe::config::replicas::ReplicaPlan;
+use llmprobe::discovery::{DnsFrom, SourceBlock};
 
 const HEAD: &str = "targets:\n  - name: llama-70b\n    base_url: https://llm.example.internal\n    model: meta-llama/Llama-3.3-70B-Instruct\n";
 
@@ -33,12 +34,13 @@ async fn the_documented_example_resolves_to_a_dns_source() {
     );
     assert_eq!(
         r.source,
-        SourceSpec::Dns {
+        SourceBlock::Dns(DnsFrom {
             name: "vllm-headless.inference.svc.cluster.local".into(),
             port: 8000,
-            resolver: Some("10.96.0.10:53".into()),
-        }
+            interval: Some(Duration::from_secs(30)),
+        })
     );
+    assert_eq!(r.resolver.as_deref(), Some("10.96.0.10:53"));
     assert_eq!(r.interval, Duration::from_secs(30));
     assert!((r.rate_hz - 1.0 / 60.0).abs() < 1e-12);
     assert_eq!(r.engine_metrics_path, "/metrics");

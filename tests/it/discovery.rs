@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use llmprobe::discovery::{
-    DnsName, FileSd, HttpSd, LabelAllowList, Refresh, Refresher, ReplicaSet, Resolver, SetRules,
-    Source, SrvName,
+    Discoverer, DnsName, FileSd, HttpSd, LabelAllowList, Refresh, Refresher, ReplicaSet, Resolver,
+    SetRules, SrvName,
 };
 use tokio::sync::mpsc;
 
@@ -55,10 +55,8 @@ async fn http_sd_reads_groups_and_keeps_the_last_good_set_on_a_bad_answer() {
     let body = r#"[{"targets": ["127.0.0.2:8000", "127.0.0.3:8000"], "labels": {"zone": "a", "pod": "x"}}]"#;
     let answer = Arc::new(Mutex::new((200, body.to_string())));
     let url = sd_server(answer.clone()).await;
-    let http = http_client();
-    let sd = HttpSd::new(&url).unwrap();
-    let source = Source::HttpSd { sd, http };
-    let mut r = Refresher::new(source, rules(&["zone"]), Duration::from_secs(30));
+    let sd = HttpSd::new(&url, http_client()).unwrap();
+    let mut r = Refresher::new(Box::new(sd), rules(&["zone"]), Duration::from_secs(30));
 
     let Refresh::Changed(set) = r.refresh().await else {
         panic!("first look")
@@ -100,9 +98,8 @@ async fn http_sd_refused_connection_is_an_error_not_a_panic() {
         .local_addr()
         .unwrap()
         .port();
-    let sd = HttpSd::new(&format!("http://127.0.0.1:{port}/targets")).unwrap();
-    let http = http_client();
-    let e = sd.find(&http, Duration::from_secs(30)).await.unwrap_err();
+    let sd = HttpSd::new(&format!("http://127.0.0.1:{port}/targets"), http_client()).unwrap();
+    let e = sd.find(Duration::from_secs(30)).await.unwrap_err();
     assert_eq!(e.reason(), "http", "{e}");
 }
 
@@ -128,7 +125,7 @@ async fn file_sd_sees_whole_versions_of_a_file_renamed_over_while_it_runs() {
     let dir = tempfile::tempdir().unwrap();
     replace_atomically(dir.path(), &version(2, 40));
     let sd = FileSd::new(&format!("{}/*.json", dir.path().display())).unwrap();
-    let refresher = Refresher::new(Source::FileSd(sd), rules(&[]), Duration::from_secs(30));
+    let refresher = Refresher::new(Box::new(sd), rules(&[]), Duration::from_secs(30));
     let (tx, mut rx) = mpsc::channel(16);
     let task = tokio::spawn(refresher.run(Duration::from_millis(2), tx));
 
@@ -210,7 +207,7 @@ async fn dns_finds_every_a_record_and_follows_a_reload() {
     let mut dns = Dnsmasq::start(&bin, HOSTS, SRV);
     let resolver = Resolver::new(Some(&dns.server())).unwrap();
     let name = DnsName::new("replicas.test.", 8000, resolver).unwrap();
-    let mut r = Refresher::new(Source::Dns(name), rules(&[]), Duration::from_secs(30));
+    let mut r = Refresher::new(Box::new(name), rules(&[]), Duration::from_secs(30));
 
     until_set(
         &mut r,
@@ -238,7 +235,7 @@ async fn srv_pairs_each_target_address_with_its_record_port() {
     let mut dns = Dnsmasq::start(&bin, HOSTS, SRV);
     let resolver = Resolver::new(Some(&dns.server())).unwrap();
     let name = SrvName::new("_http._tcp.replicas.test.", resolver).unwrap();
-    let mut r = Refresher::new(Source::Srv(name), rules(&[]), Duration::from_secs(30));
+    let mut r = Refresher::new(Box::new(name), rules(&[]), Duration::from_secs(30));
 
     until_set(&mut r, &mut dns, &["127.0.0.2:8001", "127.0.0.3:8002"]).await;
 
@@ -253,7 +250,7 @@ async fn dns_failure_keeps_the_last_good_set() {
     let mut dns = Dnsmasq::start(&bin, HOSTS, SRV);
     let resolver = Resolver::new(Some(&dns.server())).unwrap();
     let name = DnsName::new("replicas.test.", 8000, resolver).unwrap();
-    let mut r = Refresher::new(Source::Dns(name), rules(&[]), Duration::from_secs(30));
+    let mut r = Refresher::new(Box::new(name), rules(&[]), Duration::from_secs(30));
     until_set(
         &mut r,
         &mut dns,
@@ -289,13 +286,13 @@ async fn dns_takes_ipv6_for_an_ipv6_only_name_and_ipv4_for_a_dual_stack_one() {
     let mut dns = Dnsmasq::start(&bin, hosts_text, &[]);
     let resolver = Resolver::new(Some(&dns.server())).unwrap();
     let v6 = DnsName::new("v6.test.", 8000, resolver.clone()).unwrap();
-    let mut r = Refresher::new(Source::Dns(v6), rules(&[]), Duration::from_secs(30));
+    let mut r = Refresher::new(Box::new(v6), rules(&[]), Duration::from_secs(30));
     until_set(&mut r, &mut dns, &["[::1]:8000"]).await;
     let set = r.current().unwrap();
     assert_eq!(set.url(&set.replicas[0]), "http://[::1]:8000");
 
     // One pod with both families is one replica.
     let both = DnsName::new("both.test.", 8000, resolver).unwrap();
-    let mut r = Refresher::new(Source::Dns(both), rules(&[]), Duration::from_secs(30));
+    let mut r = Refresher::new(Box::new(both), rules(&[]), Duration::from_secs(30));
     until_set(&mut r, &mut dns, &["127.0.0.2:8000"]).await;
 }

@@ -5,8 +5,8 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::logprobs;
-use super::super::wire::{ChunkWriter, Piece, Usage};
+use super::super::answer::logprobs;
+use super::super::answer::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, openai, prompt, sse};
 
 pub struct Completions;

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::wire::{ChunkWriter, Usage};
+use super::super::answer::{ChunkWriter, Usage};
 use super::{MockProtocol, Whole, openai, prompt};
 
 pub struct Embeddings;

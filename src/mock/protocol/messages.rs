@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::wire::{ChunkWriter, Piece, Usage};
+use super::super::answer::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, named_sse, prompt};
 
 pub struct Messages;

@@ -14,7 +14,7 @@ mod responses;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use super::wire::{ChunkWriter, Usage};
+use super::answer::{ChunkWriter, Usage};
 use crate::client::Endpoint;
 
 pub use openai::error_body;
@@ -30,7 +30,7 @@ pub struct Whole<'a> {
     /// Embeddings: how many vectors the answer holds.
     pub vectors: u32,
     /// The answer's logprobs, when the request asked for them.
-    pub logprobs: Option<crate::mock::logprobs::Logprobs>,
+    pub logprobs: Option<crate::mock::answer::logprobs::Logprobs>,
 }
 
 /// One API as the mock speaks it: what it reads from a request, and the events and

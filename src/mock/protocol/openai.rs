@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::super::wire::{ChunkWriter, Usage};
+use super::super::answer::{ChunkWriter, Usage};
 use super::sse;
 
 /// `usage` in OpenAI's chat/completions names.

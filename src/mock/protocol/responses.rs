@@ -6,8 +6,8 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::logprobs;
-use super::super::wire::{ChunkWriter, Piece, Usage};
+use super::super::answer::logprobs;
+use super::super::answer::{ChunkWriter, Piece, Usage};
 use super::{MockProtocol, Whole, named_sse, prompt};
 
 pub struct Responses;

@@ -1,4 +1,4 @@
-//! Walks the fault table (`fault.rs`): every fault has a row here with what a client
+//! Walks the fault table (`table.rs`): every fault has a row here with what a client
 //! sees of it, checked against the mock over HTTP on 127.0.0.1:0, and the same request
 //! without the fault must fail that check (so each check can fail). A fault without a
 //! row fails the walk; so does a fault table out of step with docs/mock.md.
@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::config::MockConfig;
-use super::fault::{FAULT_NAMES, FAULTS};
-use super::server::{MockServer, start};
+use super::table::{FAULT_NAMES, FAULTS};
+use crate::mock::config::MockConfig;
+use crate::mock::serve::{MockServer, start};
 
 /// The stall faults' length here: long enough to tell apart from a normal gap.
 const STALL: Duration = Duration::from_millis(300);
@@ -366,7 +366,7 @@ async fn every_fault_in_the_table_has_its_outcome() {
     let mut bad = Vec::new();
     for fault in FAULTS {
         let Some(case) = case(fault.name) else {
-            bad.push(format!("{}: no row in src/mock/fault_walk.rs", fault.name));
+            bad.push(format!("{}: no row in src/mock/fault/walk.rs", fault.name));
             continue;
         };
         let x = exchange(mock.addr(), Some(case.header), case.tools).await;

@@ -1,18 +1,18 @@
 //! Where each fault acts on the wire: one function per acting point ([`Act`]), each
-//! acting only on the faults whose row of the fault table (`fault.rs`) lists that
-//! point. The server's answer paths (`answer.rs`, `stream.rs`, `whole.rs`) call these
-//! at their points and know no fault by name; the voice's faults are in `voice.rs`.
+//! acting only on the faults whose row of the fault table (`table.rs`) lists that
+//! point. The server's answer paths (`serve/generate.rs`, `serve/stream.rs`,
+//! `serve/whole.rs`) call these at their points and know no fault by name; the voice's
+//! faults are in `answer/voice.rs`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 
-use super::conn::ConnCtl;
-use super::engine::Engine;
-use super::fault::{Act, FaultKind};
-use super::protocol::{MockProtocol, sse};
-use super::reply::error_response;
-use super::wire::ChunkWriter;
+use super::table::{Act, FaultKind};
+use crate::mock::answer::ChunkWriter;
+use crate::mock::engine::Engine;
+use crate::mock::protocol::{MockProtocol, sse};
+use crate::mock::serve::{ConnCtl, error_response};
 
 /// The fault if it acts at `act`.
 fn at(fault: Option<FaultKind>, act: Act) -> Option<FaultKind> {

@@ -5,8 +5,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::engine::Engine;
-use super::protocol::error_body;
+use crate::mock::engine::Engine;
+use crate::mock::protocol::error_body;
 
 /// `status` with `{"error": {message, type: kind, param: null, code: status}}`.
 pub fn error_response(status: StatusCode, message: &str, kind: &str) -> Response {

@@ -3,8 +3,8 @@
 //! one-line description. Parsing (`--fault KIND[=PARAM][:PROBABILITY]`, the
 //! `x-mock-fault: KIND[=PARAM]` header), `Display`, the `--help` list and the dispatch
 //! all read that table. The wire behaviour sits in `inject.rs`, one function per acting
-//! point (the voice's in `voice.rs`); docs/mock.md describes it, and a test walks the
-//! table (`fault_walk.rs`).
+//! point (the voice's in `answer/voice.rs`); docs/mock.md describes it, and a test walks
+//! the table (`walk.rs`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,8 +24,8 @@ pub const DEFAULT_HUGE_LINE_BYTES: usize = 16 << 20;
 const MAX_HUGE_LINE_BYTES: usize = 1 << 30;
 
 /// Where a fault acts on the wire, in the order a response passes these points. Each
-/// point is one function of `inject.rs` (`Voice`: `voice.rs`), which acts only on the
-/// faults whose row lists it.
+/// point is one function of `inject.rs` (`Voice`: `answer/voice.rs`), which acts only
+/// on the faults whose row lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Act {
     /// Before the status line: the connection closed, or the headers held back.

@@ -1,5 +1,5 @@
 //! The mock as a server: bind, serve on the caller's runtime, shut down; the axum
-//! routes (one generating route per endpoint, answered by `answer.rs`) and the small
+//! routes (one generating route per endpoint, answered by `generate.rs`) and the small
 //! ones (`/v1/models`, `/health`, `/metrics`). Connections are `conn.rs`'s.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,14 +16,14 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::answer::route_for;
-use super::config::MockConfig;
 use super::conn::accept_loop;
-use super::emissions::EmissionLog;
-use super::engine::Engine;
-use super::metrics::render;
+use super::generate::route_for;
 use super::reply::{error_response, unauthorized};
 use crate::client::Endpoint;
+use crate::mock::config::MockConfig;
+use crate::mock::emissions::EmissionLog;
+use crate::mock::engine::Engine;
+use crate::mock::metrics::render;
 use crate::runner::{PreciseTimer, Spins, Timer};
 
 /// Request bodies larger than this are refused (413) before any timing starts.

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::emissions::EmissionRecorder;
-use super::engine::Engine;
-use super::fault::FaultKind;
-use super::prefix_cache::push_words;
-use super::protocol::MockProtocol;
-use super::request::GenRequest;
-use super::wire::{ChunkWriter, Usage};
+use crate::mock::answer::{ChunkWriter, Usage};
+use crate::mock::emissions::EmissionRecorder;
+use crate::mock::engine::Engine;
+use crate::mock::fault::FaultKind;
+use crate::mock::prefix_cache::push_words;
+use crate::mock::protocol::MockProtocol;
+use crate::mock::request::GenRequest;
 
 pub struct Job {
     pub engine: Arc<Engine>,

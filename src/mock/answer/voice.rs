@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use super::fault::{Act, FaultKind};
 use super::tool::{OfferedTool, arguments_for};
+use crate::mock::fault::{Act, FaultKind};
 
 /// The model name the `wrong_model` fault answers with.
 pub const WRONG_MODEL: &str = "mock-wrong-model";

@@ -11,17 +11,17 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::conn::ConnCtl;
-use super::engine::Engine;
-use super::fault::{FAULT_HEADER, FaultKind};
-use super::inject::{self, BeforeHeaders};
 use super::job::Job;
-use super::protocol::{self, MockProtocol};
 use super::reply::{bad_request, unauthorized};
-use super::request::{GenRequest, parse_request};
-use super::voice::{self, Voice, split_answer};
-use super::wire::ChunkWriter;
 use super::{stream, whole};
 use crate::client::Endpoint;
+use crate::mock::answer::voice;
+use crate::mock::answer::{ChunkWriter, Voice, split_answer};
+use crate::mock::engine::Engine;
+use crate::mock::fault::inject::{self, BeforeHeaders};
+use crate::mock::fault::{FAULT_HEADER, FaultKind};
+use crate::mock::protocol::{self, MockProtocol};
+use crate::mock::request::{GenRequest, parse_request};
 
 /// A request header that sets this request's reasoning tokens (else `reasoning_tokens`).
 pub const REASONING_HEADER: &str = "x-mock-reasoning-tokens";

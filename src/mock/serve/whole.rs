@@ -1,19 +1,19 @@
 //! Whole answers: a non-streamed request (or `json_instead_of_sse`) gets one JSON
 //! body after the whole generation time, on the same schedule as a stream; an
 //! embeddings request gets its vectors after the prefill. The faults act through
-//! `inject.rs`.
+//! `fault/inject.rs`.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use tokio::time::Instant;
 
 use super::conn::ConnCtl;
-use super::engine::Schedule;
-use super::inject::{self, Tokens};
 use super::job::Job;
-use super::logprobs::{self, Asked, Logprobs};
-use super::protocol::Whole;
 use super::reply::shutting_down;
+use crate::mock::answer::logprobs::{self, Asked, Logprobs};
+use crate::mock::engine::Schedule;
+use crate::mock::fault::inject::{self, Tokens};
+use crate::mock::protocol::Whole;
 
 /// A generated answer, sent whole once its last token is due.
 pub async fn full_response(job: Job, ctl: ConnCtl) -> Response {

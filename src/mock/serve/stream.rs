@@ -1,6 +1,6 @@
 //! Streamed answers: the events of one answer written on schedule by a task of its
 //! own (`run_stream`) into a channel that the response body drains, noting when each
-//! token chunk leaves. The faults act through `inject.rs`.
+//! token chunk leaves. The faults act through `fault/inject.rs`.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep};
 
 use super::conn::ConnCtl;
-use super::engine::{Engine, Running, Schedule};
-use super::inject::{self, AfterChunk, BeforeChunk, First, Tokens};
 use super::job::Job;
-use super::protocol::{MockProtocol, huge_event_parts};
-use super::wire::ChunkWriter;
+use crate::mock::answer::ChunkWriter;
+use crate::mock::engine::{Engine, Running, Schedule};
+use crate::mock::fault::inject::{self, AfterChunk, BeforeChunk, First, Tokens};
+use crate::mock::protocol::{MockProtocol, huge_event_parts};
 use crate::runner::Timer;
 
 /// Gap between bytes of the `trickle` fault.
