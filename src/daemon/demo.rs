@@ -146,6 +146,8 @@ fn demo_kv_blocks(model: &str, block_size: u32) -> anyhow::Result<u32> {
 /// The demo config for a mock at `base_url`, with a fleet target when there are
 /// `replicas` (their base URLs).
 pub fn config_text(base_url: &str, model: &str, replicas: &[String]) -> String {
+    // Each kind that runs on its own shows its series with a scenario of its own.
+    let kind_scenarios = super::kinds::demo_scenarios();
     let mut text = format!(
         r#"# The --mock demo: the embedded mock engine (TTFT 50 ms, 10 ms per token).
 grace_period: 2s
@@ -175,7 +177,7 @@ targets:
       - name: golden
         output_tokens: 16
         golden: {{file: builtin, baseline: 0.9}}
-    capacity:
+{kind_scenarios}    capacity:
       preset: llama-3.1-8b
       gpu: h100
       tp: 1

@@ -42,6 +42,13 @@ pub trait ScenarioKind: Sync {
         &[]
     }
 
+    /// A scenario of this kind for the `--mock` demo's main target (a YAML flow
+    /// mapping), so the demo fills its series; `None` when the demo needs no such
+    /// scenario or builds its own.
+    fn demo_scenario(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Starts its scenarios of the target; each task ends when `at.stop` fires.
     fn start(&self, at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>>;
 
@@ -61,6 +68,16 @@ pub fn start_all(at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>> {
         tasks.extend(kind.start(at)?);
     }
     Ok(tasks)
+}
+
+/// The `--mock` demo's scenarios of the kinds that offer one, as YAML list items under
+/// a target's `scenarios:`.
+pub fn demo_scenarios() -> String {
+    KINDS
+        .iter()
+        .filter_map(|k| k.demo_scenario())
+        .map(|s| format!("      - {s}\n"))
+        .collect()
 }
 
 /// Retires what `new` does not continue of every kind's scenarios of `old`.
