@@ -400,9 +400,9 @@ pub struct Scenario {
     #[serde(default = "default_scenario_name")]
     pub name: String,
     /// What the scenario does: `probe` (requests at its rate, the default), `golden`
-    /// (a golden set's questions, judged; needs `golden:`) or `fingerprint` (logprob
-    /// fingerprints against a baseline; needs `fingerprint:`). Unset: what its blocks
-    /// say.
+    /// (a golden set's questions, judged; needs `golden:`), `fingerprint` (logprob
+    /// fingerprints against a baseline; needs `fingerprint:`) or `model_list` (the
+    /// endpoint's model list read; needs `model_list:`). Unset: what its blocks say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<KindName>,
     /// Prompt length in tokens (approximate without a tokenizer).
@@ -488,6 +488,11 @@ pub struct Scenario {
     /// (`llmprobe_fingerprint_*`); it sends no other probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<FingerprintConfig>,
+    /// Makes this a model-list scenario: every `every`, the endpoint's model list
+    /// (`GET /v1/models`) is read and whether it names the target's model is exported
+    /// (`llmprobe_model_list_*`); it sends no probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_list: Option<ModelListConfig>,
 }
 
 /// A scenario's `golden:`.
@@ -523,17 +528,25 @@ pub enum KindName {
     Golden,
     /// Logprob fingerprints compared with a recorded baseline.
     Fingerprint,
+    /// The endpoint's model list read, and the target's model looked for in it.
+    ModelList,
 }
 
 impl KindName {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [KindName; 3] = [KindName::Probe, KindName::Golden, KindName::Fingerprint];
+    pub const ALL: [KindName; 4] = [
+        KindName::Probe,
+        KindName::Golden,
+        KindName::Fingerprint,
+        KindName::ModelList,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             KindName::Probe => "probe",
             KindName::Golden => "golden",
             KindName::Fingerprint => "fingerprint",
+            KindName::ModelList => "model_list",
         }
     }
 
@@ -558,6 +571,20 @@ pub struct FingerprintConfig {
 
 fn default_every() -> Duration {
     Duration::from_secs(600)
+}
+
+/// `model_list: {every: 1m}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelListConfig {
+    /// How often the endpoint's model list is read, e.g. `1m` (default).
+    #[serde(default = "default_model_list_every", with = "crate::duration::human")]
+    #[schemars(with = "String")]
+    pub every: Duration,
+}
+
+fn default_model_list_every() -> Duration {
+    Duration::from_secs(60)
 }
 
 /// One message of a scenario's `messages:`.
@@ -605,6 +632,7 @@ impl Default for Scenario {
             golden: None,
             fingerprint: None,
             kind: None,
+            model_list: None,
         }
     }
 }

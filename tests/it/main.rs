@@ -30,6 +30,7 @@ mod daemon_fingerprint;
 mod daemon_fleet;
 mod daemon_logs;
 mod daemon_mock;
+mod daemon_model_list;
 mod daemon_otlp;
 mod daemon_reload;
 mod daemon_requests;

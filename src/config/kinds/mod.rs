@@ -5,6 +5,7 @@
 //! `src/daemon/kinds/`.
 
 pub mod fingerprint;
+pub mod model_list;
 
 use super::locate::Path;
 pub use super::schema::KindName;
@@ -16,6 +17,7 @@ pub fn kind_of(s: &Scenario, at: &Path) -> Result<KindName, (Path, String)> {
     let blocks = [
         (KindName::Golden, s.golden.is_some()),
         (KindName::Fingerprint, s.fingerprint.is_some()),
+        (KindName::ModelList, s.model_list.is_some()),
     ];
     let mut named = blocks
         .iter()
@@ -57,6 +59,7 @@ pub fn kind_of(s: &Scenario, at: &Path) -> Result<KindName, (Path, String)> {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct KindPlans {
     pub fingerprints: Vec<fingerprint::FingerprintPlan>,
+    pub model_lists: Vec<model_list::ModelListPlan>,
 }
 
 impl KindPlans {
@@ -69,14 +72,10 @@ impl KindPlans {
             match kind_of(s, &at)? {
                 KindName::Probe | KindName::Golden => {}
                 KindName::Fingerprint => plans.fingerprints.push(fingerprint::plan(t, s, &at)?),
+                KindName::ModelList => plans.model_lists.push(model_list::plan(s, &at)?),
             }
         }
         Ok(plans)
-    }
-
-    /// The names of every planned scenario, for the status board and retirement.
-    pub fn scenario_names(&self) -> impl Iterator<Item = &str> {
-        self.fingerprints.iter().map(|f| f.scenario.as_str())
     }
 }
 

@@ -5,6 +5,7 @@
 //! knows a kind by name.
 
 pub mod fingerprint;
+pub mod model_list;
 pub mod probe;
 
 use std::sync::{Arc, Mutex};
@@ -59,7 +60,11 @@ pub trait ScenarioKind: Sync {
 }
 
 /// Every scenario kind, once.
-pub static KINDS: [&dyn ScenarioKind; 2] = [&probe::Probe, &fingerprint::Fingerprint];
+pub static KINDS: [&dyn ScenarioKind; 3] = [
+    &probe::Probe,
+    &fingerprint::Fingerprint,
+    &model_list::ModelList,
+];
 
 /// Starts every scenario of the target, kind by kind.
 pub fn start_all(at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>> {
