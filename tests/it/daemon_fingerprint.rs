@@ -29,7 +29,7 @@ async fn mock(logprob_seed: u64) -> llmprobe::mock::MockServer {
 }
 
 async fn record(base: &str, path: &std::path::Path) {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     let cfg = ClientConfig {
         base_url: base.to_string(),
         ..ClientConfig::default()

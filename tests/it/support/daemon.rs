@@ -84,7 +84,7 @@ pub fn sum(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
 }
 
 pub fn http() -> reqwest::Client {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .build()
