@@ -1,9 +1,11 @@
-//! Helpers shared by the integration tests: one module per front end under test, and
-//! `alone` for a test that needs the process to itself.
+//! Helpers shared by the integration tests: one module per front end under test,
+//! `faults` for the per-fault tables, and `alone` for a test that needs the process to
+//! itself.
 
 pub mod alone;
 pub mod bench;
 pub mod client;
 pub mod daemon;
 pub mod dnsmasq;
+pub mod faults;
 pub mod mock;
