@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: one module per front end under test,
-//! `faults` for the per-fault tables, and `alone` for a test that needs the process to
-//! itself.
+//! `process` for the binary run as a server, `faults` for the per-fault tables, and
+//! `alone` for a test that needs the process to itself.
 
 pub mod alone;
 pub mod bench;
@@ -9,3 +9,4 @@ pub mod daemon;
 pub mod dnsmasq;
 pub mod faults;
 pub mod mock;
+pub mod process;
