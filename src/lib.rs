@@ -48,17 +48,9 @@ use std::process::ExitCode;
 
 use cli::{Cli, Command};
 
-/// Installs rustls' `ring` crypto provider as the process default. reqwest is built
-/// without a provider of its own (`rustls-no-provider`), so this must run before any
-/// HTTP client is built. Idempotent.
-pub fn install_crypto_provider() {
-    // Err means a provider is already installed, which is what we want.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// Runs one subcommand to completion and returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    install_crypto_provider();
+    client::tls::install_crypto_provider();
     match cli.command {
         Command::Capacity(args) => capacity::command::run(&args),
         Command::Daemon(args) => daemon::run_cli(args).await,

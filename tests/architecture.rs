@@ -3,7 +3,8 @@
 //! Two rules, both read from the source text (no compiler internals):
 //! 1. Between top-level modules, imports run one way: a module may use only modules of a
 //!    lower layer. The layers are the table in `docs/architecture.md` (written down once,
-//!    parsed here); a top-level module missing from the table is an error too.
+//!    parsed here); a top-level module missing from the table is an error too. The crate
+//!    root (`src/lib.rs` outside its `mod`s) sits on top: no module names its items.
 //! 2. Between the files of one module, imports form no cycle. A module's `mod.rs` is its
 //!    front (it declares and re-exports its files, and its files may use its items), so
 //!    the rule is about sibling files.
@@ -184,10 +185,10 @@ fn strip_tests(text: &str) -> String {
     out
 }
 
-/// Every path a file names through `crate::`, `super::` or a child module (`mod x;`
-/// then `x::…`), resolved to an absolute module path (`["daemon", "engine", "scrub"]`).
+/// Every path a file names through `crate::`, `super::`, `self::` or a child module
+/// (`mod x;` then `x::…`), resolved to an absolute path (`["daemon", "engine", "scrub"]`).
+/// `super` and `self` count from the inline `mod x { … }` a path sits in, if any.
 fn imports(file: &SourceFile) -> BTreeSet<Vec<String>> {
-    let words = path_words(&file.text);
     let children: BTreeSet<&str> = file
         .text
         .split(';')
@@ -199,9 +200,17 @@ fn imports(file: &SourceFile) -> BTreeSet<Vec<String>> {
         })
         .filter(|name| name.chars().all(|c| c.is_alphanumeric() || c == '_'))
         .collect();
-    let here: Vec<String> = file.module.clone();
+    let inline = inline_modules(&file.text);
     let mut out = BTreeSet::new();
-    for path in words {
+    for (at, path) in path_words(&file.text) {
+        let mut here = file.module.clone();
+        let mut nested = false;
+        for (start, end, name) in &inline {
+            if (*start..*end).contains(&at) {
+                here.push(name.clone());
+                nested = true;
+            }
+        }
         let first = path[0].as_str();
         let resolved: Vec<String> = match first {
             "crate" => path[1..].to_vec(),
@@ -216,13 +225,9 @@ fn imports(file: &SourceFile) -> BTreeSet<Vec<String>> {
                 base.extend(segs.iter().cloned());
                 base
             }
-            "self" => here
-                .iter()
-                .cloned()
-                .chain(path[1..].iter().cloned())
-                .collect(),
-            name if file.is_mod_root && children.contains(name) => {
-                here.iter().cloned().chain(path.iter().cloned()).collect()
+            "self" => here.iter().chain(&path[1..]).cloned().collect(),
+            name if file.is_mod_root && !nested && children.contains(name) => {
+                here.iter().chain(&path).cloned().collect()
             }
             _ => continue,
         };
@@ -233,51 +238,141 @@ fn imports(file: &SourceFile) -> BTreeSet<Vec<String>> {
     out
 }
 
-/// Each `a::b::c` path in the text, expanding `use a::{b, c::d}` groups one level.
-fn path_words(text: &str) -> Vec<Vec<String>> {
+/// The inline modules of a text (`mod x { … }`, test modules already gone): the byte
+/// span of each body and its name, outer ones first.
+fn inline_modules(text: &str) -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(p) = text[from..].find("mod ") {
+        let at = from + p;
+        from = at + 4;
+        if at > 0 && is_ident(text.as_bytes()[at - 1]) {
+            continue;
+        }
+        let rest = text[at + 4..].trim_start();
+        let name: String = rest
+            .bytes()
+            .take_while(|&c| is_ident(c))
+            .map(char::from)
+            .collect();
+        if name.is_empty() || !rest[name.len()..].trim_start().starts_with('{') {
+            continue;
+        }
+        let open = at + 4 + text[at + 4..].find('{').expect("seen above");
+        let mut depth = 0usize;
+        let mut end = text.len();
+        for (i, c) in text[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((open, end, name));
+    }
+    out
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Each path in the text with its byte offset: `a::b::c`, and each path of a `use`
+/// group at any depth (`a::{b::{c, d}, e}` is `a::b::c`, `a::b::d` and `a::e`; `self`
+/// and `*` in a group stand for its prefix). Single words are left out.
+fn path_words(text: &str) -> Vec<(usize, Vec<String>)> {
     let bytes = text.as_bytes();
-    let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         if !is_ident(bytes[i]) || (i > 0 && (is_ident(bytes[i - 1]) || bytes[i - 1] == b':')) {
             i += 1;
             continue;
         }
-        let mut segs = Vec::new();
-        let mut j = i;
-        loop {
-            let start = j;
-            while j < bytes.len() && is_ident(bytes[j]) {
-                j += 1;
-            }
-            segs.push(text[start..j].to_string());
-            if text[j..].starts_with("::") && bytes.get(j + 2).is_some_and(|&c| is_ident(c)) {
-                j += 2;
-            } else {
-                break;
-            }
-        }
-        if text[j..].starts_with("::{") {
-            let close = text[j..].find('}').map_or(text.len(), |p| j + p);
-            for item in text[j + 3..close].split(',') {
-                let item: Vec<String> = item
-                    .split("::")
-                    .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
-                    .filter(|s| !s.is_empty() && s != "{")
-                    .collect();
-                let mut full = segs.clone();
-                full.extend(item);
-                out.push(full);
-            }
-            j = close;
-        }
-        if segs.len() > 1 || text[j..].starts_with("::{") {
-            out.push(segs);
-        }
-        i = j.max(i + 1);
+        let mut paths = Vec::new();
+        let end = read_path(bytes, i, &[], &mut paths);
+        out.extend(paths.into_iter().filter(|p| p.len() > 1).map(|p| (i, p)));
+        i = end.max(i + 1);
     }
     out
+}
+
+/// Reads the path (or `use` tree) at `i` below `prefix` into `out`; returns where it ends.
+fn read_path(b: &[u8], mut i: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut segs = prefix.to_vec();
+    loop {
+        let start = i;
+        while i < b.len() && is_ident(b[i]) {
+            i += 1;
+        }
+        let seg = String::from_utf8_lossy(&b[start..i]).into_owned();
+        if seg == "self" && !segs.is_empty() {
+            out.push(segs);
+            return i;
+        }
+        segs.push(seg);
+        if !b[i..].starts_with(b"::") {
+            out.push(segs);
+            return i;
+        }
+        i = skip_space(b, i + 2);
+        match b.get(i) {
+            Some(&c) if is_ident(c) => {}
+            Some(b'{') => return read_group(b, i, &segs, out),
+            Some(b'*') => {
+                out.push(segs);
+                return i + 1;
+            }
+            _ => {
+                out.push(segs);
+                return i;
+            }
+        }
+    }
+}
+
+/// Reads the group `{…}` opening at `i` below `prefix`; returns the index after its `}`.
+fn read_group(b: &[u8], mut i: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    i += 1;
+    loop {
+        i = skip_space(b, i);
+        match b.get(i) {
+            None => return i,
+            Some(b'}') => return i + 1,
+            Some(b',') => i += 1,
+            Some(b'{') => i = read_group(b, i, prefix, out),
+            Some(b'*') => {
+                out.push(prefix.to_vec());
+                i += 1;
+            }
+            Some(&c) if is_ident(c) => {
+                i = read_path(b, i, prefix, out);
+                // `x as y`: the alias names nothing new.
+                let j = skip_space(b, i);
+                if b[j..].starts_with(b"as") && b.get(j + 2).is_some_and(|&c| !is_ident(c)) {
+                    i = skip_space(b, j + 2);
+                    while i < b.len() && is_ident(b[i]) {
+                        i += 1;
+                    }
+                }
+            }
+            // Not a `use` tree (a macro body, say): stop reading it as one.
+            Some(_) => return i,
+        }
+    }
+}
+
+fn skip_space(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    i
 }
 
 /// The layer table of `docs/architecture.md`: rows `| N | `module` … |` (a row may name
@@ -306,13 +401,19 @@ fn layers(doc: &str) -> BTreeMap<String, u32> {
     out
 }
 
-/// Upward or sideways imports between top-level modules, and modules missing from the
-/// table, one line each.
+/// Upward or sideways imports between top-level modules, imports of crate-root items,
+/// and modules missing from the table, one line each.
+///
+/// The crate root (`src/lib.rs` outside its `mod`s) sits on top, so a module may not
+/// name an item defined (or re-exported) there; such an item belongs in a module of its
+/// layer. A `#[macro_export]` macro is named from the root but belongs to the module
+/// that defines it.
 fn layer_violations(files: &[SourceFile], layers: &BTreeMap<String, u32>) -> Vec<String> {
     let top: BTreeSet<String> = files
         .iter()
         .filter_map(|f| f.module.first().cloned())
         .collect();
+    let macros = exported_macros(files);
     let mut out = Vec::new();
     for name in &top {
         if !layers.contains_key(name) {
@@ -329,8 +430,20 @@ fn layer_violations(files: &[SourceFile], layers: &BTreeMap<String, u32>) -> Vec
             continue;
         };
         for path in imports(file) {
-            let to = &path[0];
-            if to == from || !top.contains(to) {
+            let head = &path[0];
+            let to = if top.contains(head) {
+                head
+            } else if let Some(module) = macros.get(head) {
+                module
+            } else {
+                out.push(format!(
+                    "src/{}: imports `{}` from the crate root (src/lib.rs), which sits on top; move it into a module of its layer",
+                    file.rel,
+                    path.join("::"),
+                ));
+                continue;
+            };
+            if to == from {
                 continue;
             }
             let Some(&to_layer) = layers.get(to) else {
@@ -343,6 +456,30 @@ fn layer_violations(files: &[SourceFile], layers: &BTreeMap<String, u32>) -> Vec
                     path.join("::"),
                 ));
             }
+        }
+    }
+    out
+}
+
+/// `#[macro_export]` macros (named `crate::name`) → the top-level module defining each.
+fn exported_macros(files: &[SourceFile]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for file in files {
+        let Some(module) = file.module.first() else {
+            continue;
+        };
+        for (at, _) in file.text.match_indices("#[macro_export]") {
+            let rest = &file.text[at..];
+            let Some(p) = rest.find("macro_rules!") else {
+                continue;
+            };
+            let name: String = rest[p + "macro_rules!".len()..]
+                .trim_start()
+                .bytes()
+                .take_while(|&c| is_ident(c))
+                .map(char::from)
+                .collect();
+            out.insert(name, module.clone());
         }
     }
     out
@@ -447,7 +584,7 @@ fn fake_tree(files: &[(&str, &str)]) -> Vec<SourceFile> {
 
 fn fake_layers() -> BTreeMap<String, u32> {
     layers(
-        "| layer | module | job |\n|---|---|---|\n| 1 | `record` | r |\n| 2 | `client`, `schedule` | c |\n| 3 | `bench` | b |\n",
+        "| layer | module | job |\n|---|---|---|\n| 0 | `exit` | e |\n| 1 | `record` | r |\n| 2 | `client`, `schedule` | c |\n| 3 | `bench` | b |\n",
     )
 }
 
@@ -536,5 +673,153 @@ fn checker_ignores_tests_comments_and_strings() {
     assert_eq!(
         layer_violations(&tree, &fake_layers()),
         Vec::<String>::new()
+    );
+}
+
+#[test]
+fn path_words_expand_groups_at_any_depth() {
+    let words = path_words("use a::{b::{c, d::{e as f, self}}, g, h::*};\nuse i::{\n    j,\n};");
+    let got: Vec<String> = words.iter().map(|(_, w)| w.join("::")).collect();
+    assert_eq!(
+        got,
+        ["a::b::c", "a::b::d::e", "a::b::d", "a::g", "a::h", "i::j"]
+    );
+}
+
+#[test]
+fn checker_fails_on_an_import_in_a_nested_group() {
+    // `bench` is named after a nested group has closed, and inside one two levels deep.
+    for text in [
+        "use crate::{record::{R, S}, bench::Gate};",
+        "use crate::{record::R, client::{get, x::{y, z}}, bench::{plan::{Gate}}};",
+    ] {
+        let tree = fake_tree(&[
+            ("record.rs", "pub struct R;"),
+            ("client/mod.rs", text),
+            ("bench/mod.rs", "pub struct Gate;"),
+        ]);
+        let v = layer_violations(&tree, &fake_layers());
+        assert_eq!(v.len(), 1, "{text}: {v:?}");
+        assert!(
+            v[0].contains("src/client/mod.rs")
+                && v[0].contains("bench")
+                && v[0].contains("(bench, layer 3)"),
+            "{text}: {v:?}"
+        );
+    }
+}
+
+#[test]
+fn checker_finds_a_cycle_through_a_nested_group() {
+    let tree = fake_tree(&[
+        ("daemon/mod.rs", "mod engine;\nmod shared;\nmod target;"),
+        ("daemon/shared.rs", "pub struct A;"),
+        (
+            "daemon/engine.rs",
+            "use super::{shared::{A}, target::scrub};",
+        ),
+        (
+            "daemon/target.rs",
+            "use super::{engine::{x::{Y}}};\npub fn scrub() {}",
+        ),
+    ]);
+    assert_eq!(
+        file_cycles(&tree),
+        vec!["src/daemon/engine  <->  src/daemon/target: files of one module import each other"]
+    );
+}
+
+#[test]
+fn checker_fails_on_an_item_of_the_crate_root() {
+    // The root sits on top: whichever way a module names a root item, it is an import
+    // from above.
+    for (file, text) in [
+        ("record.rs", "pub fn f() { crate::install(); }"),
+        ("record.rs", "use super::install;"),
+        ("client/mod.rs", "use crate::{record::R, install};"),
+        ("client/http.rs", "fn f() { super::super::install() }"),
+    ] {
+        let tree = fake_tree(&[
+            (
+                "lib.rs",
+                "pub mod client;\npub mod record;\npub fn install() {}",
+            ),
+            ("record.rs", "pub struct R;"),
+            ("client/mod.rs", "mod http;"),
+            (file, text),
+        ]);
+        let v = layer_violations(&tree, &fake_layers());
+        assert_eq!(v.len(), 1, "{file}: {text}: {v:?}");
+        assert!(
+            v[0].contains(&format!("src/{file}"))
+                && v[0].contains("`install`")
+                && v[0].contains("crate root"),
+            "{file}: {text}: {v:?}"
+        );
+    }
+}
+
+#[test]
+fn checker_reads_a_fake_src_dir_with_a_root_item() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    for (f, text) in [
+        (
+            "lib.rs",
+            "pub mod bench;\npub mod exit;\npub fn install() {}\npub fn run() { bench::go(); install(); }",
+        ),
+        ("main.rs", "fn main() { llmprobe::install(); }"),
+        ("exit.rs", "pub struct Usage;"),
+        ("bench/mod.rs", "pub fn go() { crate::install(); }"),
+    ] {
+        let path = src.join(f);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, text).expect("write");
+    }
+    let v = layer_violations(&read_tree(src), &fake_layers());
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].starts_with("src/bench/mod.rs: imports `install`"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn checker_accepts_exported_macros_and_inline_modules() {
+    // A `#[macro_export]` macro is named from the root but belongs to its module; inside
+    // an inline `mod`, `super` is the file's module, not the root.
+    let tree = fake_tree(&[
+        ("lib.rs", "pub mod exit;\npub mod record;\npub fn run() {}"),
+        (
+            "exit.rs",
+            "#[macro_export]\nmacro_rules! bail { () => { $crate::exit::Usage } }\npub struct Usage;",
+        ),
+        (
+            "record.rs",
+            "fn parse() {}\npub mod secs {\n    pub fn f() { super::parse(); crate::bail!(); self::g() }\n    fn g() {}\n}",
+        ),
+    ]);
+    assert_eq!(
+        layer_violations(&tree, &fake_layers()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn checker_fails_on_an_exported_macro_of_a_higher_module() {
+    let tree = fake_tree(&[
+        ("record.rs", "fn f() { crate::gate!(); }"),
+        (
+            "bench/mod.rs",
+            "#[macro_export]\nmacro_rules! gate { () => {} }",
+        ),
+    ]);
+    let v = layer_violations(&tree, &fake_layers());
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        v[0].contains("src/record.rs")
+            && v[0].contains("`gate`")
+            && v[0].contains("(bench, layer 3)"),
+        "{v:?}"
     );
 }

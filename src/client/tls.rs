@@ -16,6 +16,14 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use super::config::TlsConfig;
 
+/// Installs rustls' `ring` crypto provider as the process default. reqwest is built
+/// without a provider of its own (`rustls-no-provider`), so this must run before any
+/// HTTP client is built. Idempotent.
+pub fn install_crypto_provider() {
+    // Err means a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Builds the rustls client configuration for one target. File problems are
 /// [`UsageError`](crate::exit::UsageError)s naming the file.
 pub fn client_config(tls: &TlsConfig) -> anyhow::Result<rustls::ClientConfig> {

@@ -89,7 +89,7 @@ impl Daemon {
         lifecycle: bool,
         overrides: Overrides,
     ) -> anyhow::Result<Daemon> {
-        crate::install_crypto_provider();
+        crate::client::tls::install_crypto_provider();
         let plan = source
             .load_with(&overrides)
             .map_err(crate::exit::UsageError::from)?;

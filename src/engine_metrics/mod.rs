@@ -526,7 +526,7 @@ mod tests {
 
     #[tokio::test]
     async fn scrape_reports_http_failures() {
-        crate::install_crypto_provider();
+        crate::client::tls::install_crypto_provider();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = axum::Router::new()
@@ -741,7 +741,7 @@ mod tests {
 
     #[tokio::test]
     async fn scrape_reads_llamacpp_slots_from_props() {
-        crate::install_crypto_provider();
+        crate::client::tls::install_crypto_provider();
         let http = reqwest::Client::new();
         let t = Duration::from_secs(5);
         let addr = llamacpp_server(axum::routing::get(|| async { LLAMACPP_PROPS })).await;
@@ -759,7 +759,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_props_never_fails_the_scrape() {
-        crate::install_crypto_provider();
+        crate::client::tls::install_crypto_provider();
         let http = reqwest::Client::new();
         let t = Duration::from_secs(2);
         let cases: [(axum::routing::MethodRouter, &str); 4] = [

@@ -5,32 +5,30 @@
 
 use crate::support::daemon as daemon_support;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 
+/// A fast mock.
+fn fast() -> MockConfig {
+    MockConfig {
+        ttft: Duration::from_millis(2),
+        itl: Duration::from_millis(1),
+        ..MockConfig::default()
+    }
+}
+
 /// A fast mock whose every answer is `answer`.
-async fn answering_mock(answer: &str) -> llmprobe::mock::MockServer {
-    llmprobe::mock::start(
-        MockConfig {
-            ttft: Duration::from_millis(2),
-            itl: Duration::from_millis(1),
-            answer: Some(answer.into()),
-            ..MockConfig::default()
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap()
+fn answering(answer: &str) -> MockConfig {
+    MockConfig {
+        answer: Some(answer.into()),
+        ..fast()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_series_move_with_the_answers() {
-    let mock = answering_mock(r#"{"answer": 4}"#).await;
-    let base = mock.base_url();
     let scenario = r#"
       - name: arithmetic
         prompt: "What is 2 + 2? Answer as JSON."
@@ -42,12 +40,10 @@ async fn check_series_move_with_the_answers() {
           expect_json_schema: {type: object, required: [answer], properties: {answer: {const: 4}}}
           expect_not_regex: '<\|im_start\|>'
           expect_model: m"#;
-    let (_dir, path) = config_file(&format!(
+    let (mock, d) = with_mock(answering(r#"{"answer": 4}"#), |base| format!(
         "targets:\n  - name: right\n    base_url: {base}\n    model: m\n    rate: 20/s\n    scenarios:{scenario}\n  - name: leaky\n    base_url: {base}\n    model: m\n    rate: 20/s\n    headers: {{x-mock-fault: template_leak}}\n    scenarios:{scenario}\n"
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     let s = wait_for(Duration::from_secs(20), || async {
         let s = scrape(addr).await;
@@ -132,26 +128,12 @@ async fn check_series_move_with_the_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
-    let mock = llmprobe::mock::start(
-        MockConfig {
-            ttft: Duration::from_millis(2),
-            itl: Duration::from_millis(1),
-            ..MockConfig::default()
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap();
-    let config = |checks: &str| {
+    let config = |base: &str, checks: &str| {
         format!(
-            "targets:\n  - name: t\n    base_url: {}\n    model: m\n    rate: 20/s\n    scenarios:\n      - {{output_tokens: 8, checks: {checks}}}\n",
-            mock.base_url()
+            "targets:\n  - name: t\n    base_url: {base}\n    model: m\n    rate: 20/s\n    scenarios:\n      - {{output_tokens: 8, checks: {checks}}}\n"
         )
     };
-    let (_dir, path) = config_file(&config(r#"{expect_regex: 'tok\d'}"#));
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let (mock, d) = with_mock(fast(), |base| config(base, r#"{expect_regex: 'tok\d'}"#)).await;
     let addr = d.addr();
     let runs = |check: &'static str| async move {
         value(
@@ -164,7 +146,7 @@ async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
         (runs("expect_regex").await? >= 2.0).then_some(())
     })
     .await;
-    std::fs::write(&path, config("{expect_regex: '(tok'}")).unwrap();
+    std::fs::write(d.path(), config(&mock.base_url(), "{expect_regex: '(tok'}")).unwrap();
     let r = http()
         .post(format!("http://{addr}/-/reload"))
         .send()
@@ -201,17 +183,6 @@ async fn a_reload_with_a_bad_check_keeps_the_running_checks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
-    let mock = llmprobe::mock::start(
-        MockConfig {
-            ttft: Duration::from_millis(2),
-            itl: Duration::from_millis(1),
-            ..MockConfig::default()
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap();
-    let base = mock.base_url();
     let dir = tempfile::tempdir().unwrap();
     let schema = dir.path().join("weather.json");
     std::fs::write(
@@ -233,21 +204,21 @@ async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
             tool_choice: required"#,
         schema.display()
     );
-    let target = |name: &str, endpoint: &str, fault: &str| {
+    let target = |base: &str, name: &str, endpoint: &str, fault: &str| {
         format!(
             "  - name: {name}\n    base_url: {base}\n    model: m\n    endpoint: {endpoint}\n    rate: 20/s\n    headers: {{x-mock-fault: {fault}}}\n    scenarios:{scenario}\n"
         )
     };
     // `wrong_model` is no answer fault for the tool: the call still comes.
-    let (_dir, path) = config_file(&format!(
-        "targets:\n{}{}{}",
-        target("chat", "chat", "wrong_model"),
-        target("responses", "responses", "wrong_model"),
-        target("silent", "chat", "no_tool_call"),
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let (mock, d) = with_mock(fast(), |base| {
+        format!(
+            "targets:\n{}{}{}",
+            target(base, "chat", "chat", "wrong_model"),
+            target(base, "responses", "responses", "wrong_model"),
+            target(base, "silent", "chat", "no_tool_call"),
+        )
+    })
+    .await;
     let addr = d.addr();
     let runs = |s: &[Sample], t: &str| {
         value(
@@ -289,8 +260,6 @@ async fn a_tool_call_check_offers_the_tool_and_judges_the_call() {
 /// is judged like a `prompt:` question's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_messages_question_is_asked_and_judged() {
-    let mock = answering_mock("6").await;
-    let base = mock.base_url();
     let scenario = r#"
       - name: sum
         output_tokens: 4
@@ -301,12 +270,10 @@ async fn a_messages_question_is_asked_and_judged() {
           - {role: assistant, content: "4"}
           - {role: user, content: "What is 3 + 3?"}
         checks: {expect_regex: '^\s*6\s*$'}"#;
-    let (_dir, path) = config_file(&format!(
+    let (mock, d) = with_mock(answering("6"), |base| format!(
         "targets:\n  - name: chat\n    base_url: {base}\n    model: m\n    rate: 20/s\n    scenarios:{scenario}\n  - name: anthropic\n    base_url: {base}\n    model: m\n    endpoint: messages\n    rate: 20/s\n    scenarios:{scenario}\n"
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     let s = wait_for(Duration::from_secs(20), || async {
         let s = scrape(addr).await;

@@ -4,69 +4,12 @@
 //! errors.
 
 use crate::support::daemon as daemon_support;
+use crate::support::process::{Process, llmprobe};
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
 use daemon_support::*;
-
-fn llmprobe() -> Command {
-    Command::cargo_bin("llmprobe").expect("binary")
-}
-
-/// A running daemon binary; its stderr is drained by a thread so a chatty log level
-/// can never block it on a full pipe.
-struct Running {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-/// Starts the daemon binary and returns it with the address from its listening line.
-fn spawn(args: &[&str], envs: &[(&str, &str)]) -> (Running, SocketAddr) {
-    let mut child = llmprobe()
-        .args(args)
-        .envs(envs.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-        text
-    });
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("llmprobe daemon listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .parse()
-        .unwrap();
-    (Running { child, stderr }, addr)
-}
-
-fn signal(child: &Child, sig: &str) {
-    // std has no kill(2) with a signal number; the kill utility is everywhere.
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-}
-
-/// Sends SIGTERM and returns (exit success, stderr).
-fn terminate(mut r: Running) -> (bool, String) {
-    signal(&r.child, "TERM");
-    let status = r.child.wait().unwrap();
-    (status.success(), r.stderr.join().unwrap())
-}
 
 #[test]
 fn config_check_exits_0_or_2_with_the_error() {
@@ -107,17 +50,15 @@ fn config_check_exits_0_or_2_with_the_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_mode_shows_live_data_within_seconds() {
-    let (child, addr) = spawn(
-        &[
-            "daemon",
-            "--mock",
-            "--listen",
-            "127.0.0.1:0",
-            "--mock-fault",
-            "http_500:0.2",
-        ],
-        &[],
-    );
+    let child = Process::daemon(&[
+        "daemon",
+        "--mock",
+        "--listen",
+        "127.0.0.1:0",
+        "--mock-fault",
+        "http_500:0.2",
+    ]);
+    let addr = child.addr;
     // The demo probes 5 times a second: ten probes, a failure and an engine scrape take
     // two or three seconds; the deadline is ten times that. A good probe (within the
     // demo's SLOs, twice the mock's timing) is waited for too: a busy machine can make
@@ -143,7 +84,7 @@ async fn mock_mode_shows_live_data_within_seconds() {
         )
         .is_some()
     );
-    let (ok, _) = terminate(child);
+    let (ok, _, _) = child.stop();
     assert!(ok, "SIGTERM must end the daemon cleanly");
 }
 
@@ -152,14 +93,15 @@ async fn reload_over_http_needs_the_lifecycle_flag() {
     for (flag, want) in [(None, 403), (Some("--web.enable-lifecycle"), 200)] {
         let mut args = vec!["daemon", "--mock", "--listen", "127.0.0.1:0"];
         args.extend(flag);
-        let (child, addr) = spawn(&args, &[]);
+        let child = Process::daemon(&args);
+        let addr = child.addr;
         let r = http()
             .post(format!("http://{addr}/-/reload"))
             .send()
             .await
             .unwrap();
         assert_eq!(r.status().as_u16(), want, "{flag:?}");
-        let (ok, _) = terminate(child);
+        let (ok, _, _) = child.stop();
         assert!(ok);
     }
 }
@@ -211,16 +153,14 @@ async fn sighup_reloads_and_a_bad_file_flips_the_gauge() {
         format!("  - name: {name}\n    base_url: {base}\n    model: mock-llm\n    rate: 10/s\n")
     };
     let (_dir, path) = config_file(&format!("grace_period: 1s\ntargets:\n{}", t("one")));
-    let (child, addr) = spawn(
-        &[
-            "daemon",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-            path.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let child = Process::daemon(&[
+        "daemon",
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path.to_str().unwrap(),
+    ]);
+    let addr = child.addr;
     wait_for(Duration::from_secs(10), || async {
         value(
             &scrape(addr).await,
@@ -235,7 +175,7 @@ async fn sighup_reloads_and_a_bad_file_flips_the_gauge() {
         format!("grace_period: 1s\ntargets:\n{}{}", t("one"), t("two")),
     )
     .unwrap();
-    signal(&child.child, "HUP");
+    child.signal("HUP");
     wait_for(Duration::from_secs(10), || async {
         value(
             &scrape(addr).await,
@@ -246,7 +186,7 @@ async fn sighup_reloads_and_a_bad_file_flips_the_gauge() {
     })
     .await;
     std::fs::write(&path, "targets: [").unwrap();
-    signal(&child.child, "HUP");
+    child.signal("HUP");
     wait_for(Duration::from_secs(10), || async {
         let s = scrape(addr).await;
         (value(&s, "llmprobe_config_last_reload_successful", &[]) == Some(0.0)).then_some(())
@@ -256,7 +196,7 @@ async fn sighup_reloads_and_a_bad_file_flips_the_gauge() {
         value(&scrape(addr).await, "llmprobe_targets", &[]),
         Some(2.0)
     );
-    let (ok, stderr) = terminate(child);
+    let (ok, _, stderr) = child.stop();
     assert!(ok);
     assert!(stderr.contains("reload failed"), "{stderr}");
     m.shutdown().await;
@@ -314,19 +254,20 @@ async fn a_canary_key_never_leaks() {
     );
     let path = dir.path().join("daemon.yaml");
     std::fs::write(&path, &text).unwrap();
-    let (child, addr) = spawn(
-        &[
-            "--log-level",
-            "debug",
-            "daemon",
-            "--web.enable-lifecycle",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-            path.to_str().unwrap(),
-        ],
-        &[("LLMPROBE_TEST_CANARY", ENV_KEY)],
-    );
+    let mut cmd = llmprobe();
+    cmd.args([
+        "--log-level",
+        "debug",
+        "daemon",
+        "--web.enable-lifecycle",
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        path.to_str().unwrap(),
+    ])
+    .env("LLMPROBE_TEST_CANARY", ENV_KEY);
+    let child = Process::daemon_from(cmd);
+    let addr = child.addr;
     let s = wait_for(Duration::from_secs(10), || async {
         let s = scrape(addr).await;
         let ok = value(
@@ -380,7 +321,7 @@ async fn a_canary_key_never_leaks() {
         "{body}"
     );
     seen.push_str(&body);
-    let (ok, stderr) = terminate(child);
+    let (ok, _, stderr) = child.stop();
     assert!(ok);
     seen.push_str(&stderr);
     // And neither does --config.check on a config whose key file holds the canary.

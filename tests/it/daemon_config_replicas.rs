@@ -18,7 +18,7 @@ fn replicas(tail: &str) -> ReplicaPlan {
 
 /// The client an http_sd source is handed (reqwest needs a crypto provider first).
 fn http_client() -> reqwest::Client {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     reqwest::Client::new()
 }
 

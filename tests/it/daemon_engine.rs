@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 
 /// Serves the SGLang fixture; every scrape advances the generation counter by 1000
 /// tokens and the TTFT histogram by 10 requests of 150 ms.
@@ -57,7 +56,7 @@ async fn sglang_server() -> SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sglang_metrics_become_engine_gauges() {
     let engine = sglang_server().await;
-    let (_dir, path) = config_file(&format!(
+    let d = TestDaemon::start(&format!(
         r#"
 engine_scrape_interval: 200ms
 targets:
@@ -68,10 +67,8 @@ targets:
     capacity: {{preset: llama-3.1-8b, gpu: h100, tp: 2, gpu_hourly: 3.6, context: 8192}}
     engine_metrics_url: http://{engine}/metrics
 "#
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     let t = [("target", "sg")];
     let s = wait_for(Duration::from_secs(20), || async {
@@ -154,9 +151,9 @@ async fn engine_server(
     addr
 }
 
-/// A daemon probing nothing reachable, scraping `engine`; keep the directory alive.
-async fn daemon_on(engine: SocketAddr, name: &str) -> (Daemon, tempfile::TempDir) {
-    let (dir, path) = config_file(&format!(
+/// A daemon probing nothing reachable, scraping `engine`.
+async fn daemon_on(engine: SocketAddr, name: &str) -> TestDaemon {
+    TestDaemon::start(&format!(
         r#"
 engine_scrape_interval: 200ms
 targets:
@@ -166,11 +163,8 @@ targets:
     rate: 1/h
     engine_metrics_url: http://{engine}/metrics
 "#
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
-    (d, dir)
+    ))
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,7 +196,7 @@ async fn llamacpp_slots_from_props_give_headroom() {
             )
     };
     let engine = engine_server(metrics, Some(fixture("llamacpp-props.json"))).await;
-    let (d, _dir) = daemon_on(engine, "llama").await;
+    let d = daemon_on(engine, "llama").await;
     let t = [("target", "llama")];
     let s = wait_for(Duration::from_secs(20), || async {
         let s = scrape(d.addr()).await;
@@ -232,7 +226,7 @@ async fn llamacpp_slots_from_props_give_headroom() {
 async fn llamacpp_without_props_still_scrapes() {
     let captured = fixture("llamacpp.txt");
     let engine = engine_server(move |_| captured.clone(), None).await;
-    let (d, _dir) = daemon_on(engine, "llama").await;
+    let d = daemon_on(engine, "llama").await;
     let t = [("target", "llama")];
     // A scrape that timed out on a busy machine shows success 0; judge one that worked
     // (and was not caught half published).
@@ -270,7 +264,7 @@ async fn tgi_metrics_become_engine_gauges() {
         }
     };
     let engine = engine_server(metrics, None).await;
-    let (d, _dir) = daemon_on(engine, "tgi").await;
+    let d = daemon_on(engine, "tgi").await;
     let t = [("target", "tgi")];
     let s = wait_for(Duration::from_secs(20), || async {
         let s = scrape(d.addr()).await;

@@ -10,7 +10,6 @@ use std::time::Duration;
 use daemon_support::*;
 use llmprobe::client::ClientConfig;
 use llmprobe::config::plan::load_str;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::fingerprint::{Ask, Sampler, default_prompts};
 use llmprobe::mock::MockConfig;
 
@@ -29,7 +28,7 @@ async fn mock(logprob_seed: u64) -> llmprobe::mock::MockServer {
 }
 
 async fn record(base: &str, path: &std::path::Path) {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     let cfg = ClientConfig {
         base_url: base.to_string(),
         ..ClientConfig::default()
@@ -67,15 +66,13 @@ async fn same_model_is_quiet_and_another_drifts() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let (_cfg_dir, path) = config_file(&format!(
+    let d = TestDaemon::start(&format!(
         "self_check: {{enabled: false}}\ntargets:\n{}{}{}",
         target("same", same.base_url()),
         target("other", other.base_url()),
         target("down", down)
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     let s = wait_for(Duration::from_secs(30), || async {
         let s = scrape(addr).await;

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::{MockConfig, MockServer};
 
 /// Generous bound for conditions that take a few probe or scrape intervals.
@@ -190,13 +189,11 @@ async fn file_sd_replicas_are_probed_named_summed_and_follow_churn() {
     let dir = tempfile::tempdir().unwrap();
     let sd = dir.path().join("replicas.json");
     write_sd(&sd, &all);
-    let (_cfg, path) = config_file(&config(&format!(
+    let d = TestDaemon::start(&config(&format!(
         "      file_sd: {{files: {:?}, interval: 200ms}}\n      labels: [zone]",
         sd.display().to_string()
-    )));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    )))
+    .await;
     let addr = d.addr();
 
     let s = until_probed(addr, &all, 5.0).await;
@@ -289,13 +286,11 @@ async fn dns_replicas_follow_a_dnsmasq_reload() {
             .collect()
     };
     let mut dns = Dnsmasq::start(&bin, &hosts(&["127.0.0.2", "127.0.0.3", "127.0.0.4"]), &[]);
-    let (_cfg, path) = config_file(&config(&format!(
+    let d = TestDaemon::start(&config(&format!(
         "      dns: {{name: replicas.test, port: {port}, interval: 200ms}}\n      resolver: {}",
         dns.server()
-    )));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    )))
+    .await;
     let addr = d.addr();
     let s = until_probed(addr, &all, 3.0).await;
     dns.assert_running();

@@ -6,63 +6,33 @@
 
 use crate::support::daemon as daemon_support;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::support::process::{Process, llmprobe};
 use daemon_support::*;
 use serde_json::Value;
 
-/// A daemon binary whose stderr lines are collected as they come.
-struct Daemon {
-    child: Child,
-    addr: SocketAddr,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: std::thread::JoinHandle<()>,
+/// A daemon binary whose stderr lines are read as they come.
+struct Daemon(Process);
+
+impl std::ops::Deref for Daemon {
+    type Target = Process;
+
+    fn deref(&self) -> &Process {
+        &self.0
+    }
 }
 
 impl Daemon {
     fn spawn(args: &[&str]) -> Daemon {
-        let mut child = Command::cargo_bin("llmprobe")
-            .expect("binary")
-            .args(args)
-            .env_remove("NO_COLOR")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let stdout = child.stdout.take().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let mut first = String::new();
-        BufReader::new(stdout).read_line(&mut first).unwrap();
-        let addr = first
-            .trim()
-            .strip_prefix("llmprobe daemon listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .parse()
-            .unwrap();
-        Daemon {
-            child,
-            addr,
-            lines,
-            reader,
-        }
+        let mut cmd = llmprobe();
+        cmd.args(args).env_remove("NO_COLOR").env_remove("RUST_LOG");
+        Daemon(Process::daemon_from(cmd))
     }
 
     fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
+        self.stderr_lines()
     }
 
     /// Waits until the log so far satisfies `done`.
@@ -80,16 +50,10 @@ impl Daemon {
     }
 
     /// SIGTERM; returns every stderr line.
-    fn terminate(mut self) -> Vec<String> {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
+    fn terminate(self) -> Vec<String> {
+        let (ok, _, stderr) = self.0.stop();
         assert!(ok);
-        assert!(self.child.wait().unwrap().success());
-        self.reader.join().unwrap();
-        std::mem::take(&mut *self.lines.lock().unwrap())
+        stderr.lines().map(str::to_string).collect()
     }
 }
 

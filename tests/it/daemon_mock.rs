@@ -12,26 +12,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
-use llmprobe::mock::{MockConfig, MockServer};
+use llmprobe::daemon::Daemon;
+use llmprobe::mock::MockConfig;
 
 /// The tests of this file each run a mock and a daemon at 10–20 probes/s; run them one
 /// at a time so they do not slow each other's probes on a small CI machine.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-async fn mock(cfg: MockConfig) -> MockServer {
-    llmprobe::mock::start(cfg, SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .expect("mock starts")
-}
-
-async fn daemon(text: &str) -> (Daemon, tempfile::TempDir) {
-    let (dir, path) = config_file(text);
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .expect("daemon starts");
-    (d, dir)
-}
 
 /// Waits until `target`/`scenario` has completed at least `n` probes.
 async fn until_requests(addr: SocketAddr, target: &str, scenario: &str, n: f64) -> Vec<Sample> {
@@ -73,10 +59,9 @@ fn counts(s: &[Sample]) -> Vec<(&str, &std::collections::BTreeMap<String, String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_match_the_mock_truth() {
     let _serial = SERIAL.lock().await;
-    let m = mock(MockConfig::default()).await;
-    let base = m.base_url();
-    let (d, _dir) = daemon(&format!(
-        r#"
+    let (m, d) = with_mock(MockConfig::default(), |base| {
+        format!(
+            r#"
 engine_scrape_interval: 500ms
 grace_period: 1s
 targets:
@@ -102,7 +87,8 @@ targets:
     rate: 10/s
     headers: {{x-mock-fault: http_500}}
 "#
-    ))
+        )
+    })
     .await;
     let addr = d.addr();
     until_requests(addr, "good", "lenient", 10.0).await;
@@ -246,7 +232,7 @@ targets:
 
     // Labels: never a URL.
     let text = get(&format!("http://{addr}/metrics")).await.1;
-    assert!(!text.contains(&base), "a URL leaked into /metrics");
+    assert!(!text.contains(&m.base_url()), "a URL leaked into /metrics");
     for sample in &s {
         for k in sample.labels.keys() {
             assert!(
@@ -285,16 +271,15 @@ async fn engine_gauges_follow_the_mock() {
     let _serial = SERIAL.lock().await;
     // A TTFT long enough that the client/server gap (the client's own lateness, a few
     // ms, more on a busy machine) cannot be mistaken for the TTFT itself.
-    let m = mock(MockConfig {
+    let mock = MockConfig {
         ttft: Duration::from_millis(250),
         num_gpu_blocks: 1000,
         block_size: 16,
         ..MockConfig::default()
-    })
-    .await;
-    let base = m.base_url();
-    let (d, _dir) = daemon(&format!(
-        r#"
+    };
+    let (m, d) = with_mock(mock, |base| {
+        format!(
+            r#"
 engine_scrape_interval: 300ms
 targets:
   - name: eng
@@ -310,7 +295,8 @@ targets:
     rate: 1/min
     engine_metrics_url: http://127.0.0.1:9/metrics
 "#
-    ))
+        )
+    })
     .await;
     let addr = d.addr();
     let e = [("target", "eng")];
@@ -361,14 +347,13 @@ targets:
 async fn skip_policy_drops_arrivals_beyond_max_inflight() {
     let _serial = SERIAL.lock().await;
     // Each probe takes ~1 s; 20 arrivals per second with one slot: most are skipped.
-    let m = mock(MockConfig {
+    let mock = MockConfig {
         ttft: Duration::from_millis(1000),
         ..MockConfig::default()
-    })
-    .await;
-    let base = m.base_url();
-    let (d, _dir) = daemon(&format!(
-        r#"
+    };
+    let (m, d) = with_mock(mock, |base| {
+        format!(
+            r#"
 grace_period: 1s
 targets:
   - name: slow
@@ -379,7 +364,8 @@ targets:
     scenarios:
       - {{input_tokens: 40, output_tokens: 2}}
 "#
-    ))
+        )
+    })
     .await;
     let addr = d.addr();
     let l = [("target", "slow"), ("reason", "max_inflight")];
@@ -409,12 +395,11 @@ targets:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_budget_stops_probes_once_spent() {
     let _serial = SERIAL.lock().await;
-    let m = mock(MockConfig::default()).await;
-    let base = m.base_url();
     // Each probe costs about 40 + 10 tokens; 200 tokens per hour pay for about four
     // (the refill of 200/h is negligible over the test).
-    let (d, _dir) = daemon(&format!(
-        r#"
+    let (m, d) = with_mock(MockConfig::default(), |base| {
+        format!(
+            r#"
 targets:
   - name: cheap
     base_url: {base}
@@ -424,7 +409,8 @@ targets:
     scenarios:
       - {{input_tokens: 40, output_tokens: 10}}
 "#
-    ))
+        )
+    })
     .await;
     let addr = d.addr();
     let l = [("target", "cheap"), ("reason", "token_budget")];
@@ -458,12 +444,10 @@ async fn promtool_finds_nothing_on_a_live_scrape() {
         eprintln!("SKIPPED: promtool not found (set LLMPROBE_PROMTOOL or install prometheus)");
         return;
     }
-    let m = mock(MockConfig::default()).await;
-    let text = llmprobe::daemon::demo::config_text(&m.base_url(), "mock-llm", &[]);
-    let (dir, path) = config_file(&text);
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let (m, d) = with_mock(MockConfig::default(), |base| {
+        llmprobe::daemon::demo::config_text(base, "mock-llm", &[])
+    })
+    .await;
     let addr = d.addr();
     // Wait for every family to have data, engine gauges included.
     let text = wait_for(Duration::from_secs(30), || async {
@@ -473,7 +457,7 @@ async fn promtool_finds_nothing_on_a_live_scrape() {
         .then_some(t)
     })
     .await;
-    let file = dir.path().join("scrape.txt");
+    let file = d.dir().join("scrape.txt");
     std::fs::write(&file, &text).unwrap();
     let out = std::process::Command::new(&promtool)
         .args(["check", "metrics"])

@@ -15,7 +15,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 use llmprobe::mock::trace_log::Counts;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -154,15 +153,15 @@ fn ms(page: &serde_json::Value, key: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_are_exported_as_client_spans_and_genai_metrics() {
-    let mock = mock_support::start(MockConfig {
+    let (endpoint, received) = receiver().await;
+    let mock = MockConfig {
         ttft: Duration::from_millis(20),
         itl: Duration::from_millis(2),
         ..MockConfig::default()
-    })
-    .await;
-    let (endpoint, received) = receiver().await;
-    let (_cfg, path) = config_file(&format!(
-        r#"
+    };
+    let (mock, d) = with_mock(mock, |base| {
+        format!(
+            r#"
 otlp:
   endpoint: {endpoint}
   protocol: http/protobuf
@@ -170,16 +169,14 @@ otlp:
   interval: 200ms
 targets:
   - name: traced
-    base_url: {}
+    base_url: {base}
     model: m
     rate: 10/s
     scenarios: [{{name: s, input_tokens: 16, output_tokens: 4}}]
-"#,
-        mock.base_url()
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+"#
+        )
+    })
+    .await;
     let addr = d.addr();
     wait_for(Duration::from_secs(30), || async {
         (spans(&received).len() >= 4).then_some(())

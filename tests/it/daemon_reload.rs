@@ -3,12 +3,13 @@
 //! nothing but `llmprobe_config_last_reload_successful`.
 
 use crate::support::daemon as daemon_support;
+use crate::support::mock as mock_support;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
+use llmprobe::daemon::Daemon;
 use llmprobe::mock::MockConfig;
 
 fn target(name: &str, base: &str, rate: &str, ttft_slo: &str) -> String {
@@ -36,9 +37,7 @@ async fn post_reload(addr: SocketAddr) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
-    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
+    let m = mock_support::start(MockConfig::default()).await;
     let base = m.base_url();
     let head = "grace_period: 1s\ntargets:\n";
     let v1 = format!(
@@ -46,10 +45,8 @@ async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
         target("keep", &base, "20/s", "500ms"),
         target("gone", &base, "20/s", "500ms")
     );
-    let (_dir, path) = config_file(&v1);
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&v1).await;
+    let path = d.path().to_path_buf();
     let addr = d.addr();
     wait_for(Duration::from_secs(20), || async {
         (requests(addr, "keep").await? >= 5.0 && requests(addr, "gone").await? >= 1.0).then_some(())
@@ -154,9 +151,7 @@ async fn reload_diffs_targets_and_a_bad_file_keeps_the_old_config() {
 /// new SLO threshold on a kept target) must still delete the removed target's series.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_with_new_buckets_still_removes_gone_targets() {
-    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
+    let m = mock_support::start(MockConfig::default()).await;
     let base = m.base_url();
     let head = "grace_period: 1s\ntargets:\n";
     let v1 = format!(
@@ -164,10 +159,8 @@ async fn reload_with_new_buckets_still_removes_gone_targets() {
         target("a", &base, "20/s", "500ms"),
         target("gone", &base, "20/s", "500ms")
     );
-    let (_dir, path) = config_file(&v1);
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&v1).await;
+    let path = d.path().to_path_buf();
     let addr = d.addr();
     wait_for(Duration::from_secs(20), || async {
         (requests(addr, "a").await? >= 1.0 && requests(addr, "gone").await? >= 1.0).then_some(())
@@ -200,18 +193,14 @@ async fn reload_with_new_buckets_still_removes_gone_targets() {
 /// and carry no bound of the other target's threshold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
-    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
+    let m = mock_support::start(MockConfig::default()).await;
     let base = m.base_url();
     let v1 = format!(
         "grace_period: 1s\nengine_scrape_interval: 15s\ntargets:\n{}",
         target("a", &base, "20/s", "500ms")
     );
-    let (_dir, path) = config_file(&v1);
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&v1).await;
+    let path = d.path().to_path_buf();
     let addr = d.addr();
     let ttft_count = |s: &[Sample]| value(s, "llmprobe_ttft_seconds_count", &[("target", "a")]);
     let before = wait_for(Duration::from_secs(20), || async {
@@ -265,9 +254,7 @@ async fn new_threshold_elsewhere_does_not_reset_unchanged_histograms() {
 /// cancelled before the series go, and checks that under the same lock).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_scraper_never_republishes() {
-    let m = llmprobe::mock::start(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
-        .await
-        .unwrap();
+    let m = mock_support::start(MockConfig::default()).await;
     let base = m.base_url();
     let engine = |name: &str| {
         format!(
@@ -275,10 +262,8 @@ async fn a_removed_scraper_never_republishes() {
         )
     };
     let head = "grace_period: 1s\nengine_scrape_interval: 10ms\ntargets:\n";
-    let (_dir, path) = config_file(&format!("{head}{}{}", engine("keep"), engine("gone")));
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&format!("{head}{}{}", engine("keep"), engine("gone"))).await;
+    let path = d.path().to_path_buf();
     let addr = d.addr();
     let scraped = |t: &'static str| async move {
         value(
@@ -322,11 +307,7 @@ async fn secret_files_are_checked_every_minute() {
         "targets:\n  - name: t\n    base_url: http://127.0.0.1:9\n    model: m\n    rate: 1/h\n    api_key_file: {}\n",
         key.display()
     );
-    let path = dir.path().join("daemon.yaml");
-    std::fs::write(&path, &text).unwrap();
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&text).await;
     let reload_ok = |d: &Daemon| {
         let text = d.metrics().render().unwrap();
         value(&parse(&text), "llmprobe_config_last_reload_successful", &[])

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 
 type Seen = Arc<Mutex<Vec<(HeaderMap, serde_json::Value)>>>;
 
@@ -40,7 +39,7 @@ async fn scenarios_shape_their_requests() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
     std::fs::write(&key, "sk-wire-test\n").unwrap();
-    let (_cfg_dir, path) = config_file(&format!(
+    let d = TestDaemon::start(&format!(
         r#"
 targets:
   - name: wire
@@ -54,10 +53,8 @@ targets:
       - {{name: natural, input_tokens: 64, output_tokens: 9, ignore_eos: false}}
 "#,
         key.display()
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     wait_for(Duration::from_secs(20), || async {
         let s = scrape(addr).await;

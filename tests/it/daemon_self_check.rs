@@ -10,7 +10,6 @@ use crate::support::daemon as daemon_support;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 
 /// A config whose only target points at a closed port (its probes fail fast: the
 /// self-check must not depend on a target being up).
@@ -26,12 +25,10 @@ fn bucket(s: &[Sample], name: &str, le: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn self_check_series_fill_and_follow_reloads() {
-    let (dir, path) = config_file(&config(
+    let d = TestDaemon::start(&config(
         "{rate: 20/s, ttft: 20ms, itl: 2ms, output_tokens: 8}",
-    ));
-    let d = Daemon::start(ConfigSource::File(path.clone()), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let addr = d.addr();
     let s = wait_for(Duration::from_secs(30), || async {
         let s = scrape(addr).await;
@@ -59,7 +56,7 @@ async fn self_check_series_fill_and_follow_reloads() {
     // Off on reload: the count stops. Self-probes in flight at the reload may still end
     // (later on a busy machine), so wait for the count to hold still for 800 ms, which
     // at 20 probes/s it never does while probing goes on.
-    std::fs::write(&path, config("{enabled: false}")).unwrap();
+    std::fs::write(d.path(), config("{enabled: false}")).unwrap();
     d.reload().await.unwrap();
     let probes =
         || async { value(&scrape(addr).await, "llmprobe_self_check_probes_total", &[]).unwrap() };
@@ -79,23 +76,19 @@ async fn self_check_series_fill_and_follow_reloads() {
     }
 
     // A broken reference engine is a config error with its position; the old config stays.
-    std::fs::write(&path, config("{output_tokens: 1}")).unwrap();
+    std::fs::write(d.path(), config("{output_tokens: 1}")).unwrap();
     let e = d.reload().await.unwrap_err();
     assert!(
         e.contains(":1:") && e.contains("self_check.output_tokens"),
         "{e}"
     );
     assert!(e.contains("between 2 and 1024"), "{e}");
-    drop(dir);
     d.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_self_check_is_on_by_default() {
-    let (_dir, path) = config_file(&config("{}").replace("self_check: {}\n", ""));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let d = TestDaemon::start(&config("{}").replace("self_check: {}\n", "")).await;
     // The first self-probe goes out a second after the start.
     let addr = d.addr();
     wait_for(Duration::from_secs(20), || async {

@@ -5,13 +5,10 @@
 use crate::support::daemon as daemon_support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use daemon_support::*;
 use llmprobe::config::{Overrides, Shard};
-use llmprobe::daemon::{ConfigSource, Daemon};
-use llmprobe::web::WebOptions;
 
 /// `n` targets on a closed port (nothing is answered: only who probes what matters),
 /// the first with five static replicas.
@@ -26,18 +23,6 @@ fn config(n: usize) -> String {
         "  - name: fleet\n    base_url: http://127.0.0.1:9\n    model: m\n    rate: 1/h\n    replica_rate: 1/h\n    replicas_from:\n      static: [http://127.0.0.2:9, http://127.0.0.3:9, http://127.0.0.4:9, http://127.0.0.5:9, http://127.0.0.6:9]\n",
     );
     text
-}
-
-async fn start(path: &Path, overrides: Overrides) -> Daemon {
-    Daemon::start_full(
-        ConfigSource::File(path.to_path_buf()),
-        Some("127.0.0.1:0".into()),
-        WebOptions::default(),
-        true,
-        overrides,
-    )
-    .await
-    .unwrap()
 }
 
 /// The front doors and replicas a daemon probes, from its series.
@@ -56,13 +41,13 @@ fn probed(s: &[Sample]) -> (Vec<String>, Vec<String>) {
 }
 
 /// Every front door and replica counted once per shard that probes it.
-async fn owners(path: &Path, count: u32, want_replicas: usize) -> BTreeMap<String, usize> {
+async fn owners(config: &str, count: u32, want_replicas: usize) -> BTreeMap<String, usize> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut daemons = Vec::new();
     for index in 0..count {
         let shard = Shard::new(index, count).unwrap();
-        let d = start(
-            path,
+        let d = TestDaemon::start_full(
+            config,
             Overrides {
                 shard: Some(shard),
                 ..Overrides::default()
@@ -101,7 +86,7 @@ async fn owners(path: &Path, count: u32, want_replicas: usize) -> BTreeMap<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_target_and_replica_is_probed_by_exactly_one_shard() {
-    let (dir, path) = config_file(&config(12));
+    let text = config(12);
     let everything = |n: usize| -> Vec<String> {
         (0..n)
             .map(|i| format!("t{i}"))
@@ -110,7 +95,7 @@ async fn every_target_and_replica_is_probed_by_exactly_one_shard() {
             .collect()
     };
     for count in 1..=5 {
-        let seen = owners(&path, count, 5).await;
+        let seen = owners(&text, count, 5).await;
         let mut want = everything(12);
         want.sort();
         assert_eq!(
@@ -121,32 +106,32 @@ async fn every_target_and_replica_is_probed_by_exactly_one_shard() {
         assert!(seen.values().all(|&n| n == 1), "{count} shards: {seen:?}");
     }
     // After a reload that adds targets, still exactly once.
-    let d0 = start(
-        &path,
+    let d0 = TestDaemon::start_full(
+        &text,
         Overrides {
             shard: Some(Shard::new(0, 3).unwrap()),
             ..Overrides::default()
         },
     )
     .await;
-    let d1 = start(
-        &path,
+    let d1 = TestDaemon::start_full(
+        &text,
         Overrides {
             shard: Some(Shard::new(1, 3).unwrap()),
             ..Overrides::default()
         },
     )
     .await;
-    let d2 = start(
-        &path,
+    let d2 = TestDaemon::start_full(
+        &text,
         Overrides {
             shard: Some(Shard::new(2, 3).unwrap()),
             ..Overrides::default()
         },
     )
     .await;
-    std::fs::write(&path, config(20)).unwrap();
     for d in [&d0, &d1, &d2] {
+        std::fs::write(d.path(), config(20)).unwrap();
         d.reload().await.unwrap();
     }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -173,13 +158,12 @@ async fn every_target_and_replica_is_probed_by_exactly_one_shard() {
     for d in [d0, d1, d2] {
         d.shutdown().await.unwrap();
     }
-    drop(dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_location_labels_every_series_and_shows_in_the_config() {
-    let (_dir, path) = config_file(&format!("location: eu-west-1\n{}", config(2)));
-    let d = start(&path, Overrides::default()).await;
+    let text = format!("location: eu-west-1\n{}", config(2));
+    let d = TestDaemon::start(&text).await;
     let s = scrape(d.addr()).await;
     let ours: Vec<&Sample> = s
         .iter()
@@ -203,7 +187,7 @@ async fn a_location_labels_every_series_and_shows_in_the_config() {
         location: Some("us-east-2".into()),
         ..Overrides::default()
     };
-    let d = start(&path, over).await;
+    let d = TestDaemon::start_full(&text, over).await;
     let s = scrape(d.addr()).await;
     assert!(
         s.iter()
@@ -215,8 +199,7 @@ async fn a_location_labels_every_series_and_shows_in_the_config() {
     d.shutdown().await.unwrap();
 
     // Without one, no label at all.
-    let (_dir2, plain) = config_file(&config(1));
-    let d = start(&plain, Overrides::default()).await;
+    let d = TestDaemon::start(&config(1)).await;
     let s = scrape(d.addr()).await;
     assert!(s.iter().all(|x| !x.labels.contains_key("location")));
     d.shutdown().await.unwrap();

@@ -6,34 +6,26 @@
 
 use crate::support::daemon as daemon_support;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn later_turns_have_their_own_series_and_carry_the_history() {
-    let mock = llmprobe::mock::start(
-        MockConfig {
-            ttft: Duration::from_millis(2),
-            itl: Duration::from_millis(1),
-            ..MockConfig::default()
-        },
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap();
-    let base = mock.base_url();
-    let (_dir, path) = config_file(&format!(
-        "targets:\n  - name: chat\n    base_url: {base}\n    model: m\n    endpoint: chat\n    \
-         rate: 10/s\n    scenarios:\n      - {{name: talk, input_tokens: 40, output_tokens: 8, \
-         turns: 3, think_time: 20ms, think_time_dist: constant}}\n"
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let mock = MockConfig {
+        ttft: Duration::from_millis(2),
+        itl: Duration::from_millis(1),
+        ..MockConfig::default()
+    };
+    let (mock, d) = with_mock(mock, |base| {
+        format!(
+            "targets:\n  - name: chat\n    base_url: {base}\n    model: m\n    endpoint: chat\n    \
+             rate: 10/s\n    scenarios:\n      - {{name: talk, input_tokens: 40, output_tokens: 8, \
+             turns: 3, think_time: 20ms, think_time_dist: constant}}\n"
+        )
+    })
+    .await;
     let addr = d.addr();
     // Probes go on while /metrics is read, and a scrape reads its series one after
     // another: a probe that ends in between tears it (its prompt tokens counted, not yet

@@ -63,7 +63,7 @@ fn make_pki(dir: &Path, name: &str) -> Pki {
 
 /// A client trusting `ca`, presenting `identity` (cert, key) when given.
 fn tls_client(ca: &Path, identity: Option<(&Path, &Path)>) -> reqwest::Client {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     roots
@@ -91,7 +91,7 @@ fn tls_client(ca: &Path, identity: Option<(&Path, &Path)>) -> reqwest::Client {
 }
 
 fn plain_client() -> reqwest::Client {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .timeout(Duration::from_secs(10))

@@ -4,12 +4,10 @@
 //! A scraper that does not ask gets the classic format, without exemplars.
 
 use crate::support::daemon as daemon_support;
-use crate::support::mock as mock_support;
 
 use std::time::Duration;
 
 use daemon_support::*;
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -75,27 +73,25 @@ async fn scrape_as(addr: std::net::SocketAddr, accept: Option<&str>) -> (String,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exemplars_name_probes_whose_pages_hold_the_same_observation() {
     // TTFT spread over a few buckets: 20..80 ms jitter around the mock's 50 ms.
-    let mock = mock_support::start(MockConfig {
+    let mock = MockConfig {
         ttft: Duration::from_millis(50),
         itl: Duration::from_millis(2),
         ..MockConfig::default()
-    })
-    .await;
-    let (_cfg, path) = config_file(&format!(
-        r#"
+    };
+    let (_mock, d) = with_mock(mock, |base| {
+        format!(
+            r#"
 location: lab
 targets:
   - name: ex
-    base_url: {}
+    base_url: {base}
     model: m
     rate: 20/s
     scenarios: [{{name: s, input_tokens: 16, output_tokens: 4}}]
-"#,
-        mock.base_url()
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+"#
+        )
+    })
+    .await;
     let addr = d.addr();
     let text = wait_for(Duration::from_secs(30), || async {
         let (_, text) = scrape_as(addr, Some(PROMETHEUS_ACCEPT)).await;

@@ -1,7 +1,8 @@
 //! The `llmprobe bench` binary under faults: for every fault kind of the
 //! mock, `bench --mock --mock-fault KIND` (forced on every request) reports exactly
-//! its requests as failed under the documented reason in `--json-out`, the records
-//! are kept, and the exit code follows the gates: failures alone are data (exit 0), an
+//! its requests as failed under the documented reason in `--json-out` (a wrong but
+//! well-formed answer: none, without answer checks), the records are kept, and the
+//! exit code follows the gates: failures alone are data (exit 0), an
 //! `error-ratio` gate turns them into exit 3. A separately started `llmprobe mock
 //! --fault …` with a mix of faults gives the same reasons over the network.
 //! `--respect-retry-after` pauses sending for a 429's `Retry-After`; without it the
@@ -40,7 +41,21 @@ const FAULTS: &[(&str, &str)] = &[
     ("json_instead_of_sse", "stream_error"),
     ("error_event", "stream_error"),
     ("empty_completion", "empty_output"),
+    // Fast but wrong answers: without answer checks, bench counts them as successes.
+    ("garbage", "ok"),
+    ("repeat", "ok"),
+    ("wrong_model", "ok"),
+    ("bad_json", "ok"),
+    ("template_leak", "ok"),
+    ("wrong_answer", "ok"),
+    ("no_tool_call", "ok"),
 ];
+
+#[test]
+fn every_fault_of_the_table_has_a_row() {
+    let rows: Vec<&str> = FAULTS.iter().map(|(fault, _)| *fault).collect();
+    assert_eq!(crate::support::faults::gaps(&rows), Vec::<String>::new());
+}
 
 fn bench(args: &[&str], dir: &Path, name: &str) -> (Output, Value, Vec<Value>) {
     bench_at("inf", args, dir, name)

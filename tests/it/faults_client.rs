@@ -267,7 +267,37 @@ fn expectations() -> Vec<Expect> {
             t_end: Some(TTFT),
             error: None,
         },
+        // Fast but wrong answers are well formed: a success to the client (what they
+        // say is for answer checks), on the normal answer's timing.
+        answer("garbage", MAX_TOKENS),
+        answer("repeat", MAX_TOKENS),
+        answer("wrong_model", MAX_TOKENS),
+        answer("bad_json", MAX_TOKENS),
+        answer("template_leak", MAX_TOKENS),
+        // "I do not know.": four words, then the answer stops.
+        answer("wrong_answer", 4),
+        // No tool is offered here: the fault has nothing to hold back.
+        answer("no_tool_call", MAX_TOKENS),
     ]
+}
+
+/// A successful answer of `tokens` tokens, one per ITL after the TTFT.
+fn answer(fault: &'static str, tokens: u32) -> Expect {
+    Expect {
+        fault,
+        outcome: Outcome::Ok,
+        status: Some(200),
+        t_first: Some(TTFT),
+        tokens: Some(tokens),
+        t_end: Some(TTFT + ITL * (tokens - 1)),
+        error: None,
+    }
+}
+
+#[test]
+fn every_fault_of_the_table_has_a_row() {
+    let rows: Vec<&str> = expectations().iter().map(|e| e.fault).collect();
+    assert_eq!(crate::support::faults::gaps(&rows), Vec::<String>::new());
 }
 
 fn check(e: &Expect, how: &str, r: &RequestRecord, elapsed: Duration) -> Vec<String> {

@@ -11,12 +11,9 @@
 //!   rate-limited target's probes down (the daemon never honours it; bench does when
 //!   asked).
 
-use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::support::process::Process;
 use llmprobe::mock::{FaultSpec, MockConfig, MockServer};
 
 const RATE: f64 = 10.0;
@@ -99,65 +96,17 @@ fn quantile_bucket(samples: &[Sample], name: &str, target: &str, q: f64) -> (f64
     (le, count)
 }
 
-struct Daemon {
-    child: Child,
-    addr: SocketAddr,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-fn spawn_daemon(config: &std::path::Path) -> Daemon {
-    let mut child = Command::cargo_bin("llmprobe")
-        .expect("binary")
-        .args([
-            "--log-level",
-            "warn",
-            "daemon",
-            "--listen",
-            "127.0.0.1:0",
-            "--config",
-        ])
-        .arg(config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut err = child.stderr.take().expect("stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("line");
-    let Some(addr) = line
-        .trim()
-        .strip_prefix("llmprobe daemon listening on http://")
-        .and_then(|a| a.parse().ok())
-    else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!(
-            "unexpected first line {line:?}: {}",
-            stderr.join().unwrap_or_default()
-        );
-    };
-    Daemon {
-        child,
-        addr,
-        stderr,
-    }
-}
-
-impl Daemon {
-    fn stop(mut self) -> (bool, String) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let ok = self.child.wait().map(|s| s.success()).unwrap_or(false);
-        (ok, self.stderr.join().unwrap_or_default())
-    }
+fn spawn_daemon(config: &std::path::Path) -> Process {
+    let config = config.to_str().expect("a UTF-8 path");
+    Process::daemon(&[
+        "--log-level",
+        "warn",
+        "daemon",
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config,
+    ])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,7 +167,7 @@ async fn a_target_failing_in_every_way_does_not_disturb_the_others() {
         .await
         .expect("body");
     let elapsed = started.elapsed().as_secs_f64();
-    let (stopped_cleanly, stderr) = daemon.stop();
+    let (stopped_cleanly, _, stderr) = daemon.stop();
     assert!(stopped_cleanly, "daemon exit: {stderr}");
     let s = parse(&text);
 

@@ -7,7 +7,6 @@
 use crate::support::daemon as daemon_support;
 use crate::support::mock as mock_support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +14,6 @@ use daemon_support::*;
 use llmprobe::check::accuracy::{AccuracyWindow, Z, wilson};
 use llmprobe::check::golden::{BUILTIN, GoldenSet};
 use llmprobe::client::{Client, ClientConfig, Endpoint};
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::{FaultSpec, MockConfig};
 use llmprobe::probe::Prober;
 use llmprobe::record::Outcome;
@@ -112,20 +110,13 @@ async fn measured_accuracy_and_its_interval_contain_the_injected_truth() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_exports_accuracy_with_its_interval_and_baseline() {
-    let mock = llmprobe::mock::start(
-        golden_mock(Vec::new()),
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .await
-    .unwrap();
-    let base = mock.base_url();
     let scenario = "    max_inflight: 1\n    scenarios:\n      - name: qa\n        output_tokens: 16\n        ignore_eos: false\n        golden: {file: builtin, window: 50, baseline: 0.9}\n";
-    let (_dir, path) = config_file(&format!(
-        "targets:\n  - name: right\n    base_url: {base}\n    model: m\n    rate: 20/s\n{scenario}  - name: wrong\n    base_url: {base}\n    model: m\n    rate: 20/s\n    headers: {{x-mock-fault: wrong_answer}}\n{scenario}"
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    let (mock, d) = with_mock(golden_mock(Vec::new()), |base| {
+        format!(
+            "targets:\n  - name: right\n    base_url: {base}\n    model: m\n    rate: 20/s\n{scenario}  - name: wrong\n    base_url: {base}\n    model: m\n    rate: 20/s\n    headers: {{x-mock-fault: wrong_answer}}\n{scenario}"
+        )
+    })
+    .await;
     let addr = d.addr();
     let judged = |s: &[Sample], t: &str| {
         value(s, "llmprobe_golden_window_answers", &[("target", t)]).unwrap_or(0.0)

@@ -7,11 +7,12 @@
 //! golden_behaviour::`, and review the diff of `tests/fixtures/golden/`.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::process::Process;
 use serde_json::Value;
 
 fn golden_dir() -> PathBuf {
@@ -170,15 +171,6 @@ fn bench_mock_outputs_keep_their_shape() {
     check_golden("bench_records.jsonl", &(recs.join("\n") + "\n"));
 }
 
-/// Kills the child when dropped, so a failed assertion leaves no daemon behind.
-struct Child(std::process::Child);
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -230,25 +222,9 @@ fn mask_replica_port(series: &str) -> String {
 
 #[test]
 fn daemon_mock_metrics_keep_their_names_labels_and_buckets() {
-    let mut child = Child(
-        Command::new(env!("CARGO_BIN_EXE_llmprobe"))
-            .args(["daemon", "--mock", "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let stdout = child.0.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("llmprobe daemon listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    // Killed when dropped: a failed assertion leaves no daemon behind.
+    let daemon = Process::daemon(&["daemon", "--mock", "--listen", "127.0.0.1:0"]);
+    let addr = daemon.addr.to_string();
     // Every demo series exists once each scenario has answered and the engine view has
     // been scraped (twice, for the rates); wait for that, bounded. When checking, the
     // shape is polled until it is the golden one (a busy machine answers and scrapes

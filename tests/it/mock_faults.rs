@@ -1,6 +1,7 @@
 //! The wire behaviour of every fault the mock injects (docs/mock.md), in real time
 //! on 127.0.0.1:0. Connection-level faults are checked on a raw TCP socket so that a
-//! FIN (clean close) and an RST (reset) can be told apart.
+//! FIN (clean close) and an RST (reset) can be told apart. `TESTS` says which test
+//! checks each fault, and is held to the fault table.
 
 use crate::support::mock as mock_support;
 
@@ -12,6 +13,105 @@ use mock_support::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Each fault of the table and the test of this file that checks it.
+const TESTS: &[(&str, &str)] = &[
+    ("http_500", "http_errors_have_bodies_and_retry_after"),
+    ("http_503", "http_errors_have_bodies_and_retry_after"),
+    ("http_429", "http_errors_have_bodies_and_retry_after"),
+    (
+        "close_before_response",
+        "close_before_response_is_a_clean_close_with_no_bytes",
+    ),
+    ("reset_mid_stream", "reset_mid_stream_sends_tokens_then_rst"),
+    (
+        "stall_before_headers",
+        "stalls_hold_back_headers_and_tokens",
+    ),
+    ("stall_after_tokens", "stalls_hold_back_headers_and_tokens"),
+    (
+        "malformed_json",
+        "malformed_json_event_then_the_stream_continues",
+    ),
+    ("no_done", "no_done_ends_the_stream_cleanly_without_done"),
+    ("invalid_utf8", "invalid_utf8_in_the_first_content_chunk"),
+    ("huge_line", "huge_line_is_one_line_of_exactly_16_mib"),
+    ("trickle", "trickle_delivers_a_valid_stream_in_tiny_reads"),
+    ("wrong_content_type", "content_type_faults"),
+    ("json_instead_of_sse", "content_type_faults"),
+    ("error_event", "error_event_mid_stream_then_done"),
+    (
+        "empty_completion",
+        "empty_completion_has_no_text_and_zero_usage",
+    ),
+    ("garbage", "answer_faults_change_only_what_the_answer_says"),
+    ("repeat", "answer_faults_change_only_what_the_answer_says"),
+    (
+        "wrong_model",
+        "answer_faults_change_only_what_the_answer_says",
+    ),
+    ("bad_json", "answer_faults_change_only_what_the_answer_says"),
+    (
+        "template_leak",
+        "answer_faults_change_only_what_the_answer_says",
+    ),
+    (
+        "wrong_answer",
+        "answer_faults_change_only_what_the_answer_says",
+    ),
+    (
+        "no_tool_call",
+        "answer_faults_change_only_what_the_answer_says",
+    ),
+];
+
+/// Every fault has a row in `TESTS`, every row names a fault, and the test a row names
+/// is in this file and sends that fault.
+#[test]
+fn every_fault_of_the_table_has_its_test() {
+    let rows: Vec<&str> = TESTS.iter().map(|(fault, _)| *fault).collect();
+    let mut bad = crate::support::faults::gaps(&rows);
+    bad.extend(missing_tests(include_str!("mock_faults.rs"), TESTS));
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Rows whose test is not a function of `source`, or whose test's body never names the
+/// fault as a header value (`"fault"`, `"fault=…"`, `"fault:…"`).
+fn missing_tests(source: &str, rows: &[(&str, &str)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (fault, test) in rows {
+        let Some(at) = source.find(&format!("async fn {test}(")) else {
+            out.push(format!("{fault}: no test {test} in this file"));
+            continue;
+        };
+        // The body runs to the next item at column 0.
+        let body = &source[at..];
+        let body = &body[..body[1..].find("\n}\n").map_or(body.len(), |p| p + 1)];
+        let named = ['"', '=', ':']
+            .iter()
+            .any(|end| body.contains(&format!("\"{fault}{end}")));
+        if !named {
+            out.push(format!("{fault}: {test} never sends it"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_test_table_check_finds_a_missing_test_and_a_fault_not_sent() {
+    let source = "async fn a(x: u8) {\n    send(\"http_500\");\n}\nasync fn b() {\n    send(\"http_503=1\");\n}\n";
+    assert_eq!(
+        missing_tests(source, &[("http_500", "a"), ("http_503", "b")]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        missing_tests(source, &[("http_503", "a"), ("no_done", "c")]),
+        [
+            "http_503: a never sends it",
+            "no_done: no test c in this file"
+        ]
+    );
+}
 
 fn fast() -> MockConfig {
     MockConfig {
@@ -402,5 +502,75 @@ async fn configured_faults_are_drawn_from_the_seed_and_header_overrides() {
         .await
         .unwrap();
     assert_eq!(r.status(), 503);
+    mock.shutdown().await;
+}
+
+/// A streamed chat request's answer: the text of its chunks, and the model each names.
+fn answer_of(s: &Streamed) -> (String, Vec<String>) {
+    let mut text = String::new();
+    let mut models = Vec::new();
+    for e in &s.events {
+        let v = e.json();
+        if let Some(t) = v["choices"][0]["delta"]["content"].as_str() {
+            text.push_str(t);
+        }
+        if let Some(m) = v["model"].as_str() {
+            models.push(m.to_string());
+        }
+    }
+    (text, models)
+}
+
+#[tokio::test]
+async fn answer_faults_change_only_what_the_answer_says() {
+    type Says = fn(&str, &[String], &Streamed) -> bool;
+    // (fault, a tool offered, what the faulted answer says and the normal one does not)
+    let rows: [(&str, bool, Says); 7] = [
+        ("garbage", false, |text, _, _| {
+            !text.trim().is_empty() && !text.contains(" tok")
+        }),
+        ("repeat", false, |text, _, _| text == " tok0".repeat(4)),
+        ("wrong_model", false, |_, models, _| {
+            !models.is_empty() && models.iter().all(|m| m == "mock-wrong-model")
+        }),
+        ("bad_json", false, |text, _, _| {
+            text.contains("{\"answer\": ") && serde_json::from_str::<Value>(text).is_err()
+        }),
+        ("template_leak", false, |text, _, _| {
+            text.contains("<|im_start|>assistant")
+        }),
+        ("wrong_answer", false, |text, _, _| {
+            text.contains("know.") && !text.contains(" tok")
+        }),
+        ("no_tool_call", true, |text, _, s| {
+            text.contains(" tok0") && !String::from_utf8_lossy(&s.raw).contains("tool_calls")
+        }),
+    ];
+    let mock = start(fast()).await;
+    for (fault, tools, says) in rows {
+        let mut body = chat_body(4, true, false);
+        if tools {
+            body["tools"] = json!([{"type": "function", "function": {"name": "f",
+                "parameters": {"type": "object", "required": ["a"],
+                               "properties": {"a": {"type": "string"}}}}}]);
+        }
+        let normal = post_stream(&mock.base_url(), "/v1/chat/completions", body.clone(), &[]).await;
+        let faulted = faulted(&mock.base_url(), fault, body).await;
+        for (s, what) in [(&faulted, "faulted"), (&normal, "normal")] {
+            // A well-formed stream either way: status, events, its end marker.
+            assert_eq!(s.status, 200, "{fault} ({what})");
+            assert!(s.body_error.is_none() && s.has_done(), "{fault} ({what})");
+        }
+        let (text, models) = answer_of(&faulted);
+        assert!(
+            says(&text, &models, &faulted),
+            "{fault}: {text:?} {models:?}"
+        );
+        let (text, models) = answer_of(&normal);
+        assert!(
+            !says(&text, &models, &normal),
+            "{fault} without the fault: {text:?}"
+        );
+    }
     mock.shutdown().await;
 }

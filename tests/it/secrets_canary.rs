@@ -11,13 +11,11 @@
 //! The search is proven able to fail: each test plants a canary in a copy of what it
 //! collected and checks that the search reports it.
 
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use assert_cmd::cargo::CommandCargoExt;
+use crate::support::process::{Process, llmprobe};
 
 /// A canary unique to this process and call, so no fixture or earlier run can hold it.
 fn canary(kind: &str) -> String {
@@ -67,93 +65,10 @@ fn assert_no_leaks(canaries: &[String], outputs: &[(String, String)]) {
     assert!(found.is_empty(), "secrets leaked:\n{}", found.join("\n"));
 }
 
-fn llmprobe() -> Command {
-    Command::cargo_bin("llmprobe").expect("the llmprobe binary")
-}
-
-/// A spawned server binary; stdout after the first line and stderr are drained by
-/// threads (so trace logging never blocks on a full pipe) and returned at the end;
-/// what stderr said so far can be looked at meanwhile.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    stdout: std::thread::JoinHandle<String>,
-    stderr: std::thread::JoinHandle<String>,
-    stderr_so_far: Arc<Mutex<Vec<u8>>>,
-    first_line: String,
-}
-
-fn drain(r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    drain_shared(r).0
-}
-
-/// Reads `r` to its end in a thread, appending each piece to a shared buffer as it
-/// comes: the handle gives the whole text at the end, the buffer what came so far.
-fn drain_shared(
-    mut r: impl Read + Send + 'static,
-) -> (std::thread::JoinHandle<String>, Arc<Mutex<Vec<u8>>>) {
-    let so_far = Arc::new(Mutex::new(Vec::new()));
-    let buf = so_far.clone();
-    let handle = std::thread::spawn(move || {
-        let mut piece = [0u8; 8192];
-        loop {
-            match r.read(&mut piece) {
-                Ok(0) => break,
-                Ok(n) => buf.lock().unwrap().extend_from_slice(&piece[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
-    });
-    (handle, so_far)
-}
-
-fn spawn(mut cmd: Command, prefix: &str) -> Server {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let (stderr, stderr_so_far) = drain_shared(child.stderr.take().expect("stderr"));
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut first_line = String::new();
-    out.read_line(&mut first_line).expect("first line");
-    let Some(addr) = first_line
-        .trim()
-        .strip_prefix(prefix)
-        .and_then(|a| a.parse().ok())
-    else {
-        let _ = child.kill();
-        let _ = child.wait();
-        let err = stderr.join().unwrap_or_default();
-        panic!("unexpected first line {first_line:?}; stderr:\n{err}");
-    };
-    Server {
-        child,
-        addr,
-        stdout: drain(out),
-        stderr,
-        stderr_so_far,
-        first_line,
-    }
-}
-
-impl Server {
-    /// Whether stderr has said `text` yet.
-    fn stderr_says(&self, text: &str) -> bool {
-        String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).contains(text)
-    }
-
-    /// SIGTERM, wait, and (stdout, stderr).
-    fn stop(mut self) -> (String, String) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        let stdout = self.first_line + &self.stdout.join().unwrap_or_default();
-        (stdout, self.stderr.join().unwrap_or_default())
-    }
+/// SIGTERM, wait, and (stdout, stderr).
+fn stop(server: Process) -> (String, String) {
+    let (_, stdout, stderr) = server.stop();
+    (stdout, stderr)
 }
 
 fn http() -> reqwest::Client {
@@ -200,7 +115,7 @@ async fn echoing_gateway() -> SocketAddr {
     addr
 }
 
-fn start_mock(key: &str) -> Server {
+fn start_mock(key: &str) -> Process {
     let mut cmd = llmprobe();
     cmd.args([
         "--log-level",
@@ -217,7 +132,7 @@ fn start_mock(key: &str) -> Server {
         "--api-key",
         key,
     ]);
-    spawn(cmd, "llmprobe mock listening on http://")
+    Process::spawn(cmd, "llmprobe mock listening on http://")
 }
 
 fn read(path: &std::path::Path) -> String {
@@ -364,7 +279,7 @@ async fn bench_never_shows_a_key_or_header_value() {
         outputs.push((format!("bench {name} --records"), recs));
         outputs.push((format!("bench {name} --json-out"), read(&summary)));
     }
-    let (mock_out, mock_err) = mock.stop();
+    let (mock_out, mock_err) = stop(mock);
     outputs.push(("mock stdout".into(), mock_out));
     outputs.push(("mock stderr".into(), mock_err));
     assert_no_leaks(&canaries, &outputs);
@@ -445,7 +360,7 @@ targets:
     ])
     .arg(&config)
     .envs(envs);
-    let daemon = spawn(cmd, "llmprobe daemon listening on http://");
+    let daemon = Process::daemon_from(cmd);
     let base = format!("http://{}", daemon.addr);
 
     // Wait until each target has probed: authed succeeded (so the key from the file
@@ -575,14 +490,14 @@ targets:
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     ));
 
-    let (stdout, stderr) = daemon.stop();
+    let (stdout, stderr) = stop(daemon);
     assert!(
         stderr.contains("TRACE") || stderr.contains("DEBUG"),
         "trace logging was on: {stderr}"
     );
     outputs.push(("daemon stdout".into(), stdout));
     outputs.push(("daemon stderr".into(), stderr));
-    let (mock_out, mock_err) = mock.stop();
+    let (mock_out, mock_err) = stop(mock);
     outputs.push(("mock stdout".into(), mock_out));
     outputs.push(("mock stderr".into(), mock_err));
     assert_no_leaks(&canaries, &outputs);
@@ -639,7 +554,7 @@ async fn the_web_config_never_shows_a_password_hash_or_key() {
         "--web.config.file",
     ])
     .arg(&web_file);
-    let daemon = spawn(cmd, "llmprobe daemon listening on https://");
+    let daemon = Process::spawn(cmd, "llmprobe daemon listening on https://");
     let base = format!("https://127.0.0.1:{}", daemon.addr.port());
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.der().clone()).unwrap();
@@ -704,7 +619,7 @@ async fn the_web_config_never_shows_a_password_hash_or_key() {
         200,
         "the running web config is kept"
     );
-    let (stdout, stderr) = daemon.stop();
+    let (stdout, stderr) = stop(daemon);
     assert!(
         stderr.contains("web config not reloaded")
             && stderr.contains("basic_auth_users.prometheus"),

@@ -12,7 +12,6 @@ use std::time::Duration;
 use daemon_support::*;
 use llmprobe::client::trace::TraceContext;
 use llmprobe::client::{Client, ClientConfig};
-use llmprobe::daemon::{ConfigSource, Daemon};
 use llmprobe::mock::MockConfig;
 use llmprobe::mock::trace_log::Counts;
 use llmprobe::workload::RequestSpec;
@@ -94,7 +93,7 @@ async fn each_request_carries_its_own_sampled_trace_id_and_the_record_keeps_it()
 async fn a_target_with_traceparent_off_sends_none() {
     let traced = mock_support::start(fast_mock()).await;
     let plain = mock_support::start(fast_mock()).await;
-    let (_cfg, path) = config_file(&format!(
+    let d = TestDaemon::start(&format!(
         r#"
 targets:
   - name: traced
@@ -111,10 +110,8 @@ targets:
 "#,
         traced.base_url(),
         plain.base_url()
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+    ))
+    .await;
     let (t, p) = (traced.base_url(), plain.base_url());
     wait_for(Duration::from_secs(30), || async {
         (seen(&t).await.with >= 5 && seen(&p).await.without >= 5).then_some(())
@@ -142,27 +139,25 @@ fn first_probe_link(html: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_page_shows_the_record_and_its_trace_id_the_engine_received() {
-    let mock = mock_support::start(MockConfig {
+    let mock = MockConfig {
         ttft: Duration::from_millis(30),
         itl: Duration::from_millis(2),
         ..MockConfig::default()
-    })
-    .await;
-    let (_cfg, path) = config_file(&format!(
-        r#"
+    };
+    let (mock, d) = with_mock(mock, |base| {
+        format!(
+            r#"
 probe_pages: 4
 targets:
   - name: paged
-    base_url: {}
+    base_url: {base}
     model: m
     rate: 20/s
     scenarios: [{{name: s, input_tokens: 16, output_tokens: 4, slo: {{ttft: 10s}}}}]
-"#,
-        mock.base_url()
-    ));
-    let d = Daemon::start(ConfigSource::File(path), Some("127.0.0.1:0".into()))
-        .await
-        .unwrap();
+"#
+        )
+    })
+    .await;
     let addr = d.addr();
     // Enough probes that the first pages were let go (4 kept).
     let id = wait_for(Duration::from_secs(30), || async {

@@ -27,11 +27,6 @@ quant=${LLMPROBE_FINGERPRINT_QUANT:-Q3_K_S}
 
 make_scratch
 server_pid=
-cleanup() {
-  [ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 
 # start_server MODEL [FLAGS...]: llama-server on a free loopback port; sets $base.
 start_server() {
@@ -43,6 +38,7 @@ start_server() {
   "$LLMPROBE_LLAMA_SERVER" --model "$gguf" --host 127.0.0.1 --port "$port" --ctx-size 4096 \
     --parallel 4 --threads 2 --alias gemma-3-270m "$@" >"$scratch/llama.log" 2>&1 &
   server_pid=$!
+  stop_on_exit "$server_pid"
   for _ in $(seq 1 240); do
     kill -0 "$server_pid" 2>/dev/null || { tail -30 "$scratch/llama.log" >&2; fail "llama-server exited"; }
     curl -sf "$base/health" >/dev/null 2>&1 && return 0
@@ -71,6 +67,7 @@ targets:
 EOF
   "$bin" daemon --config "$scratch/$name.yaml" >"$scratch/$name.out" 2>"$scratch/$name.err" &
   pid=$!
+  stop_on_exit "$pid"
   wait_for_daemon "$pid" "$scratch/$name.out" "$scratch/$name.err"
   drift=$(fingerprint_drift "$pid" "$scratch/$name.err")
   say "$name: $(curl -sf "$url/metrics" | grep '^llmprobe_fingerprint_' | tr '\n' ' ')"
@@ -92,8 +89,7 @@ print(" · ".join(html.unescape(re.sub(r"<[^>]*>", "", c)) for c in re.findall(r
 }
 
 stop_server() {
-  kill "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
+  stop_pid "$server_pid"
   server_pid=
 }
 

@@ -18,7 +18,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 runs=${LLMPROBE_FUZZ_RUNS:-300000}
 corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
+on_exit rm -rf "$corpus"
 # The fuzz crate's own build cache lives outside the work tree, like the main one.
 export CARGO_TARGET_DIR="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/fuzz-target"
 # protocol_events links the whole crate, which takes long to build with the sanitizers:

@@ -34,14 +34,6 @@ bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 daemon_secs=${LLMPROBE_LLAMA_DAEMON_SECS:-20}
 
 make_scratch
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
@@ -52,7 +44,7 @@ say "starting llama-server on $base ($(basename "$model"), $slots slots, $("$ser
 "$server_bin" --model "$model" --host 127.0.0.1 --port "$port" --ctx-size 4096 \
   --parallel "$slots" --threads 2 --metrics --alias gemma-3-270m >"$scratch/llama.log" 2>&1 &
 server_pid=$!
-pids+=("$server_pid")
+stop_on_exit "$server_pid"
 
 # Fails the check when llama-server is gone, saying how it ended.
 server_alive() {
@@ -83,7 +75,7 @@ say "starting llama-server --embeddings --pooling mean on $emb_base"
   --parallel 1 --threads 1 --embeddings --pooling mean --alias gemma-3-270m \
   >"$scratch/llama-emb.log" 2>&1 &
 emb_pid=$!
-pids+=("$emb_pid")
+stop_on_exit "$emb_pid"
 for _ in $(seq 1 240); do
   kill -0 "$emb_pid" 2>/dev/null || { tail -30 "$scratch/llama-emb.log" >&2; fail "the embeddings llama-server died while loading"; }
   curl -sf "$emb_base/health" >/dev/null 2>&1 && break
@@ -252,7 +244,7 @@ EOF
 } >"$scratch/daemon.yaml"
 "$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 daemon_pid=$!
-pids+=("$daemon_pid")
+stop_on_exit "$daemon_pid"
 wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.err"
 sleep "$daemon_secs"
 # The counts the checks below need (two probes of each target, a streamed and a whole

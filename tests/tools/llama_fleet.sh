@@ -22,14 +22,6 @@ bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 [ -x "$bin" ] || fail "llmprobe binary $bin not found (build it or set LLMPROBE_BIN)"
 
 make_scratch
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 
 # One port free on both addresses (DNS A records carry no port).
 port=$(python3 - <<'PY'
@@ -65,7 +57,7 @@ PY
 start_server() { # IP SLOTS
   "$LLMPROBE_LLAMA_SERVER" --model "$model" --host "$1" --port "$port" --ctx-size 2048 \
     --parallel "$2" --threads 1 --metrics --alias gemma-3-270m >"$scratch/llama-$1.log" 2>&1 &
-  pids+=("$!")
+  stop_on_exit "$!"
 }
 start_server 127.0.0.2 2
 start_server 127.0.0.3 3
@@ -84,7 +76,7 @@ user=(); [ "$(id -u)" = 0 ] && user=(--user=root)
   --bind-interfaces --pid-file= --port="$dns_port" --addn-hosts="$scratch/hosts" "${user[@]}" \
   >/dev/null 2>&1 &
 dns_pid=$!
-pids+=("$dns_pid")
+stop_on_exit "$dns_pid"
 sleep 0.3
 kill -0 "$dns_pid" 2>/dev/null || fail "dnsmasq exited at start (port $dns_port taken?)"
 
@@ -105,7 +97,7 @@ targets:
 EOF
 "$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 daemon_pid=$!
-pids+=("$daemon_pid")
+stop_on_exit "$daemon_pid"
 wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.err"
 
 # Polls until one daemon scrape, taken between two identical reads of both servers,

@@ -28,15 +28,6 @@ outage_secs=${LLMPROBE_OUTAGE_SECS:-12}
 summary_secs=4
 
 make_scratch
-server_pid=
-daemon_pid=
-cleanup() {
-  local pid
-  for pid in $server_pid $daemon_pid; do kill "$pid" 2>/dev/null || true; done
-  for pid in $server_pid $daemon_pid; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
@@ -46,6 +37,7 @@ start_server() {
   "$server_bin" --model "$model" --host 127.0.0.1 --port "$port" --ctx-size 2048 \
     --parallel 2 --threads 2 --metrics --alias gemma-3-270m >>"$scratch/llama.log" 2>&1 &
   server_pid=$!
+  stop_on_exit "$server_pid"
   local _
   for _ in $(seq 1 1200); do
     kill -0 "$server_pid" 2>/dev/null || { tail -30 "$scratch/llama.log" >&2; fail "llama-server exited while starting"; }
@@ -78,6 +70,7 @@ EOF
 "$bin" --log-format json daemon --config "$scratch/daemon.yaml" \
   >"$scratch/daemon.out" 2>"$scratch/daemon.log" &
 daemon_pid=$!
+stop_on_exit "$daemon_pid"
 wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.log" 6000
 
 # metric NAME: the sum of NAME{target="llama",...} on /metrics.
@@ -105,7 +98,6 @@ before=$(metric llmprobe_request_failures_total)
 say "killing llama-server for ${outage_secs}s"
 kill -KILL "$server_pid"
 wait "$server_pid" 2>/dev/null || true
-server_pid=
 sleep "$outage_secs"
 say "restarting llama-server on the same port"
 start_server
@@ -120,7 +112,6 @@ metrics_file=$scratch/metrics.txt
 curl -sf "$url/metrics" >"$metrics_file" || fail "GET $url/metrics"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "daemon exited non-zero on SIGTERM"
-daemon_pid=
 
 python3 - "$scratch/daemon.log" "$metrics_file" "$summary_secs" "$outage_secs" <<'EOF' || { cat "$scratch/daemon.log" >&2; fail "the outage's log"; }
 import json, re, sys

@@ -25,14 +25,6 @@ prometheus=$LLMPROBE_PROMETHEUS
 exporter=${LLMPROBE_E2E_EXPORTER:-daemon}
 bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
 make_scratch
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -49,7 +41,7 @@ else
   "$bin" daemon --mock --listen "127.0.0.1:$exporter_port" $daemon_args \
     >"$scratch/exporter.log" 2>&1 &
 fi
-pids+=("$!")
+stop_on_exit "$!"
 
 cat >"$scratch/prometheus.yml" <<YAML
 global:
@@ -65,7 +57,7 @@ scrape_configs:
 YAML
 "$prometheus" --config.file "$scratch/prometheus.yml" --storage.tsdb.path "$scratch/tsdb" \
   --enable-feature=exemplar-storage --web.listen-address "127.0.0.1:$prom_port" >"$scratch/prometheus.log" 2>&1 &
-pids+=("$!")
+stop_on_exit "$!"
 
 # Bounded wait for Prometheus to answer; the harness then waits for data itself.
 base="http://127.0.0.1:$prom_port"

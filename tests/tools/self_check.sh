@@ -12,17 +12,12 @@ source "$(dirname "$0")/lib/common.bash"
 bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 [ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
 make_scratch
-pid=
 cg=
-hogs=()
-cleanup() {
-  for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
-  rm -rf "$scratch"
+# A cgroup goes only once empty: the daemon in it is stopped first.
+remove_cgroup() {
+  stop_pid "$pid"
+  rmdir "$cg" 2>/dev/null
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP PIPE
 
 cat >"$scratch/daemon.yaml" <<'YAML'
 self_check: {rate: 20/s, ttft: 20ms, itl: 2ms, output_tokens: 16}
@@ -36,6 +31,7 @@ YAML
 "$bin" daemon --config "$scratch/daemon.yaml" --listen 127.0.0.1:0 \
   >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 pid=$!
+stop_on_exit "$pid"
 wait_for_daemon "$pid" "$scratch/daemon.out" "$scratch/daemon.err"
 
 # window FROM TO: the TTFT-error p99 upper bound (a bucket bound) between two scrapes,
@@ -95,8 +91,10 @@ for root in /sys/fs/cgroup/cpu /sys/fs/cgroup; do
       if [ -e "$d/cpu.cfs_quota_us" ] && echo 100000 >"$d/cpu.cfs_period_us" &&
         echo 2000 >"$d/cpu.cfs_quota_us" && echo "$pid" >"$d/cgroup.procs"; then
         cg=$d how="cgroup v1 cpu.cfs_quota_us 2 %"
+        on_exit remove_cgroup
       elif [ -e "$d/cpu.max" ] && echo "2000 100000" >"$d/cpu.max" && echo "$pid" >"$d/cgroup.procs"; then
         cg=$d how="cgroup v2 cpu.max 2 %"
+        on_exit remove_cgroup
       else
         rmdir "$d"
       fi
@@ -109,7 +107,7 @@ if [ -z "$how" ]; then
   taskset -a -p -c 0 "$pid" >/dev/null
   for _ in 1 2 3 4; do
     taskset -c 0 sh -c 'while :; do :; done' &
-    hogs+=($!)
+    stop_on_exit $!
   done
   how="pinned to CPU 0 with 4 busy loops"
 fi

@@ -13,20 +13,13 @@ chromium=$LLMPROBE_CHROMIUM
 bin=${LLMPROBE_BIN:-$repo_root/target/debug/llmprobe}
 [ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
 make_scratch
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
-# A signal (Ctrl-C, a closed pipe) still ends the daemon through the EXIT trap.
-trap 'exit 1' INT TERM HUP PIPE
 
 # Created before the daemon starts: the loop below may read before the child opens it.
 : >"$scratch/daemon.out"
 "$bin" daemon --mock --mock-fault http_500:0.05 --listen 127.0.0.1:0 \
   >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 pid=$!
+stop_on_exit "$pid"
 wait_for_daemon "$pid" "$scratch/daemon.out" "$scratch/daemon.err"
 say "daemon --mock at $url; probing for ${LLMPROBE_STATUS_WAIT:-8} s"
 sleep "${LLMPROBE_STATUS_WAIT:-8}"

@@ -65,7 +65,6 @@ t_begin=$SECONDS
 make_scratch
 server_pid=
 server_pgid=
-pids=()
 # Stops vLLM: SIGTERM to its whole process group (API server, engine core, worker), then
 # SIGKILL to whatever is left after 30 s.
 # The group outlives its leader: when the API server dies, its engine processes may not.
@@ -84,19 +83,12 @@ stop_server() {
   [ -z "$server_pid" ] || wait "$server_pid" 2>/dev/null || true
   server_pid= server_pgid=
 }
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  stop_server
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+on_exit stop_server
 
 # The OTLP receiver vLLM exports its spans to, with vLLM's own Python (opentelemetry-proto).
 vllm_py=$(dirname "$vllm_bin")/python
 "$vllm_py" tests/tools/lib/otlp_receiver.py --out "$scratch/spans.jsonl" --metrics-out "$scratch/otlp_metrics.jsonl" >"$scratch/otlp.out" 2>"$scratch/otlp.err" &
-pids+=("$!")
+stop_on_exit "$!"
 otlp=
 for _ in $(seq 1 100); do
   otlp=$(sed -n 's/^otlp receiver listening on //p' "$scratch/otlp.out" 2>/dev/null)
@@ -362,7 +354,7 @@ timeout 900 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --
   --duration 600s --input-len 64 --output-len 128 --ignore-eos --seed 11 --timeout 60s \
   --no-progress >"$scratch/bench-load.out" 2>"$scratch/bench-load.err" &
 load_pid=$!
-pids+=("$load_pid")
+stop_on_exit "$load_pid"
 sleep 3
 # The comparison's requests in a window and how many of them ran beside a load request,
 # from vLLM's llm_request spans (exported in batches: waited for). Exit 1: not all
@@ -456,7 +448,7 @@ EOF
 } >"$scratch/daemon.yaml"
 "$bin" daemon --config "$scratch/daemon.yaml" >"$scratch/daemon.out" 2>"$scratch/daemon.err" &
 daemon_pid=$!
-pids+=("$daemon_pid")
+stop_on_exit "$daemon_pid"
 wait_for_daemon "$daemon_pid" "$scratch/daemon.out" "$scratch/daemon.err"
 # Probes arrive as a Poisson process: after the planned time, keep polling until every
 # target has the probes the checks below need (a slow draw or a busy machine takes
@@ -694,7 +686,7 @@ targets:
 EOF
 "$bin" daemon --config "$scratch/daemon-other.yaml" >"$scratch/daemon-other.out" 2>"$scratch/daemon-other.err" &
 daemon_pid=$!
-pids+=("$daemon_pid")
+stop_on_exit "$daemon_pid"
 wait_for_daemon "$daemon_pid" "$scratch/daemon-other.out" "$scratch/daemon-other.err"
 drift=$(fingerprint_drift "$daemon_pid" "$scratch/daemon-other.err")
 say "daemon fingerprint against $(basename "$other"): $(curl -sf --max-time 10 "$url/metrics" | grep '^llmprobe_fingerprint_\(drift\|divergence\|token\)' | tr '\n' ' ')"

@@ -1,11 +1,83 @@
-//! Shared helpers of the daemon integration tests: a config file in a temp dir, an
-//! HTTP client, a tiny Prometheus text parser, and polling until a condition holds.
+//! Shared helpers of the daemon integration tests: a daemon started in process from a
+//! config text (alone, or probing a mock started with it), a config file in a temp dir,
+//! an HTTP client, a tiny Prometheus text parser, and polling until a condition holds.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use llmprobe::config::Overrides;
+use llmprobe::daemon::{ConfigSource, Daemon};
+use llmprobe::mock::{MockConfig, MockServer};
+use llmprobe::web::WebOptions;
+
+/// A daemon in this process on 127.0.0.1:0, started from a config file of its own. The
+/// file's temp dir lives as long as the daemon, so a test may rewrite the file and
+/// reload, or put other files beside it. Derefs to the [`Daemon`].
+pub struct TestDaemon {
+    daemon: Daemon,
+    path: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl TestDaemon {
+    /// Writes `config` to a file and starts a daemon from it; panics if it does not start.
+    pub async fn start(config: &str) -> TestDaemon {
+        TestDaemon::start_full(config, Overrides::default()).await
+    }
+
+    /// [`TestDaemon::start`] with the command line's `--location` and `--shard`.
+    pub async fn start_full(config: &str, overrides: Overrides) -> TestDaemon {
+        let (dir, path) = config_file(config);
+        let daemon = Daemon::start_full(
+            ConfigSource::File(path.clone()),
+            Some("127.0.0.1:0".into()),
+            WebOptions::default(),
+            true,
+            overrides,
+        )
+        .await
+        .expect("daemon starts");
+        TestDaemon { daemon, path, dir }
+    }
+
+    /// The config file (rewrite it, then reload).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The config file's directory, removed when the daemon is dropped.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// [`Daemon::shutdown`]; the config's directory goes after it.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.daemon.shutdown().await
+    }
+}
+
+impl Deref for TestDaemon {
+    type Target = Daemon;
+
+    fn deref(&self) -> &Daemon {
+        &self.daemon
+    }
+}
+
+/// A mock engine on 127.0.0.1:0 and a daemon probing it: `config` is given the mock's
+/// base URL and returns the daemon's config text.
+pub async fn with_mock(
+    mock: MockConfig,
+    config: impl FnOnce(&str) -> String,
+) -> (MockServer, TestDaemon) {
+    let mock = super::mock::start(mock).await;
+    let daemon = TestDaemon::start(&config(&mock.base_url())).await;
+    (mock, daemon)
+}
 
 /// One sample of the text exposition format.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +156,7 @@ pub fn sum(samples: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
 }
 
 pub fn http() -> reqwest::Client {
-    llmprobe::install_crypto_provider();
+    llmprobe::client::tls::install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
         .build()

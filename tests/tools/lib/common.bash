@@ -38,10 +38,49 @@ need_tool() {
   printf -v "$var" '%s' "$path"
 }
 
+# The one cleanup of every check: steps registered with `on_exit CMD [ARGS...]` run in
+# reverse order when the shell exits, however it exits (success, `fail`, `set -e`), so a
+# later step (a process in the scratch directory) is undone before an earlier one (the
+# directory). A signal exits 1 through the same steps. Scripts register steps and never
+# set a trap of their own: a second trap would replace this one.
+_exit_steps=()
+on_exit() {
+  _exit_steps+=("$(printf '%q ' "$@")")
+}
+_run_exit_steps() {
+  # Every step runs, whatever an earlier one returned.
+  set +e
+  local i
+  for ((i = ${#_exit_steps[@]} - 1; i >= 0; i--)); do
+    eval "${_exit_steps[i]}"
+  done
+}
+trap _run_exit_steps EXIT
+trap 'exit 1' INT TERM HUP PIPE
+
+# stop_on_exit PID: a background process of this shell ended (SIGTERM, then waited for)
+# on exit, unless it has ended and been waited for already.
+stop_on_exit() {
+  on_exit stop_pid "$1"
+}
+
+# stop_pid PID: SIGTERM to a background process of this shell and a wait for it. One
+# already waited for is left alone: its pid may be another process' by now.
+stop_pid() {
+  local p
+  for p in $(jobs -p); do
+    if [ "$p" = "$1" ]; then
+      kill "$1" 2>/dev/null || true
+      wait "$1" 2>/dev/null || true
+      return 0
+    fi
+  done
+}
+
 # A scratch directory removed on exit.
 make_scratch() {
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/llmprobe-$check_name.XXXXXX")
-  trap 'rm -rf "$scratch"' EXIT
+  on_exit rm -rf "$scratch"
 }
 
 # wait_for_daemon PID OUT ERR [TRIES]: waits, polling every 0.1 s for TRIES tries (600,
