@@ -390,6 +390,12 @@ impl PromptGenerator {
         check_room(self.shared_prefix_tokens(), min_input_len)
     }
 
+    /// The same generator with no shared prefix.
+    pub fn without_shared_prefix(mut self) -> Self {
+        self.shared_prefix = None;
+        self
+    }
+
     /// Prefix and nonce as text (what every prompt starts with).
     fn head(&self, nonce: Nonce) -> String {
         match &self.shared_prefix {
