@@ -1,7 +1,7 @@
 //! `bench --golden`: the golden set loaded and checked (a bad file is a usage error
-//! naming its line), the flags that would ask other questions refused, and the gates
-//! on golden-set figures held to a run that asks one. What a golden question needs of
-//! the endpoint and of `--turns` is [`crate::probe::ProbeSpec`]'s rule, as in the daemon.
+//! naming its line), and the gates on golden-set figures held to a run that asks one.
+//! What a golden question needs of the other flags, the endpoint and `--turns` is
+//! [`crate::probe::PromptSource`]'s rule, as in the daemon.
 
 use std::sync::Arc;
 
@@ -15,19 +15,6 @@ pub fn parse_golden(a: &BenchArgs) -> Result<Option<Arc<GoldenSet>>, UsageError>
     let Some(source) = &a.golden else {
         return Ok(None);
     };
-    let others = [
-        ("--prompt", a.prompt.is_some()),
-        ("--prompt-file", a.prompt_file.is_some()),
-        ("--dataset", a.dataset != "random"),
-        ("--dataset-path", a.dataset_path.is_some()),
-        ("--trace", a.trace.is_some()),
-        ("--shared-prefix-len", a.shared_prefix_len > 0),
-    ];
-    if let Some((flag, _)) = others.iter().find(|(_, set)| *set) {
-        return Err(UsageError::new(format!(
-            "--golden asks the golden set's questions: drop {flag}"
-        )));
-    }
     let set = GoldenSet::load(source).map_err(|e| UsageError::new(format!("--golden: {e}")))?;
     Ok(Some(Arc::new(set)))
 }

@@ -21,7 +21,7 @@ use crate::duration::DurationError;
 use crate::exit::UsageError;
 
 use crate::latency::{Latency, Slo};
-use crate::probe::{Part, ProbeSpec, Refusal, Syntax};
+use crate::probe::{Origin, Part, ProbeSpec, PromptSource, Refusal, Syntax};
 pub use crate::rate::Rate;
 use crate::report::gate::{Gate, GateBasis, GateMetric};
 pub use crate::schedule::{ArrivalProcess, Shard};
@@ -233,7 +233,6 @@ impl BenchOptions {
     /// generated `--save-result` file name.
     pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
         let (base_url, model, api) = parse_target(a)?;
-        let golden = parse_golden(a)?;
         let headers = a
             .headers
             .iter()
@@ -250,32 +249,34 @@ impl BenchOptions {
             .transpose()
             .map_err(|e| flag("--shard", e))?;
         let warmup = parse_warmup(&a.warmup)?;
+        check_load_shape(a)?;
+        let arrival = parse_arrival(a)?;
+        let gates = parse_gates(a)?;
+        check_golden_gates(&gates, a.golden.is_some())?;
+        let len_dist = parse_len_dist(a)?;
+        let turns = parse_turns(a)?;
+        let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
+        let parsed = parse_checks(a, &gates)?;
+        // Before any prompt, golden set or trace is read: a refused combination is
+        // refused whatever the files hold.
+        let probe = probe_spec(a, api, &parsed.checks, &slo, turns);
+        probe.validate(&Flags)?;
+        let stream = probe.streamed();
+
         let trace = parse_trace(a, warmup.count())?;
         let stop = match &trace {
             // The survey stopped at warmup + --num-requests; what is left is counted.
             Some(t) => Stop::Count(t.survey.requests - warmup.count()),
             None => parse_stop(a, shard)?,
         };
-        check_load_shape(a)?;
-        let arrival = parse_arrival(a)?;
-        let gates = parse_gates(a)?;
-        check_golden_gates(&gates, golden.is_some())?;
         let rates = match &trace {
             Some(t) => RatePlan::Fixed(vec![trace_rate(&t.survey)]),
             None => parse_rate_plan(a, &gates, stop)?,
         };
-        let len_dist = parse_len_dist(a)?;
-        let dataset = match golden {
+        let dataset = match parse_golden(a)? {
             Some(set) => Dataset::Golden(set),
             None => parse_dataset(a)?,
         };
-        let turns = parse_turns(a)?;
-
-        let slo = parse_slo(&a.slo_flags(), &a.goodput)?;
-        let parsed = parse_checks(a, &gates)?;
-        let probe = probe_spec(a, api, &parsed.checks, &slo, turns);
-        probe.validate(&Flags)?;
-        let stream = probe.streamed();
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
@@ -775,12 +776,6 @@ fn parse_dataset(a: &BenchArgs) -> Result<Dataset> {
         return Ok(Dataset::Fixed(text));
     }
     Ok(match (a.dataset.as_str(), &a.dataset_path) {
-        ("random", None) if a.no_nonce => {
-            return Err(UsageError::new(
-                "--no-nonce needs fixed or dataset prompts (--prompt, --prompt-file, --dataset); \
-                 synthetic prompts always carry the nonce",
-            ));
-        }
         ("random", None) => Dataset::Random,
         ("random", Some(_)) => {
             return Err(UsageError::new(
@@ -911,10 +906,21 @@ impl Syntax for Flags {
             Part::Objective(l) => slo_flag(l),
             Part::Check(kind) => format!("--{}", kind.as_str().replace('_', "-")),
             Part::StructuredOutput => "--structured-output".into(),
+            Part::Prompt => "--prompt".into(),
+            Part::PromptFile => "--prompt-file".into(),
             Part::Messages => "a message list".into(),
+            Part::Dataset => "--dataset".into(),
+            Part::DatasetPath => "--dataset-path".into(),
+            Part::Trace => "--trace".into(),
+            Part::NoNonce => "--no-nonce".into(),
             Part::Turns => "--turns".into(),
             Part::Golden => "--golden".into(),
         }
+    }
+
+    fn offers(&self, part: Part) -> bool {
+        // No flag gives a message list.
+        part != Part::Messages
     }
 }
 
@@ -936,16 +942,34 @@ fn probe_spec(
         endpoint: api,
         input_tokens: a.input_len,
         output_tokens: a.output_len,
-        // Checked where synthetic prompts are built (a dataset's prompts have no such
-        // prefix).
-        shared_prefix_tokens: 0,
         stream: !a.no_stream,
         slo: *slo,
         checks: checks.kinds().collect(),
         structured_output: a.structured_output,
-        message_list: false,
+        prompt: prompt_source(a),
         turns: turns.map_or(1, |t| t.count),
-        golden: a.golden.is_some(),
+    }
+}
+
+/// Where the flags ask the prompts to come from, every origin named, in the order a
+/// refusal names them.
+fn prompt_source(a: &BenchArgs) -> PromptSource {
+    let dataset = match (a.dataset.as_str(), &a.dataset_path) {
+        ("random", None) => None,
+        ("random", Some(_)) => Some(Origin::Dataset(None)),
+        (format, _) => Some(Origin::Dataset(Some(format.to_string()))),
+    };
+    let given = [
+        a.prompt.is_some().then_some(Origin::Prompt),
+        a.prompt_file.is_some().then_some(Origin::PromptFile),
+        dataset,
+        a.trace.is_some().then_some(Origin::Trace),
+        a.golden.is_some().then_some(Origin::Golden),
+    ];
+    PromptSource {
+        given: given.into_iter().flatten().collect(),
+        nonce: !a.no_nonce,
+        shared_prefix_tokens: a.shared_prefix_len,
     }
 }
 
@@ -1466,6 +1490,43 @@ mod tests {
         assert!(
             err("--mock --rate 1 --golden builtin --min-golden-accuracy 1.5")
                 .starts_with("--min-golden-accuracy \"1.5\": expected an accuracy")
+        );
+    }
+
+    #[test]
+    fn the_prompts_come_from_one_place() {
+        assert_eq!(
+            err("--mock --rate 1 --prompt hi --dataset sharegpt"),
+            "--dataset: set --prompt, --prompt-file or --dataset, not two of them"
+        );
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        assert_eq!(
+            err(&format!("--mock --trace {trace} --prompt hi")),
+            "--trace builds each request from the trace's lengths: --prompt does not apply \
+             (with --turns, later turns are new messages of --input-len tokens)"
+        );
+        assert_eq!(
+            err("--mock --rate 1 --no-nonce"),
+            "--no-nonce needs a fixed question (--prompt, --prompt-file, --dataset or --golden); \
+             synthetic prompts always carry the nonce"
+        );
+        assert!(opts("--mock --rate 1 --prompt hi --no-nonce").is_ok());
+        assert_eq!(
+            err("--mock --rate 1 --input-len 100 --shared-prefix-len 100"),
+            "--shared-prefix-len: must be smaller than --input-len (100): every prompt needs a \
+             unique part"
+        );
+        // A given question goes out whole after the prefix, whatever --input-len says.
+        assert!(
+            opts("--mock --rate 1 --input-len 100 --shared-prefix-len 100 --prompt hi").is_ok()
+        );
+        // Refused before the file is read.
+        assert_eq!(
+            err("--mock --rate 1 --golden builtin --prompt-file /nonexistent/q.txt"),
+            "--golden asks the golden set's questions: drop --prompt-file"
         );
     }
 

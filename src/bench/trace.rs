@@ -46,15 +46,6 @@ pub fn parse_trace(a: &BenchArgs, warmup: u64) -> Result<Option<TraceOptions>, U
         }
         return Ok(None);
     };
-    // The trace gives every first message's lengths and prefix blocks; a later turn of a
-    // trace-started conversation is synthetic. No dataset prompt has a place in either.
-    if a.dataset != "random" {
-        return Err(UsageError::new(format!(
-            "--trace builds each request from the trace's lengths: --dataset {} does not \
-             apply (with --turns, later turns are new messages of --input-len tokens)",
-            a.dataset
-        )));
-    }
     if a.duration.is_some() {
         return Err(UsageError::new(
             "--trace replays the trace's own times: cap it with --num-requests or \

@@ -85,14 +85,9 @@ pub fn plan_checks(s: &Scenario, path: &Path) -> Result<PlannedChecks, (Path, St
 
 /// The scenario's fixed question: `prompt`, or `prompt_file` read (bounded).
 pub fn plan_prompt(s: &Scenario, path: &Path) -> Result<Option<String>, (Path, String)> {
+    // Both set is the probe's refusal (`probe::PromptSource`), before this.
     let text = match (&s.prompt, &s.prompt_file) {
-        (Some(_), Some(_)) => {
-            return Err((
-                path.key("prompt_file"),
-                "set prompt or prompt_file, not both".into(),
-            ));
-        }
-        (Some(p), None) => p.clone(),
+        (Some(p), _) => p.clone(),
         (None, Some(file)) => {
             use std::io::Read;
             let mut text = String::new();

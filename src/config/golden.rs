@@ -1,6 +1,6 @@
 //! A scenario's `golden:` resolved: the set loaded and checked (an error names the
-//! set's file and line, at `golden.file`), the window and baseline in range, and no
-//! other question beside it.
+//! set's file and line, at `golden.file`), the window and baseline in range. What may
+//! go beside it is the probe's rule (`probe::PromptSource`).
 
 use std::sync::Arc;
 
@@ -37,16 +37,6 @@ pub fn plan_golden(s: &Scenario, path: &Path) -> Result<Option<PlannedGolden>, (
         return Ok(None);
     };
     let at = path.key("golden");
-    for (field, set) in [
-        ("prompt", s.prompt.is_some()),
-        ("prompt_file", s.prompt_file.is_some()),
-        ("messages", s.messages.is_some()),
-        ("shared_prefix_tokens", s.shared_prefix_tokens > 0),
-    ] {
-        if set {
-            return Err((at, format!("golden asks its own questions; remove {field}")));
-        }
-    }
     if !(1..=MAX_GOLDEN_WINDOW).contains(&g.window) {
         return Err((
             at.key("window"),
@@ -113,13 +103,15 @@ mod tests {
         let both = scenario("{file: builtin}") + "        prompt: hi\n";
         let err = load_str(&both, "c.yaml").unwrap_err().to_string();
         assert!(
-            err.ends_with("golden: golden asks its own questions; remove prompt"),
+            err.ends_with("golden: golden asks the golden set's questions: drop prompt"),
             "{err}"
         );
         let prefixed = scenario("{file: builtin}") + "        shared_prefix_tokens: 64\n";
         let err = load_str(&prefixed, "c.yaml").unwrap_err().to_string();
         assert!(
-            err.ends_with("golden: golden asks its own questions; remove shared_prefix_tokens"),
+            err.ends_with(
+                "golden: golden asks the golden set's questions: drop shared_prefix_tokens"
+            ),
             "{err}"
         );
         let plan = load_str(&scenario("{file: builtin, baseline: 0.9}"), "c.yaml").unwrap();

@@ -21,12 +21,6 @@ pub fn plan_messages(
         return Ok(None);
     };
     let key = path.key("messages");
-    if s.prompt.is_some() || s.prompt_file.is_some() {
-        return Err((
-            key,
-            "set prompt, prompt_file or messages, not two of them".into(),
-        ));
-    }
     let bytes: usize = list.iter().map(|m| m.content.len()).sum();
     if bytes > MAX_MESSAGES_BYTES {
         return Err((

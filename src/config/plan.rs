@@ -25,7 +25,6 @@ use crate::latency::Slo;
 use crate::probe::ProbeSpec;
 use crate::secret::{Secret, redact_url};
 use crate::workload::Preamble;
-use crate::workload::prompt::PromptGenerator;
 
 /// A checked, resolved configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -348,7 +347,7 @@ fn target(
     })
 }
 
-/// Every scenario of a target, each checked to fit its prompt.
+/// Every scenario of a target, each checked as a probe.
 fn scenarios(
     cfg: &Config,
     t: &Target,
@@ -372,10 +371,6 @@ fn scenarios(
         }
         let sp = path.key("scenarios").index(i);
         let probe = check_probe(cfg, t, s, path, &sp)?;
-        // The prompt must hold the shared prefix, the unique nonce and one more token.
-        PromptGenerator::approximate(s.shared_prefix_tokens)
-            .check_fits(s.input_tokens)
-            .map_err(|e| (sp.key("input_tokens"), e.to_string()))?;
         let mut plan = scenario(cfg, t, s, &probe, rate.split(shared).hz(), buckets);
         plan.checks = plan_checks(s, &sp)?;
         plan.golden = super::golden::plan_golden(s, &sp)?;
@@ -383,14 +378,6 @@ fn scenarios(
         if let Some((question, preamble)) = plan_messages(s, &sp)? {
             plan.prompt = Some(question);
             plan.preamble = Some(preamble);
-        }
-        if !s.nonce && plan.prompt.is_none() && plan.golden.is_none() {
-            return Err((
-                sp.key("nonce"),
-                "nonce: false needs a fixed question (prompt, prompt_file, messages or golden); synthetic \
-                 prompts always carry the nonce"
-                    .into(),
-            ));
         }
         scenarios.push(plan);
     }

@@ -4,6 +4,8 @@
 //! syntax ([`Syntax`]: bench flags, or the daemon's YAML keys) and places the error
 //! (a flag, or FILE:LINE:COL).
 
+use super::prompt_source::PromptSource;
+use super::syntax::{Part, Refusal, Syntax, endpoint_named, names_of, refuse};
 use crate::client::Endpoint;
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
@@ -20,8 +22,6 @@ pub struct ProbeSpec {
     pub input_tokens: u32,
     /// Output tokens asked for.
     pub output_tokens: u32,
-    /// Prompt tokens shared by every probe (a prefix the server may cache).
-    pub shared_prefix_tokens: u32,
     /// Whether streaming was asked for (the endpoint may still not stream).
     pub stream: bool,
     pub slo: Slo,
@@ -29,50 +29,10 @@ pub struct ProbeSpec {
     pub checks: Vec<CheckKind>,
     /// Whether the answer is asked for in the API's structured-output field.
     pub structured_output: bool,
-    /// Whether the prompt is a message list (a system message, a preamble).
-    pub message_list: bool,
+    /// Where the prompts come from, and what goes before each.
+    pub prompt: PromptSource,
     /// Turns per conversation (1: single requests).
     pub turns: u32,
-    /// Whether the prompts are a golden set's questions.
-    pub golden: bool,
-}
-
-/// A part of a probe definition, which a front end names in its own syntax.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
-    Endpoint,
-    InputTokens,
-    OutputTokens,
-    SharedPrefix,
-    /// What turns streaming off (`--no-stream`, `stream: false`).
-    NoStream,
-    Objective(Latency),
-    Check(CheckKind),
-    StructuredOutput,
-    Messages,
-    Turns,
-    Golden,
-}
-
-/// How a front end spells the parts.
-pub trait Syntax {
-    /// The name of a part as users wrote it: `--slo-ttft-ms`, `slo.ttft`.
-    fn name(&self, part: Part) -> String;
-}
-
-/// A rule a probe definition breaks: which part, and why (in the front end's words,
-/// without the part's own name: a front end that points at the part says it there).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    pub part: Part,
-    pub reason: String,
-}
-
-impl Refusal {
-    /// The part's name and the reason: `--turns: …`.
-    pub fn message(&self, syntax: &dyn Syntax) -> String {
-        format!("{}: {}", syntax.name(self.part), self.reason)
-    }
 }
 
 impl ProbeSpec {
@@ -83,15 +43,16 @@ impl ProbeSpec {
 
     /// The first rule this definition breaks, if any, worded in `syntax`.
     pub fn validate(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
-        self.lengths_are_possible(syntax)?;
+        self.lengths_are_possible()?;
         self.objectives_are_measurable(syntax)?;
         self.checks_are_carried(syntax)?;
-        self.prompt_fits(syntax)
+        self.prompt
+            .validate(self.endpoint, self.input_tokens, self.turns, syntax)?;
+        self.conversations_carry_on(syntax)
     }
 
-    /// A prompt and an answer of at least one token; a prompt within bounds, with a
-    /// part of its own after any shared prefix.
-    fn lengths_are_possible(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+    /// A prompt and an answer of at least one token; a prompt within bounds.
+    fn lengths_are_possible(&self) -> Result<(), Refusal> {
         for (part, n) in [
             (Part::InputTokens, self.input_tokens),
             (Part::OutputTokens, self.output_tokens),
@@ -99,16 +60,6 @@ impl ProbeSpec {
             if n == 0 {
                 return refuse(part, "must be at least 1".into());
             }
-        }
-        if self.shared_prefix_tokens >= self.input_tokens {
-            return refuse(
-                Part::SharedPrefix,
-                format!(
-                    "must be smaller than {} ({}): every prompt needs a unique part",
-                    syntax.name(Part::InputTokens),
-                    self.input_tokens
-                ),
-            );
         }
         if self.input_tokens > MAX_INPUT_TOKENS {
             return refuse(
@@ -134,7 +85,10 @@ impl ProbeSpec {
         let why = if self.endpoint.can_stream() {
             format!("{} turns streaming off", syntax.name(Part::NoStream))
         } else {
-            format!("{} is never streamed", self.endpoint_named(syntax))
+            format!(
+                "{} is never streamed",
+                endpoint_named(self.endpoint, syntax)
+            )
         };
         refuse(
             Part::Objective(l),
@@ -149,7 +103,7 @@ impl ProbeSpec {
     /// structured-output field.
     fn checks_are_carried(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
         let api = self.endpoint.api();
-        let endpoint = self.endpoint_named(syntax);
+        let endpoint = endpoint_named(self.endpoint, syntax);
         if !api.generates
             && let Some(kind) = self.checks.iter().find(|k| **k != CheckKind::ExpectModel)
         {
@@ -184,45 +138,14 @@ impl ProbeSpec {
         Ok(())
     }
 
-    /// A message list needs an API that takes one; a conversation needs answers to
-    /// carry on with, and builds its own history; a golden question needs an answer
-    /// to judge, in one request.
-    fn prompt_fits(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
-        let api = self.endpoint.api();
-        let endpoint = self.endpoint_named(syntax);
-        if self.message_list && !api.message_list {
-            return refuse(
-                Part::Messages,
-                format!(
-                    "{endpoint} takes one text, not a message list ({} take one)",
-                    names_of(|a| a.message_list)
-                ),
-            );
-        }
-        if self.turns > 1 && !api.generates {
-            return refuse(
-                Part::Turns,
-                format!("{endpoint} answers nothing to carry into a next turn"),
-            );
-        }
-        if self.golden && !api.generates {
-            return refuse(Part::Golden, format!("{endpoint} answers no text to judge"));
-        }
-        if self.golden && self.turns > 1 {
-            return refuse(
-                Part::Golden,
-                format!(
-                    "a golden question is one request; {} makes conversations",
-                    syntax.name(Part::Turns)
-                ),
-            );
-        }
-        if self.turns > 1 && self.message_list {
+    /// A conversation needs answers to carry on with.
+    fn conversations_carry_on(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        if self.turns > 1 && !self.endpoint.api().generates {
             return refuse(
                 Part::Turns,
                 format!(
-                    "a conversation builds its own history, so it takes one message, not {}",
-                    syntax.name(Part::Messages)
+                    "{} answers nothing to carry into a next turn",
+                    endpoint_named(self.endpoint, syntax)
                 ),
             );
         }
@@ -230,52 +153,12 @@ impl ProbeSpec {
     }
 }
 
-impl ProbeSpec {
-    /// The endpoint as users chose it: `--endpoint embeddings`, `endpoint embeddings`.
-    fn endpoint_named(&self, syntax: &dyn Syntax) -> String {
-        format!("{} {}", syntax.name(Part::Endpoint), self.endpoint.as_str())
-    }
-}
-
-fn refuse(part: Part, reason: String) -> Result<(), Refusal> {
-    Err(Refusal { part, reason })
-}
-
-/// The endpoints whose API has a property: `chat and responses`.
-fn names_of(has: impl Fn(&crate::client::protocol::Api) -> bool) -> String {
-    let names: Vec<&str> = Endpoint::ALL
-        .into_iter()
-        .filter(|e| has(e.api()))
-        .map(Endpoint::as_str)
-        .collect();
-    crate::exit::listed(&names, "and")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::prompt_source::Origin;
+    use super::super::syntax::spelled::{Flags, Yaml};
     use super::*;
     use std::time::Duration;
-
-    /// Names parts like the daemon's YAML, for the tests.
-    struct Yaml;
-
-    impl Syntax for Yaml {
-        fn name(&self, part: Part) -> String {
-            match part {
-                Part::Endpoint => "endpoint".into(),
-                Part::InputTokens => "input_tokens".into(),
-                Part::OutputTokens => "output_tokens".into(),
-                Part::SharedPrefix => "shared_prefix_tokens".into(),
-                Part::NoStream => "stream: false".into(),
-                Part::Objective(l) => format!("slo.{}", l.name()),
-                Part::Check(k) => format!("checks.{k}"),
-                Part::StructuredOutput => "checks.structured_output".into(),
-                Part::Messages => "messages".into(),
-                Part::Turns => "turns".into(),
-                Part::Golden => "golden".into(),
-            }
-        }
-    }
 
     fn spec(endpoint: Endpoint) -> ProbeSpec {
         ProbeSpec {
@@ -327,7 +210,7 @@ mod tests {
             let has_field = api.structured_output.is_some();
             assert_eq!(structured.validate(&Yaml).is_ok(), has_field, "{e:?}");
             let messages = ProbeSpec {
-                message_list: true,
+                prompt: asking(Origin::Messages),
                 ..spec(e)
             };
             assert_eq!(messages.validate(&Yaml).is_ok(), api.message_list, "{e:?}");
@@ -371,29 +254,47 @@ mod tests {
             turns: 3,
             ..spec(Endpoint::Embeddings)
         };
-        assert_eq!(s.validate(&Yaml).unwrap_err().part, Part::Turns);
+        let refusal = s.validate(&Yaml).unwrap_err();
+        assert_eq!(
+            refusal.message(&Yaml),
+            "turns: endpoint embeddings answers nothing to carry into a next turn"
+        );
+        assert_eq!(
+            s.validate(&Flags).unwrap_err().message(&Flags),
+            "--turns: --endpoint embeddings answers nothing to carry into a next turn"
+        );
         s.endpoint = Endpoint::Chat;
         assert_eq!(s.validate(&Yaml), Ok(()));
-        s.message_list = true;
+        s.prompt = asking(Origin::Messages);
         assert_eq!(s.validate(&Yaml).unwrap_err().part, Part::Turns);
     }
 
     #[test]
-    fn golden_questions_need_text_in_one_request() {
+    fn the_prompt_sources_rules_are_the_probes() {
         let mut s = ProbeSpec {
-            golden: true,
-            ..spec(Endpoint::Embeddings)
+            prompt: asking(Origin::Golden),
+            ..spec(Endpoint::Chat)
         };
+        assert_eq!(s.validate(&Flags), Ok(()));
+        s.prompt.given.insert(0, Origin::Prompt);
         assert_eq!(
-            s.validate(&Yaml).unwrap_err().message(&Yaml),
-            "golden: endpoint embeddings answers no text to judge"
+            s.validate(&Flags).unwrap_err().message(&Flags),
+            "--golden asks the golden set's questions: drop --prompt"
         );
-        s.endpoint = Endpoint::Chat;
+        // The probe's own input length is the one a shared prefix must leave room in.
+        s.prompt = PromptSource {
+            shared_prefix_tokens: 40,
+            ..PromptSource::default()
+        };
+        assert_eq!(s.validate(&Yaml).unwrap_err().part, Part::SharedPrefix);
+        s.input_tokens = 49;
         assert_eq!(s.validate(&Yaml), Ok(()));
-        s.turns = 2;
-        assert_eq!(
-            s.validate(&Yaml).unwrap_err().message(&Yaml),
-            "golden: a golden question is one request; turns makes conversations"
-        );
+    }
+
+    fn asking(origin: Origin) -> PromptSource {
+        PromptSource {
+            given: vec![origin],
+            ..PromptSource::default()
+        }
     }
 }

@@ -153,19 +153,16 @@ impl Workload {
 
     /// A golden set's questions, visited like a dataset (a seeded shuffled order,
     /// cycling); each request's question is [`Workload::golden_question`]. A question
-    /// is asked as written: no nonce before it (words in front of a question change
-    /// what is asked, and the answer is what is measured here).
+    /// is asked as written, whatever `prompts` would put before it: no nonce, no shared
+    /// prefix (words in front of a question change what is asked, and the answer is
+    /// what is measured here). The probe's rules refuse a prefix asked for beside it.
     pub fn golden(
         set: Arc<crate::check::GoldenSet>,
         output: Lengths,
         prompts: PromptGenerator,
         seed: u64,
     ) -> Result<Self, crate::exit::UsageError> {
-        if prompts.shared_prefix_tokens() > 0 {
-            return Err(crate::exit::UsageError::new(
-                "a golden question is asked as written: no shared prefix before it",
-            ));
-        }
+        let prompts = prompts.without_nonce().without_shared_prefix();
         let entries = set
             .questions()
             .iter()
@@ -175,7 +172,7 @@ impl Workload {
                 follow_ups: Vec::new(),
             })
             .collect();
-        let mut w = Self::dataset(entries, output, true, prompts.without_nonce(), seed)?;
+        let mut w = Self::dataset(entries, output, true, prompts, seed)?;
         w.golden = Some(set);
         Ok(w)
     }
@@ -432,13 +429,19 @@ mod tests {
                 "request {i}"
             );
         }
+        // Nothing the generator would put before a prompt goes before a question.
         let prefixed = Workload::golden(
-            set,
+            set.clone(),
             Lengths::fixed(16).unwrap(),
             PromptGenerator::approximate(16),
             7,
+        )
+        .unwrap();
+        let asked = prefixed.golden_question(0).unwrap();
+        assert_eq!(
+            prefixed.spec(0).unwrap().prompt,
+            set.questions()[asked.index].text
         );
-        assert!(prefixed.is_err());
     }
 
     #[test]

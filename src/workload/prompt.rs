@@ -387,15 +387,13 @@ impl PromptGenerator {
 
     /// Checks that prompts of `min_input_len` tokens leave room for the body.
     pub fn check_fits(&self, min_input_len: u32) -> Result<(), UsageError> {
-        if min_input_len < self.min_prompt_tokens() {
-            return Err(UsageError::new(format!(
-                "input length {min_input_len} is too short: the shared prefix ({}) and the \
-                 unique nonce ({NONCE_WORDS}) plus one token need {}",
-                self.shared_prefix_tokens(),
-                self.min_prompt_tokens()
-            )));
-        }
-        Ok(())
+        check_room(self.shared_prefix_tokens(), min_input_len)
+    }
+
+    /// The same generator with no shared prefix.
+    pub fn without_shared_prefix(mut self) -> Self {
+        self.shared_prefix = None;
+        self
     }
 
     /// Prefix and nonce as text (what every prompt starts with).
@@ -455,6 +453,20 @@ impl PromptGenerator {
             Mode::Approximate => approx_tokens(text),
         }
     }
+}
+
+/// Checks that generated prompts of `min_input_len` tokens leave room for a body after
+/// a shared prefix of `shared_prefix_tokens` and the nonce.
+pub fn check_room(shared_prefix_tokens: u32, min_input_len: u32) -> Result<(), UsageError> {
+    let need = shared_prefix_tokens.saturating_add(NONCE_WORDS + 1);
+    if min_input_len < need {
+        return Err(UsageError::new(format!(
+            "input length {min_input_len} is too short: the shared prefix \
+             ({shared_prefix_tokens}) and the unique nonce ({NONCE_WORDS}) plus one token need \
+             {need}"
+        )));
+    }
+    Ok(())
 }
 
 /// Token estimate for arbitrary text without a tokenizer: one token per 4 bytes, the

@@ -286,7 +286,7 @@ fn a_tool_call_check_passes_on_calls_and_gates_on_plain_text() {
 fn tool_call_flags_the_protocol_cannot_carry_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&[&str], &str); 5] = [
-        (&["--no-nonce"], "--no-nonce needs fixed or dataset prompts"),
+        (&["--no-nonce"], "--no-nonce needs a fixed question"),
         (
             &["--endpoint", "completions", "--expect-tool-call", "f"],
             "--expect-tool-call: --endpoint completions cannot offer tools",
