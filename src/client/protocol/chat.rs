@@ -58,6 +58,8 @@ const API: Api = Api {
     }),
     stream_options: true,
     max_completion_tokens: true,
+    otel_operation: "chat",
+    otel_provider: "openai",
 };
 
 impl Protocol for Chat {

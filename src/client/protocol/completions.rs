@@ -25,6 +25,8 @@ const API: Api = Api {
     structured_output: None,
     stream_options: true,
     max_completion_tokens: false,
+    otel_operation: "text_completion",
+    otel_provider: "openai",
 };
 
 impl Protocol for Completions {

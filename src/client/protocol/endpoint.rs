@@ -33,6 +33,16 @@ impl Endpoint {
     pub fn generates(self) -> bool {
         self.api().generates
     }
+
+    /// `gen_ai.operation.name` of a probe of this API (OpenTelemetry GenAI conventions).
+    pub fn otel_operation(self) -> &'static str {
+        self.api().otel_operation
+    }
+
+    /// `gen_ai.provider.name` of a probe of this API.
+    pub fn otel_provider(self) -> &'static str {
+        self.api().otel_provider
+    }
 }
 
 /// What one API is and can carry.
@@ -60,6 +70,12 @@ pub struct Api {
     pub stream_options: bool,
     /// `max_completion_tokens` is sent beside `max_tokens`.
     pub max_completion_tokens: bool,
+    /// Its `gen_ai.operation.name`: the GenAI conventions' well-known value for it.
+    pub otel_operation: &'static str,
+    /// Its `gen_ai.provider.name`: the API's flavour, as the conventions ask of a client
+    /// that cannot know what serves it (an OpenAI-compatible vLLM is `openai`;
+    /// `server.address` and the model say which engine it is).
+    pub otel_provider: &'static str,
 }
 
 /// A request field: its top-level body key (an `extra_body` key of that name replaces

@@ -148,6 +148,8 @@ const API: Api = Api {
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,
+    otel_operation: "chat",
+    otel_provider: "anthropic",
 };
 
 impl Protocol for Messages {

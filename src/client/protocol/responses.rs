@@ -205,6 +205,8 @@ const API: Api = Api {
     }),
     stream_options: false,
     max_completion_tokens: false,
+    otel_operation: "chat",
+    otel_provider: "openai",
 };
 
 impl Protocol for Responses {
