@@ -96,7 +96,13 @@ fn same_model_passes_and_changed_models_drift() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("b.json");
     let base = mock(&[]);
-    for endpoint in ["chat", "completions", "responses"] {
+    let with_logprobs: Vec<&str> = llmprobe::client::Endpoint::ALL
+        .into_iter()
+        .filter(|e| e.logprobs().is_some())
+        .map(|e| e.as_str())
+        .collect();
+    assert_eq!(with_logprobs, ["chat", "completions", "responses"]);
+    for endpoint in with_logprobs {
         let o = record(&base, &baseline, &["--endpoint", endpoint]);
         assert!(
             o.status.success(),

@@ -65,6 +65,7 @@ const API: Api = Api {
     max_completion_tokens: false,
     otel_operation: "embeddings",
     otel_provider: "openai",
+    logprobs: None,
 };
 
 impl Protocol for Embeddings {

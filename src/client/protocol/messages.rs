@@ -150,6 +150,7 @@ const API: Api = Api {
     max_completion_tokens: false,
     otel_operation: "chat",
     otel_provider: "anthropic",
+    logprobs: None,
 };
 
 impl Protocol for Messages {
