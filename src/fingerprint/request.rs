@@ -26,9 +26,11 @@ pub struct Ask {
 
 /// Why `endpoint` cannot give a fingerprint, if it cannot: its API has no logprobs.
 pub fn unsupported(endpoint: Endpoint) -> Option<String> {
-    if endpoint.logprobs().is_some() {
-        return None;
-    }
+    endpoint.logprobs().is_none().then(|| refusal(endpoint))
+}
+
+/// Why an API without logprobs is refused, naming those that have them.
+fn refusal(endpoint: Endpoint) -> String {
     let why = if endpoint.generates() {
         "has no logprobs"
     } else {
@@ -39,11 +41,11 @@ pub fn unsupported(endpoint: Endpoint) -> Option<String> {
         .filter(|e| e.logprobs().is_some())
         .map(Endpoint::as_str)
         .collect();
-    Some(format!(
+    format!(
         "the {} API {why}: fingerprint a {} endpoint",
         endpoint.as_str(),
         crate::exit::listed(&with, "or")
-    ))
+    )
 }
 
 impl Ask {
@@ -66,7 +68,7 @@ impl Ask {
     fn logprobs(&self) -> Result<&'static Logprobs, String> {
         self.endpoint
             .logprobs()
-            .ok_or_else(|| unsupported(self.endpoint).unwrap_or_default())
+            .ok_or_else(|| refusal(self.endpoint))
     }
 
     /// The body for `prompt`, with `extra` merged last (its keys replace ours).
