@@ -1,12 +1,13 @@
 //! One whole JSON request and its whole JSON answer, for callers that read the answer
-//! itself rather than time it (the fingerprint, the model list). Same connection pool, headers, TLS and
-//! limits as every other request of this client; the body is the caller's.
+//! itself rather than time it (the fingerprint, the model list). Same connection pool,
+//! headers, TLS, limits and stale-connection retry as every other request of this
+//! client; the body is the caller's.
 
 use anyhow::{Context, bail};
 use futures_util::StreamExt;
 use tokio::time::timeout;
 
-use super::{Client, ERROR_BODY_BYTES, truncate_text};
+use super::{Client, ERROR_BODY_BYTES, stale, truncate_text};
 
 impl Client {
     /// POSTs `body` to this client's URL and returns the parsed JSON answer. A non-2xx
@@ -54,8 +55,7 @@ async fn read_json(
     method: &str,
     url: &str,
 ) -> anyhow::Result<serde_json::Value> {
-    let response = request
-        .send()
+    let response = stale::send(request, &client.connects, client.cfg.reuse_connections)
         .await
         .with_context(|| format!("{method} {url}"))?;
     let status = response.status();

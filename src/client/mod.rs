@@ -446,20 +446,8 @@ impl Client {
         } else {
             (total_deadline, Phase::FirstToken)
         };
-        // Only a pooled connection can be stale: without reuse there is nothing to retry.
-        let retry = if self.cfg.reuse_connections {
-            request.try_clone()
-        } else {
-            None
-        };
-        let connects_before = self.connects.get();
-        let mut sent = timeout_at(deadline, request.send()).await;
-        if let (Ok(Err(e)), Some(retry)) = (&sent, retry)
-            && stale::closed_before_response(e)
-            && self.connects.get() == connects_before
-        {
-            sent = timeout_at(deadline, retry.send()).await;
-        }
+        let send = stale::send(request, &self.connects, self.cfg.reuse_connections);
+        let sent = timeout_at(deadline, send).await;
         let mut resp = match sent {
             Err(_) => {
                 return Err(self.timeout(phase, deadline == total_deadline, "response headers"));

@@ -33,9 +33,27 @@ impl ConnectCounter {
     }
 }
 
+/// Sends `request`, and once more when it failed on a pooled connection the server had
+/// closed (only with `reuse`: without a pool nothing is stale). Every request of the
+/// client goes through here.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    connects: &ConnectCounter,
+    reuse: bool,
+) -> reqwest::Result<reqwest::Response> {
+    let retry = if reuse { request.try_clone() } else { None };
+    let before = connects.get();
+    match (request.send().await, retry) {
+        (Err(e), Some(retry)) if closed_before_response(&e) && connects.get() == before => {
+            retry.send().await
+        }
+        (sent, _) => sent,
+    }
+}
+
 /// True when the request failed because its connection closed before any response
 /// byte (hyper's "incomplete message"), as a stale pooled connection does.
-pub fn closed_before_response(e: &reqwest::Error) -> bool {
+fn closed_before_response(e: &reqwest::Error) -> bool {
     let mut source = e.source();
     while let Some(err) = source {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {

@@ -1,9 +1,12 @@
 //! One answer as the fingerprint sees it: the chosen token and the top-k alternatives
-//! (token, logprob) at each generated position, read from a chat, completions or
-//! Responses body. A body without them is an error naming the missing field.
+//! (token, logprob) at each generated position, read from where the API carries them
+//! (its `Api`'s `LogprobsIn`). A body without them is an error naming the missing
+//! field.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::client::protocol::LogprobsIn;
 
 /// One alternative at a position: a token and its log-probability (natural log).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +34,14 @@ impl Answer {
     /// The answer's text: its tokens joined.
     pub fn text(&self) -> String {
         self.positions.iter().map(|p| p.token.as_str()).collect()
+    }
+}
+
+/// Reads the logprobs of a response body from where its API carries them.
+pub fn parse(at: LogprobsIn, body: &Value) -> Result<Answer, String> {
+    match at {
+        LogprobsIn::Choices => parse_choices(body),
+        LogprobsIn::OutputText => parse_responses(body),
     }
 }
 

@@ -40,7 +40,10 @@ impl Sampler {
 
     /// One prompt's answer with its logprobs.
     pub async fn answer(&self, prompt: &str) -> anyhow::Result<Answer> {
-        let body = self.ask.body(prompt, &self.extra);
+        let body = self
+            .ask
+            .body(prompt, &self.extra)
+            .map_err(anyhow::Error::msg)?;
         let reply = self.client.post_json(&body).await?;
         self.ask.parse(&reply).map_err(anyhow::Error::msg)
     }

@@ -11,7 +11,8 @@ pub struct Row {
     pub name: &'static str,
     /// Key of its distribution in reports, in ms (vLLM's spelling).
     pub report_key: &'static str,
-    /// Measured on every dispatched request, not only on successful ones.
+    /// Its summaries, report figures and histogram cover every dispatched request, not
+    /// only successful ones.
     pub covers_failures: bool,
     /// Only a streamed answer has it.
     pub needs_streaming: bool,
@@ -21,6 +22,8 @@ pub struct Row {
     pub histogram: Option<Histogram>,
     /// What an objective on it means, if one may bound it.
     pub objective: Option<Objective>,
+    /// Its histogram in the OTLP export, if it has one.
+    pub otlp: Option<Otlp>,
 }
 
 /// How users name a latency.
@@ -63,6 +66,21 @@ pub struct Objective {
     pub config_help: &'static str,
 }
 
+/// A latency histogram of the OTLP export, in seconds.
+#[derive(Debug)]
+pub struct Otlp {
+    /// The GenAI conventions' name where they define one, else `llmprobe.client.*`.
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The conventions' instrument, with their advised bounds; llmprobe's own use the
+    /// bounds of the latency's histogram (vLLM's).
+    pub semconv: bool,
+    /// Failed probes are recorded too, with `error.type`. The conventions ask it of the
+    /// operation duration, so E2E's instrument has them although its summaries and its
+    /// histogram do not (`covers_failures`).
+    pub failed_probes: bool,
+}
+
 pub(super) const ROWS: [Row; Latency::COUNT] = [
     Row {
         latency: Latency::Ttft,
@@ -88,6 +106,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             gauge: "llmprobe_slo_ttft_seconds",
             gauge_help: "The scenario's configured TTFT objective.",
             config_help: "Time to first token, e.g. `500ms`.",
+        }),
+        otlp: Some(Otlp {
+            name: "gen_ai.client.operation.time_to_first_chunk",
+            description: "Time from the send to the first chunk with generated text (reasoning or answer).",
+            semconv: true,
+            failed_probes: false,
         }),
     },
     Row {
@@ -116,6 +140,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             gauge_help: "The scenario's configured time-to-first-answer-token objective.",
             config_help: "Time to first answer token (reasoning models: after the reasoning), e.g. `5s`.",
         }),
+        otlp: Some(Otlp {
+            name: "llmprobe.client.time_to_first_answer_chunk",
+            description: "Time from the send to the first chunk with answer (non-reasoning) text.",
+            semconv: false,
+            failed_probes: false,
+        }),
     },
     Row {
         latency: Latency::Tpot,
@@ -143,6 +173,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             gauge_help: "The scenario's configured TPOT objective.",
             config_help: "Time per output token after the first, e.g. `50ms`.",
         }),
+        otlp: Some(Otlp {
+            name: "llmprobe.client.time_per_output_token",
+            description: "Time per output token after the first, vLLM's definition.",
+            semconv: false,
+            failed_probes: false,
+        }),
     },
     Row {
         latency: Latency::Itl,
@@ -163,6 +199,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             exemplars: false,
         }),
         objective: None,
+        otlp: Some(Otlp {
+            name: "llmprobe.client.inter_token_latency",
+            description: "Per-token inter-token latency: a chunk's gap shared among its tokens, one value per token.",
+            semconv: false,
+            failed_probes: false,
+        }),
     },
     Row {
         latency: Latency::ChunkGap,
@@ -173,6 +215,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
         user: None,
         histogram: None,
         objective: None,
+        otlp: Some(Otlp {
+            name: "gen_ai.client.operation.time_per_output_chunk",
+            description: "Time between consecutive chunks with generated text, one value per chunk after the first.",
+            semconv: true,
+            failed_probes: false,
+        }),
     },
     Row {
         latency: Latency::E2e,
@@ -199,6 +247,12 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             gauge_help: "The scenario's configured end-to-end latency objective.",
             config_help: "End-to-end latency, e.g. `10s`.",
         }),
+        otlp: Some(Otlp {
+            name: "gen_ai.client.operation.duration",
+            description: "GenAI operation duration: the probe's send to its last token (end of body when not streamed).",
+            semconv: true,
+            failed_probes: true,
+        }),
     },
     Row {
         latency: Latency::TtftFromSched,
@@ -209,6 +263,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
         user: None,
         histogram: None,
         objective: None,
+        otlp: None,
     },
     Row {
         latency: Latency::E2eFromSched,
@@ -219,6 +274,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
         user: None,
         histogram: None,
         objective: None,
+        otlp: None,
     },
     Row {
         latency: Latency::DispatchLag,
@@ -234,5 +290,38 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             exemplars: false,
         }),
         objective: None,
+        otlp: Some(Otlp {
+            name: "llmprobe.client.dispatch_lag",
+            description: "The probe's actual send minus its scheduled send (the prober's own health).",
+            semconv: false,
+            failed_probes: true,
+        }),
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn otlp_instruments_keep_what_the_other_outputs_record() {
+        for row in &ROWS {
+            let Some(o) = &row.otlp else { continue };
+            // A latency over every request is not cut to successful probes in OTLP.
+            assert!(
+                o.failed_probes || !row.covers_failures,
+                "{:?}: {} drops failed probes",
+                row.latency,
+                o.name
+            );
+            // llmprobe's own instruments take their bounds from the histogram.
+            assert!(
+                o.semconv || row.histogram.is_some(),
+                "{:?}: {} has no bounds",
+                row.latency,
+                o.name
+            );
+            assert_eq!(o.name.starts_with("gen_ai."), o.semconv, "{}", o.name);
+        }
+    }
+}

@@ -1,11 +1,12 @@
 //! The latencies measured on every request, listed once: [`Latency`] names each one and
 //! its row of the catalogue (`catalogue.rs`) says everything else about it — its names
-//! in summaries, reports and flags, its histogram, whether an objective may bound it
-//! and whether it needs a streamed answer. Aggregation, reports, gates, the exporter,
-//! both front ends' validation and [`Slo`] derive from that table; the value a record
-//! takes for each latency is `RequestRecord::samples` (the definitions live with the
-//! record). Adding a latency is one variant, one row and its definition in the record.
-//! Definitions: docs/measurement.md.
+//! in summaries, reports and flags, its histogram, its OTLP instrument, whether an
+//! objective may bound it and whether it needs a streamed answer. Aggregation, reports,
+//! gates, the exporter, the OTLP export, both front ends' validation and [`Slo`] derive
+//! from that table; the value a record takes for each latency is
+//! `RequestRecord::samples` (the definitions live with the record). Adding a latency is
+//! one variant, one row and its definition in the record. Definitions:
+//! docs/measurement.md.
 
 mod catalogue;
 mod slo;
@@ -13,7 +14,7 @@ mod slo;
 use std::fmt;
 use std::str::FromStr;
 
-pub use catalogue::{Histogram, Objective, Row, UserName};
+pub use catalogue::{Histogram, Objective, Otlp, Row, UserName};
 pub use slo::Slo;
 
 /// One latency distribution of a run.
@@ -79,8 +80,9 @@ impl Latency {
         self.row().report_key
     }
 
-    /// Whether it is measured on every dispatched request (dispatch lag), rather than
-    /// on successful requests only (every other latency).
+    /// Whether its summaries, report figures and histogram cover every dispatched
+    /// request (dispatch lag), rather than successful requests only (every other
+    /// latency). The OTLP export says its own: [`Otlp::failed_probes`].
     pub const fn covers_failures(self) -> bool {
         self.row().covers_failures
     }
@@ -104,6 +106,11 @@ impl Latency {
     /// Its histogram family, if the daemon exports one.
     pub const fn histogram(self) -> Option<&'static Histogram> {
         self.row().histogram.as_ref()
+    }
+
+    /// Its histogram in the OTLP export, if it has one.
+    pub const fn otlp(self) -> Option<&'static Otlp> {
+        self.row().otlp.as_ref()
     }
 
     /// Whether its histogram's buckets carry exemplars (the newest probe of each).

@@ -1,21 +1,21 @@
-//! The OTLP metric instruments (built from the rows of `otlp_names`) and one probe's
-//! record → its points: each latency from the record's own definition
+//! The OTLP metric instruments (the latency catalogue's OTLP column, `names::latencies`)
+//! and one probe's record → its points: each latency from the record's own definition
 //! (`RequestRecord::samples`), its tokens, and its outcome.
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 
-use super::names::{self as n, LATENCIES, LatencyInstrument};
+use super::names::{self as n, latencies};
 use super::span::ProbeAttributes;
 use crate::exposition::Buckets;
 use crate::exposition::series::MAX_ITL_OBSERVATIONS_PER_PROBE;
-use crate::latency::Latency;
+use crate::latency::{Latency, Otlp};
 use crate::record::RequestRecord;
 
 /// Every instrument of the export.
 #[derive(Debug)]
 pub struct Instruments {
-    latencies: Vec<(LatencyInstrument, Histogram<f64>)>,
+    latencies: Vec<(Latency, &'static Otlp, Histogram<f64>)>,
     tokens: Histogram<u64>,
     probes: Counter<u64>,
 }
@@ -23,26 +23,20 @@ pub struct Instruments {
 impl Instruments {
     pub fn new(meter: &Meter) -> Instruments {
         let vllm = Buckets::vllm();
-        let latencies = LATENCIES
-            .iter()
-            .map(|row| {
-                let bounds = if row.semconv {
+        let latencies = latencies()
+            .map(|(l, o)| {
+                let bounds = if o.semconv {
                     n::SEMCONV_SECONDS_BOUNDS.to_vec()
                 } else {
-                    match row.latency {
-                        Latency::Tpot => vllm.tpot.clone(),
-                        Latency::Itl => vllm.itl.clone(),
-                        Latency::DispatchLag => vllm.dispatch_lag.clone(),
-                        _ => vllm.ttft.clone(),
-                    }
+                    vllm.of(l.histogram().map_or(l, |h| h.buckets)).to_vec()
                 };
                 let h = meter
-                    .f64_histogram(row.name)
+                    .f64_histogram(o.name)
                     .with_unit("s")
-                    .with_description(row.description)
+                    .with_description(o.description)
                     .with_boundaries(bounds)
                     .build();
-                (*row, h)
+                (l, o, h)
             })
             .collect();
         Instruments {
@@ -67,12 +61,12 @@ impl Instruments {
         if !r.is_success() {
             attrs.push(KeyValue::new(n::ERROR_TYPE, r.outcome.as_str()));
         }
-        for (row, h) in &self.latencies {
-            if !row.covers_failures && !r.is_success() {
+        for &(l, o, ref h) in &self.latencies {
+            if !o.failed_probes && !r.is_success() {
                 continue;
             }
             let mut left = MAX_ITL_OBSERVATIONS_PER_PROBE;
-            r.samples(row.latency, |v, weight| {
+            r.samples(l, |v, weight| {
                 let times = u64::from(weight).min(left);
                 left -= times;
                 for _ in 0..times {
@@ -91,5 +85,109 @@ impl Instruments {
         attrs.push(KeyValue::new(n::OUTCOME, r.outcome.as_str()));
         attrs.push(KeyValue::new(n::GOOD, good));
         self.probes.add(1, &attrs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use opentelemetry::metrics::MeterProvider;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+    use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+    use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+
+    use super::*;
+    use crate::record::{Chunk, Outcome};
+
+    /// Each exported histogram point: its instrument and whether it has `error.type`.
+    #[derive(Debug, Clone, Default)]
+    struct Points(Arc<Mutex<BTreeSet<(String, bool)>>>);
+
+    impl PushMetricExporter for Points {
+        async fn export(&self, rm: &ResourceMetrics) -> OTelSdkResult {
+            let mut seen = self.0.lock().unwrap();
+            for m in rm.scope_metrics().flat_map(|s| s.metrics()) {
+                if let AggregatedMetrics::F64(MetricData::Histogram(h)) = m.data() {
+                    for p in h.data_points() {
+                        let failed = p.attributes().any(|kv| kv.key.as_str() == n::ERROR_TYPE);
+                        seen.insert((m.name().to_string(), failed));
+                    }
+                }
+            }
+            Ok(())
+        }
+        fn force_flush(&self) -> OTelSdkResult {
+            Ok(())
+        }
+        fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+            Ok(())
+        }
+        fn temporality(&self) -> Temporality {
+            Temporality::Cumulative
+        }
+    }
+
+    /// A streamed probe of two chunks, so every latency has a value.
+    fn streamed(outcome: Outcome) -> RequestRecord {
+        let ms = Duration::from_millis;
+        let mut r = RequestRecord::new(1, ms(0), ms(2));
+        r.http_status = Some(200);
+        r.t_first = Some(ms(50));
+        r.t_first_answer = Some(ms(50));
+        r.chunks = [50, 60, 75]
+            .map(|at| Chunk {
+                at: ms(at),
+                tokens: 1,
+                text_bytes: 3,
+                reasoning_bytes: 0,
+            })
+            .to_vec();
+        r.t_end = Some(ms(80));
+        r.outcome = outcome;
+        r
+    }
+
+    fn points(records: &[RequestRecord]) -> BTreeSet<(String, bool)> {
+        let points = Points::default();
+        let provider = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(points.clone()).build())
+            .build();
+        let instruments = Instruments::new(&provider.meter("test"));
+        let probe = ProbeAttributes {
+            common: Vec::new(),
+            span_name: "chat m".into(),
+        };
+        for r in records {
+            instruments.record(r, &probe, r.is_success());
+        }
+        provider.force_flush().unwrap();
+        let seen = points.0.lock().unwrap().clone();
+        provider.shutdown().unwrap();
+        seen
+    }
+
+    #[test]
+    fn a_failed_probe_records_only_the_operation_duration_and_the_dispatch_lag() {
+        let failed: Vec<String> = points(&[streamed(Outcome::StreamError)])
+            .into_iter()
+            .filter(|(_, failed)| *failed)
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                "gen_ai.client.operation.duration",
+                "llmprobe.client.dispatch_lag"
+            ]
+        );
+        let ok: BTreeSet<(String, bool)> = points(&[streamed(Outcome::Ok)]);
+        let all: BTreeSet<(String, bool)> = latencies()
+            .map(|(_, o)| (o.name.to_string(), false))
+            .collect();
+        assert_eq!(ok, all, "a successful probe records every latency");
     }
 }

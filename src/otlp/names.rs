@@ -1,11 +1,10 @@
 //! Every name the OTLP export uses, in one place: the OpenTelemetry GenAI semantic
 //! conventions' names where one exists (their version in [`SEMCONV_VERSION`]), llmprobe's
-//! own (`llmprobe.*`) for the rest; which GenAI operation and provider each API is; the
-//! latency instruments as rows over the latency catalogue. docs/metrics.md (OTLP) lists
-//! them, and a test holds it to this file.
+//! own (`llmprobe.*`) for the rest. Each API's operation and provider are its `Api`'s
+//! (`Endpoint::otel_operation`, `otel_provider`), each latency instrument a column of
+//! the latency catalogue. docs/metrics.md (OTLP) lists them, and tests hold it to these.
 
-use crate::client::Endpoint;
-use crate::latency::Latency;
+use crate::latency::{Latency, Otlp};
 
 /// The GenAI conventions followed: v1.41.0, the last release in the main
 /// semantic-conventions repository (later ones moved GenAI out), and the first with the
@@ -15,28 +14,6 @@ pub const SEMCONV_VERSION: &str = "1.41.0";
 pub const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.41.0";
 /// The instrumentation scope (tracer and meter) name.
 pub const SCOPE: &str = "llmprobe";
-
-/// `gen_ai.operation.name` of a probe of `endpoint`: the conventions' well-known value
-/// for each API.
-pub fn operation(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::Chat | Endpoint::Responses | Endpoint::Messages => "chat",
-        Endpoint::Completions => "text_completion",
-        Endpoint::Embeddings => "embeddings",
-    }
-}
-
-/// `gen_ai.provider.name` of a probe of `endpoint`: the API's flavour, as the
-/// conventions ask of a client that cannot know what serves it (an OpenAI-compatible
-/// vLLM is `openai`; `server.address` and the model say which engine it is).
-pub fn provider(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::Messages => "anthropic",
-        Endpoint::Chat | Endpoint::Completions | Endpoint::Responses | Endpoint::Embeddings => {
-            "openai"
-        }
-    }
-}
 
 // Attribute keys of the conventions.
 pub const OPERATION_NAME: &str = "gen_ai.operation.name";
@@ -84,96 +61,134 @@ pub const SEMCONV_SECONDS_BOUNDS: [f64; 14] = [
 /// `llmprobe.client.probes`: probes completed, by outcome and whether they were good.
 pub const PROBES: &str = "llmprobe.client.probes";
 
-/// One latency histogram of the export.
-#[derive(Debug, Clone, Copy)]
-pub struct LatencyInstrument {
-    pub latency: Latency,
-    pub name: &'static str,
-    pub description: &'static str,
-    /// Recorded for failed probes too (with `error.type`), not only successful ones.
-    pub covers_failures: bool,
-    /// Whether it is the conventions' (its bounds are then theirs, else vLLM's).
-    pub semconv: bool,
+/// The latency histograms, in seconds: the catalogue's rows with an OTLP instrument, in
+/// its order. Each records the record's own definition of its latency
+/// (`RequestRecord::samples`).
+pub fn latencies() -> impl Iterator<Item = (Latency, &'static Otlp)> {
+    Latency::ALL
+        .into_iter()
+        .filter_map(|l| Some((l, l.otlp()?)))
 }
-
-/// The latency histograms, in seconds. Each records the record's own definition of its
-/// latency (`RequestRecord::samples`).
-pub const LATENCIES: [LatencyInstrument; 7] = [
-    LatencyInstrument {
-        latency: Latency::E2e,
-        name: "gen_ai.client.operation.duration",
-        description: "GenAI operation duration: the probe's send to its last token (end of body when not streamed).",
-        covers_failures: true,
-        semconv: true,
-    },
-    LatencyInstrument {
-        latency: Latency::Ttft,
-        name: "gen_ai.client.operation.time_to_first_chunk",
-        description: "Time from the send to the first chunk with generated text (reasoning or answer).",
-        covers_failures: false,
-        semconv: true,
-    },
-    LatencyInstrument {
-        latency: Latency::ChunkGap,
-        name: "gen_ai.client.operation.time_per_output_chunk",
-        description: "Time between consecutive chunks with generated text, one value per chunk after the first.",
-        covers_failures: false,
-        semconv: true,
-    },
-    LatencyInstrument {
-        latency: Latency::Ttfa,
-        name: "llmprobe.client.time_to_first_answer_chunk",
-        description: "Time from the send to the first chunk with answer (non-reasoning) text.",
-        covers_failures: false,
-        semconv: false,
-    },
-    LatencyInstrument {
-        latency: Latency::Tpot,
-        name: "llmprobe.client.time_per_output_token",
-        description: "Time per output token after the first, vLLM's definition.",
-        covers_failures: false,
-        semconv: false,
-    },
-    LatencyInstrument {
-        latency: Latency::Itl,
-        name: "llmprobe.client.inter_token_latency",
-        description: "Per-token inter-token latency: a chunk's gap shared among its tokens, one value per token.",
-        covers_failures: false,
-        semconv: false,
-    },
-    LatencyInstrument {
-        latency: Latency::DispatchLag,
-        name: "llmprobe.client.dispatch_lag",
-        description: "The probe's actual send minus its scheduled send (the prober's own health).",
-        covers_failures: true,
-        semconv: false,
-    },
-];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Endpoint;
+
+    fn otlp_section() -> &'static str {
+        include_str!("../../docs/metrics.md")
+            .split("## OTLP")
+            .nth(1)
+            .expect("docs/metrics.md has an OTLP section")
+    }
+
+    /// The cells of the section's table row whose first cell is `` `key` ``.
+    fn row(key: &str) -> Vec<&'static str> {
+        let first = format!("| `{key}` |");
+        let line = otlp_section()
+            .lines()
+            .find(|l| l.starts_with(&first))
+            .unwrap_or_else(|| panic!("no row for {key} in docs/metrics.md (OTLP)"));
+        line.trim_matches('|').split(" | ").map(str::trim).collect()
+    }
 
     #[test]
-    fn every_api_has_an_operation_and_a_provider() {
-        for e in Endpoint::ALL {
-            assert!(!operation(e).is_empty() && !provider(e).is_empty(), "{e:?}");
+    fn each_api_is_its_conventions_operation_and_provider() {
+        let want = [
+            (Endpoint::Chat, "chat", "openai"),
+            (Endpoint::Completions, "text_completion", "openai"),
+            (Endpoint::Responses, "chat", "openai"),
+            (Endpoint::Messages, "chat", "anthropic"),
+            (Endpoint::Embeddings, "embeddings", "openai"),
+        ];
+        for (e, operation, provider) in want {
+            assert_eq!(
+                (e.otel_operation(), e.otel_provider()),
+                (operation, provider),
+                "{e:?}"
+            );
         }
-        assert_eq!(operation(Endpoint::Completions), "text_completion");
-        assert_eq!(provider(Endpoint::Messages), "anthropic");
+    }
+
+    /// `` `value` (api, api), `other` (api) ``: each value with the APIs that have it, in
+    /// `Endpoint::ALL` order; a value that is its one API's name stands alone.
+    fn by_value(value: fn(Endpoint) -> &'static str) -> String {
+        let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+        for e in Endpoint::ALL {
+            match groups.iter_mut().find(|(v, _)| *v == value(e)) {
+                Some((_, apis)) => apis.push(e.as_str()),
+                None => groups.push((value(e), vec![e.as_str()])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .into_iter()
+            .map(|(v, apis)| match apis.as_slice() {
+                [only] if *only == v => format!("`{v}`"),
+                _ => format!("`{v}` ({})", apis.join(", ")),
+            })
+            .collect();
+        parts.join(", ")
+    }
+
+    #[test]
+    fn the_metrics_page_gives_each_apis_operation_and_provider() {
+        for (key, value) in [
+            (
+                OPERATION_NAME,
+                Endpoint::otel_operation as fn(Endpoint) -> &'static str,
+            ),
+            (PROVIDER_NAME, Endpoint::otel_provider),
+        ] {
+            let want = by_value(value);
+            let cells = row(key);
+            assert!(
+                cells[1].contains(&want),
+                "docs/metrics.md (OTLP), {key}: {:?} does not say {want}",
+                cells[1]
+            );
+        }
+    }
+
+    #[test]
+    fn the_metrics_page_says_which_probes_each_latency_records() {
+        for (l, o) in latencies() {
+            let cells = row(o.name);
+            assert_eq!(cells[1], "`s`", "{}", o.name);
+            let every = cells[3].starts_with("every probe");
+            assert_eq!(
+                every, o.failed_probes,
+                "docs/metrics.md (OTLP), {} ({l:?}): recorded for {:?}",
+                o.name, cells[3]
+            );
+        }
+    }
+
+    #[test]
+    fn the_latency_instruments_keep_their_names() {
+        let names: Vec<(Latency, &str)> = latencies().map(|(l, o)| (l, o.name)).collect();
+        assert_eq!(
+            names,
+            [
+                (Latency::Ttft, "gen_ai.client.operation.time_to_first_chunk"),
+                (Latency::Ttfa, "llmprobe.client.time_to_first_answer_chunk"),
+                (Latency::Tpot, "llmprobe.client.time_per_output_token"),
+                (Latency::Itl, "llmprobe.client.inter_token_latency"),
+                (
+                    Latency::ChunkGap,
+                    "gen_ai.client.operation.time_per_output_chunk"
+                ),
+                (Latency::E2e, "gen_ai.client.operation.duration"),
+                (Latency::DispatchLag, "llmprobe.client.dispatch_lag"),
+            ]
+        );
     }
 
     #[test]
     fn the_metrics_page_lists_every_name() {
-        let doc = include_str!("../../docs/metrics.md");
-        let otlp = doc
-            .split("## OTLP")
-            .nth(1)
-            .expect("docs/metrics.md has an OTLP section");
+        let otlp = otlp_section();
         assert!(otlp.contains(&format!("v{SEMCONV_VERSION}")));
-        let names = LATENCIES
-            .iter()
-            .map(|l| l.name)
+        let names = latencies()
+            .map(|(_, o)| o.name)
             .chain([TOKEN_USAGE, PROBES]);
         for name in names {
             assert!(

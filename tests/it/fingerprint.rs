@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::client::{Script, serve};
+use crate::support::client::{Script, Step, serve};
 
 const BIN: &str = env!("CARGO_BIN_EXE_llmprobe");
 
@@ -96,7 +96,13 @@ fn same_model_passes_and_changed_models_drift() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("b.json");
     let base = mock(&[]);
-    for endpoint in ["chat", "completions", "responses"] {
+    let with_logprobs: Vec<&str> = llmprobe::client::Endpoint::ALL
+        .into_iter()
+        .filter(|e| e.logprobs().is_some())
+        .map(|e| e.as_str())
+        .collect();
+    assert_eq!(with_logprobs, ["chat", "completions", "responses"]);
+    for endpoint in with_logprobs {
         let o = record(&base, &baseline, &["--endpoint", endpoint]);
         assert!(
             o.status.success(),
@@ -223,4 +229,30 @@ async fn a_server_without_logprobs_is_named() {
         err.contains("prompt 1: the answer has no choices[0].logprobs: the server ignored the logprobs request"),
         "{err}"
     );
+}
+
+/// A fingerprint request on a pooled connection the server closed as it was reused is
+/// sent again on a new one, as every other request is (tests/it/client_stale_connection.rs).
+#[tokio::test]
+async fn a_fingerprint_request_survives_a_stale_pooled_connection() {
+    let answer = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[{"token":"hi","logprob":-0.1,"top_logprobs":[{"token":"hi","logprob":-0.1}]}]}}]}"#;
+    let ok = || Script::full(200, "OK", "application/json", answer);
+    let server = serve(vec![ok(), Script::default().then(Step::Close), ok()]).await;
+    let cfg = llmprobe::client::ClientConfig {
+        base_url: server.base_url(),
+        ..Default::default()
+    };
+    let ask = llmprobe::fingerprint::Ask {
+        endpoint: llmprobe::client::Endpoint::Chat,
+        model: "m".into(),
+        top_logprobs: 1,
+        max_tokens: 1,
+    };
+    let sampler = llmprobe::fingerprint::Sampler::new(cfg, ask).unwrap();
+    for _ in 0..2 {
+        let a = sampler.answer("hello").await.unwrap();
+        assert_eq!(a.text(), "hi");
+    }
+    assert_eq!(server.connections(), 2, "the retry opens a new connection");
+    assert_eq!(server.requests().len(), 3, "request 2 was sent twice");
 }

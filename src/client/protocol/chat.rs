@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::body::{self, Fields};
-use super::{Api, Field};
+use super::{Api, Field, Logprobs, LogprobsIn};
 use super::{FullAnswer, Protocol, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
 use crate::client::chunk::{self, ChunkData, ChunkError, ErrorField, Usage};
@@ -58,6 +58,15 @@ const API: Api = Api {
     }),
     stream_options: true,
     max_completion_tokens: true,
+    otel_operation: "chat",
+    otel_provider: "openai",
+    logprobs: Some(Logprobs {
+        request: |prompt, max_tokens, k| {
+            serde_json::json!({"messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens, "logprobs": true, "top_logprobs": k})
+        },
+        answer: LogprobsIn::Choices,
+    }),
 };
 
 impl Protocol for Chat {

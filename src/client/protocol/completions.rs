@@ -2,8 +2,8 @@
 //! turns as one text, `RequestSpec::flat_prompt`); streamed chunks
 //! carry `choices[0].text` and end with `data: [DONE]`.
 
-use super::Api;
 use super::chat::{decode_full_openai, stream_fields};
+use super::{Api, Logprobs, LogprobsIn};
 use super::{FullAnswer, Protocol, body};
 use crate::client::chunk::{self, ChunkData, ChunkError};
 use crate::client::config::ClientConfig;
@@ -25,6 +25,15 @@ const API: Api = Api {
     structured_output: None,
     stream_options: true,
     max_completion_tokens: false,
+    otel_operation: "text_completion",
+    otel_provider: "openai",
+    logprobs: Some(Logprobs {
+        request: |prompt, max_tokens, k| {
+            serde_json::json!({"prompt": prompt, "max_tokens": max_tokens,
+                "logprobs": k})
+        },
+        answer: LogprobsIn::Choices,
+    }),
 };
 
 impl Protocol for Completions {

@@ -63,6 +63,9 @@ const API: Api = Api {
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,
+    otel_operation: "embeddings",
+    otel_provider: "openai",
+    logprobs: None,
 };
 
 impl Protocol for Embeddings {

@@ -1,6 +1,7 @@
 //! What each API is and can carry ([`Api`], declared by its protocol file), and the
-//! [`Endpoint`] methods that read it. Both front ends, the client and the
-//! request's non-standard-field hint ask these instead of matching on endpoints.
+//! [`Endpoint`] methods that read it. Both front ends, the client, the request's
+//! non-standard-field hint, the OTLP export and the fingerprint ask these instead of
+//! matching on endpoints.
 
 use crate::client::config::Endpoint;
 
@@ -33,6 +34,22 @@ impl Endpoint {
     pub fn generates(self) -> bool {
         self.api().generates
     }
+
+    /// `gen_ai.operation.name` of a probe of this API (OpenTelemetry GenAI conventions).
+    pub fn otel_operation(self) -> &'static str {
+        self.api().otel_operation
+    }
+
+    /// `gen_ai.provider.name` of a probe of this API.
+    pub fn otel_provider(self) -> &'static str {
+        self.api().otel_provider
+    }
+
+    /// How a request asks for logprobs and where the answer carries them; `None` when
+    /// the API has none.
+    pub fn logprobs(self) -> Option<&'static Logprobs> {
+        self.api().logprobs.as_ref()
+    }
 }
 
 /// What one API is and can carry.
@@ -60,6 +77,35 @@ pub struct Api {
     pub stream_options: bool,
     /// `max_completion_tokens` is sent beside `max_tokens`.
     pub max_completion_tokens: bool,
+    /// Its `gen_ai.operation.name`: the GenAI conventions' well-known value for it.
+    pub otel_operation: &'static str,
+    /// Its `gen_ai.provider.name`: the API's flavour, as the conventions ask of a client
+    /// that cannot know what serves it (an OpenAI-compatible vLLM is `openai`;
+    /// `server.address` and the model say which engine it is).
+    pub otel_provider: &'static str,
+    /// What it can do with logprobs (a fingerprint), if it has them.
+    pub logprobs: Option<Logprobs>,
+}
+
+/// An API's logprobs: how a request asks for them and where the answer carries them.
+#[derive(Debug)]
+pub struct Logprobs {
+    /// The request's own fields for `prompt` alone as one question, at most `max_tokens`
+    /// generated, with the top `k` alternatives at each position. Model, temperature,
+    /// streaming and `extra_body` are the caller's.
+    pub request: fn(prompt: &str, max_tokens: u32, k: u32) -> serde_json::Value,
+    /// Where the answer carries them.
+    pub answer: LogprobsIn,
+}
+
+/// Where an answer carries its logprobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogprobsIn {
+    /// `choices[0].logprobs`: the chat shape (`content[]`) or the legacy completions one
+    /// (`tokens`, `token_logprobs`, `top_logprobs`).
+    Choices,
+    /// `output[].content[].logprobs[]` of the `output_text` parts (Responses).
+    OutputText,
 }
 
 /// A request field: its top-level body key (an `extra_body` key of that name replaces

@@ -148,6 +148,9 @@ const API: Api = Api {
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,
+    otel_operation: "chat",
+    otel_provider: "anthropic",
+    logprobs: None,
 };
 
 impl Protocol for Messages {

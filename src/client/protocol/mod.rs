@@ -15,7 +15,7 @@ mod responses;
 use reqwest::header::{AUTHORIZATION, HeaderName};
 
 pub use body::Fields;
-pub use endpoint::{Api, Field};
+pub use endpoint::{Api, Field, Logprobs, LogprobsIn};
 
 use super::chunk::{ChunkData, ChunkError, Usage};
 use super::config::{ClientConfig, Endpoint};

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use super::{Api, Field};
+use super::{Api, Field, Logprobs, LogprobsIn};
 use super::{FullAnswer, Protocol, body, event_type, parse_full};
 use crate::check::{ToolCall, ToolChoice, ToolOffer};
 use crate::client::chunk::{
@@ -205,6 +205,15 @@ const API: Api = Api {
     }),
     stream_options: false,
     max_completion_tokens: false,
+    otel_operation: "chat",
+    otel_provider: "openai",
+    logprobs: Some(Logprobs {
+        request: |prompt, max_tokens, k| {
+            serde_json::json!({"input": prompt, "max_output_tokens": max_tokens,
+                "top_logprobs": k, "include": ["message.output_text.logprobs"]})
+        },
+        answer: LogprobsIn::OutputText,
+    }),
 };
 
 impl Protocol for Responses {

@@ -61,10 +61,10 @@ fn attributes(
     replica: Option<&str>,
 ) -> ProbeAttributes {
     let endpoint = plan.client.endpoint;
-    let operation = n::operation(endpoint);
+    let operation = endpoint.otel_operation();
     let mut common = vec![
         KeyValue::new(n::OPERATION_NAME, operation),
-        KeyValue::new(n::PROVIDER_NAME, n::provider(endpoint)),
+        KeyValue::new(n::PROVIDER_NAME, endpoint.otel_provider()),
         KeyValue::new(n::REQUEST_MODEL, plan.model.clone()),
     ];
     if let Ok(url) = reqwest::Url::parse(base_url) {
