@@ -40,6 +40,9 @@ pub struct FleetGauges {
     pub running: Option<f64>,
     pub waiting: Option<f64>,
     pub max_concurrent_sequences: Option<f64>,
+    /// The scraped replicas' mean KV cache use: the status page's, no series of its own
+    /// (each replica's is one).
+    pub kv_cache_usage_ratio: Option<f64>,
     pub queueing: usize,
     pub headroom: Option<f64>,
     pub generation_tokens_per_second: Option<f64>,
@@ -60,6 +63,9 @@ pub struct FleetSeries {
     discovery_refused: GaugeVec,
     info: Arc<ReplicaInfo>,
     registered: Registered,
+    /// Per fleet target: the last round's figures (`None` before the first), for the
+    /// status page.
+    states: Mutex<BTreeMap<String, Option<FleetGauges>>>,
 }
 
 impl FleetSeries {
@@ -100,6 +106,7 @@ impl FleetSeries {
             discovery_refused: g(&f::DISCOVERY_REFUSED)?,
             info,
             registered: r.clone(),
+            states: Mutex::default(),
         })
     }
 
@@ -193,11 +200,23 @@ impl FleetSeries {
         set_or_remove(headroom, &target, g.headroom);
         set_or_remove(tps, &target, g.generation_tokens_per_second);
         set_or_remove(cost, &target, g.cost_per_million_output_tokens);
+        self.lock_states().insert(target[0].to_string(), Some(*g));
+    }
+
+    /// A fleet target's figures for the status page: `None` for a target without
+    /// discovered replicas, `Some(None)` before its first scrape round.
+    pub fn state(&self, target: &str) -> Option<Option<FleetGauges>> {
+        self.lock_states().get(target).copied()
+    }
+
+    fn lock_states(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Option<FleetGauges>>> {
+        self.states.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Creates the discovery series of a target at zero (before its first look).
     pub fn start_discovery(&self, target: [&str; 2]) {
         self.discovery_errors.with_label_values(&target);
+        self.lock_states().insert(target[0].to_string(), None);
     }
 
     /// A look succeeded now; `refused` replicas were found beyond `max_replicas`.
@@ -230,6 +249,7 @@ impl FleetSeries {
     /// Removes the fleet and discovery series of a target.
     pub fn remove_fleet(&self, target: [&str; 2]) {
         self.registered.remove(Scope::Fleet, &target);
+        self.lock_states().remove(target[0]);
     }
 }
 

@@ -7,11 +7,13 @@
 //! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`]. A
 //! windowed figure says over how long it was taken while its window is not yet full
 //! (`goodput 1h` four minutes after the start: `over 4m`). A target with discovered
-//! replicas gets their table after its scenarios (`replica_table`).
+//! replicas gets their table after its scenarios (`replica_table`), and the fleet's
+//! engine sums instead of an engine line.
 
 use std::fmt::Write as _;
 
 use super::fingerprint_table::fingerprint_table;
+use super::fleet::FleetGauges;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
 use super::html::{
@@ -183,13 +185,8 @@ pub fn status_page(board: &StatusBoard, metrics: &Metrics, now: f64, refresh: bo
     let mut out = head("llmprobe daemon", refresh, "/");
     let targets = board.targets();
     for (target, model) in &targets {
-        section_head(
-            &mut out,
-            target,
-            model,
-            metrics.engine_state(target),
-            refresh,
-        );
+        let engines = engine_lines(metrics.engine_state(target), metrics.fleet().state(target));
+        section_head(&mut out, target, model, &engines, refresh);
         let scenarios = board.scenarios_of(target);
         if !scenarios.is_empty() {
             out.push_str("<div class=\"scroll\"><table><thead><tr>");
@@ -316,13 +313,7 @@ pub(super) fn head(title: &str, refresh: bool, here: &str) -> String {
     out
 }
 
-fn section_head(
-    out: &mut String,
-    target: &str,
-    model: &str,
-    engine: Option<EngineState>,
-    refresh: bool,
-) {
+fn section_head(out: &mut String, target: &str, model: &str, engines: &str, refresh: bool) {
     let link = format!(
         "/target/{}{}",
         url_segment(target),
@@ -330,12 +321,52 @@ fn section_head(
     );
     let _ = write!(
         out,
-        "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n\
-         <p class=\"engine\">{}</p>\n",
+        "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n{engines}",
         escape(target),
         escape(model),
-        engine_line(engine)
     );
+}
+
+/// The engine lines of a target: its own engine's last scrape, and for a target with
+/// discovered replicas the fleet's sums of their last scrape round (the replica table
+/// shows each). A fleet target shows its own engine only when it scrapes one.
+fn engine_lines(e: Option<EngineState>, fleet: Option<Option<FleetGauges>>) -> String {
+    let line = |text: String| format!("<p class=\"engine\">{text}</p>\n");
+    let Some(fleet) = fleet else {
+        return line(engine_line(e));
+    };
+    let own = e
+        .filter(|e| e.scrape_ok.is_some())
+        .map_or_else(String::new, |e| line(engine_line(Some(e))));
+    own + &line(fleet_line(fleet))
+}
+
+/// `Fleet engines: 3 of 3 scraped · running 12 · waiting 0 · KV cache 4.1 % · headroom
+/// 86.0 %`: running and waiting summed, KV cache the mean, headroom the fleet's.
+fn fleet_line(g: Option<FleetGauges>) -> String {
+    let Some(g) = g else {
+        return "Fleet engines: no scrape round yet".to_string();
+    };
+    if g.replicas == 0 {
+        return "Fleet engines: no replica discovered".to_string();
+    }
+    let class = if g.scraped == g.replicas {
+        "ok"
+    } else if g.scraped == 0 {
+        "bad"
+    } else {
+        "warn"
+    };
+    format!(
+        "Fleet engines: <span class=\"{class}\">{} of {} scraped</span> · running {} · \
+         waiting {} · KV cache {} · headroom {}",
+        g.scraped,
+        g.replicas,
+        whole(g.running),
+        whole(g.waiting),
+        percent(g.kv_cache_usage_ratio),
+        percent(g.headroom)
+    )
 }
 
 fn engine_line(e: Option<EngineState>) -> String {
@@ -559,5 +590,51 @@ mod tests {
         board.remove_replicas("prod/eu");
         let page = status_page(&board, &metrics, 6_300.0, true);
         assert!(!page.contains("<tr class=\"replica\">") && !page.contains("Replicas"));
+    }
+
+    #[test]
+    fn a_fleet_says_what_its_engines_hold() {
+        let board = board();
+        board.replica("prod/eu", "llama", "10.0.0.7:8000");
+        let metrics = Metrics::new().unwrap();
+        let fleet = metrics.fleet();
+        fleet.start_discovery(["prod/eu", "llama"]);
+        let page = status_page(&board, &metrics, 6_300.0, true);
+        assert!(page.contains("<p class=\"engine\">Fleet engines: no scrape round yet</p>"));
+        assert!(!page.contains("not scraped"), "{page}");
+        fleet.set_fleet(
+            ["prod/eu", "llama"],
+            &FleetGauges {
+                replicas: 3,
+                scraped: 2,
+                running: Some(7.0),
+                waiting: Some(1.0),
+                max_concurrent_sequences: Some(24.0),
+                kv_cache_usage_ratio: Some(0.25),
+                queueing: 1,
+                headroom: Some(0.0),
+                ..FleetGauges::default()
+            },
+        );
+        let page = status_page(&board, &metrics, 6_300.0, true);
+        assert!(
+            page.contains(
+                "<p class=\"engine\">Fleet engines: <span class=\"warn\">2 of 3 scraped</span> · \
+                 running 7 · waiting 1 · KV cache 25.0 % · headroom 0.0 %</p>"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("Engine:"), "no engine of its own: {page}");
+        // One that also scrapes its front door's engine shows both.
+        metrics.set_engine("prod/eu", "llama", true, 0.01, &Default::default());
+        let page = status_page(&board, &metrics, 6_300.0, true);
+        let own = page
+            .find("Engine: <span class=\"ok\">scrape ok</span>")
+            .expect("own");
+        assert!(own < page.find("Fleet engines:").unwrap());
+        // A target without discovered replicas keeps its one line.
+        fleet.remove_fleet(["prod/eu", "llama"]);
+        let page = status_page(&board, &metrics, 6_300.0, true);
+        assert!(!page.contains("Fleet engines") && page.contains("Engine: "));
     }
 }
