@@ -17,6 +17,12 @@ pub struct DaemonArgs {
     /// Validate the config file and exit: 0 when it is good, 2 with the error otherwise.
     #[arg(long = "config.check", requires = "config")]
     pub config_check: bool,
+    /// With --config.check: a secret this machine cannot read (a secret or TLS file that
+    /// is not here, an unset environment variable) is listed, not an error, and the
+    /// check exits 0 when the rest is good. For configs whose secrets only the
+    /// deployment has; a secret that is here is checked as always.
+    #[arg(long = "config.check.allow-missing-secrets", requires = "config_check")]
+    pub allow_missing_secrets: bool,
     /// Listen address of the HTTP server, overriding the config's `listen` (default
     /// 0.0.0.0:9464). Port 0 picks a free port; the line `llmprobe daemon listening on
     /// http://ADDR` on stdout says which.
@@ -58,6 +64,7 @@ impl From<DaemonArgs> for RunOptions {
         RunOptions {
             config: a.config,
             config_check: a.config_check,
+            allow_missing_secrets: a.allow_missing_secrets,
             listen: a.listen,
             mock: a.mock,
             mock_fault: a.mock_fault,

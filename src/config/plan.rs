@@ -173,6 +173,46 @@ pub fn load_str(text: &str, file: &str) -> Result<Plan, ConfigError> {
 
 /// [`load_str`] with the command line's overrides, applied before the checks.
 pub fn load_str_with(text: &str, file: &str, overrides: &Overrides) -> Result<Plan, ConfigError> {
+    load_text(text, file, overrides, &mut Unread::default())
+}
+
+/// A config checked on a machine it may not run on (`--config.check`): the plan, and
+/// every secret it names that this machine cannot read, each located like an error.
+#[derive(Debug)]
+pub struct Checked {
+    pub plan: Plan,
+    /// Secret files and TLS files that are not here (or may not be read), environment
+    /// variables that are not set: in file order.
+    pub unread: Vec<ConfigError>,
+}
+
+/// Reads, parses, validates and resolves a config file like [`load_with`], except that
+/// a secret this machine cannot read is noted in [`Checked::unread`] and stood in for,
+/// so one run lists them all and still checks everything else. A secret that is here
+/// but unusable (an empty file, a bad certificate) is an error as always.
+pub fn check_with(path: &FsPath, overrides: &Overrides) -> Result<Checked, ConfigError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::file(&file, format!("cannot read the config file: {e}")))?;
+    let mut unread = Unread {
+        noting: true,
+        ..Unread::default()
+    };
+    let plan = load_text(&text, &file, overrides, &mut unread)?;
+    let unread = unread
+        .notes
+        .into_iter()
+        .map(|(path, msg)| ConfigError::at(&file, &text, &path, msg))
+        .collect();
+    Ok(Checked { plan, unread })
+}
+
+fn load_text(
+    text: &str,
+    file: &str,
+    overrides: &Overrides,
+    unread: &mut Unread,
+) -> Result<Plan, ConfigError> {
     let mut cfg = parse(text, file)?;
     if let Some(location) = &overrides.location {
         cfg.location = Some(location.clone());
@@ -181,7 +221,105 @@ pub fn load_str_with(text: &str, file: &str, overrides: &Overrides) -> Result<Pl
         cfg.shard = Some(shard);
     }
     validate(&cfg).map_err(|(path, msg)| ConfigError::at(file, text, &path, msg))?;
-    resolve(&cfg).map_err(|(path, msg)| ConfigError::at(file, text, &path, msg))
+    resolve_with(&cfg, unread).map_err(|(path, msg)| ConfigError::at(file, text, &path, msg))
+}
+
+/// What resolving does with a secret this machine cannot read (a file that is not
+/// here, an unset environment variable): an error, or, for a check run where only the
+/// deployment has them, a note and a stand-in value.
+#[derive(Debug, Default)]
+struct Unread {
+    noting: bool,
+    notes: Vec<(Path, String)>,
+}
+
+/// What stands in for a secret that could not be read; never sent (a checked plan does
+/// not run).
+const STAND_IN: &str = "unread";
+
+impl Unread {
+    /// The stand-in after noting `message`, or the error.
+    fn note(&mut self, at: &Path, message: String) -> Result<Secret, (Path, String)> {
+        if self.noting {
+            self.notes.push((at.clone(), message));
+            Ok(Secret::new(STAND_IN))
+        } else {
+            Err((at.clone(), message))
+        }
+    }
+
+    /// The secret in `file`.
+    fn file(&mut self, file: &FsPath, at: &Path) -> Result<Secret, (Path, String)> {
+        match Secret::from_file(file) {
+            Ok(s) => Ok(s),
+            Err(e) if not_here(&e) => self.note(at, format!("{e:#}")),
+            Err(e) => Err((at.clone(), format!("{e:#}"))),
+        }
+    }
+
+    /// The secret in environment variable `var`.
+    fn env(&mut self, var: &str, at: &Path) -> Result<Secret, (Path, String)> {
+        match Secret::from_env(var) {
+            Some(s) => Ok(s),
+            None => self.note(
+                at,
+                format!("environment variable {var} is not set or empty"),
+            ),
+        }
+    }
+
+    /// The TLS settings with every file this machine cannot open left out (noted), so
+    /// the rest is still checked; a client certificate goes with its key.
+    fn tls(
+        &mut self,
+        tls: &crate::client::TlsConfig,
+        at: &Path,
+    ) -> Result<crate::client::TlsConfig, (Path, String)> {
+        let mut kept = tls.clone();
+        if !self.noting {
+            return Ok(kept);
+        }
+        let mut drop_pair = false;
+        for (field, file) in [
+            ("ca_file", &tls.ca_file),
+            ("client_cert_file", &tls.client_cert_file),
+            ("client_key_file", &tls.client_key_file),
+        ] {
+            let Some(file) = file else { continue };
+            let Err(e) = std::fs::File::open(file) else {
+                continue;
+            };
+            if !io_not_here(&e) {
+                continue;
+            }
+            let message = format!("cannot read {}: {e}", file.display());
+            self.note(&at.key(field), message)?;
+            match field {
+                "ca_file" => kept.ca_file = None,
+                _ => drop_pair = true,
+            }
+        }
+        if drop_pair {
+            kept.client_cert_file = None;
+            kept.client_key_file = None;
+        }
+        Ok(kept)
+    }
+}
+
+/// Whether an error reading a file says the file is not on this machine (or not for
+/// this user), rather than that its content is wrong.
+fn not_here(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<std::io::Error>())
+        .any(io_not_here)
+}
+
+fn io_not_here(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+    )
 }
 
 /// Parses config text (types, unknown fields, per-field formats).
@@ -191,6 +329,10 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
 
 /// Resolves a validated config. Errors carry the path of the field to blame.
 pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
+    resolve_with(cfg, &mut Unread::default())
+}
+
+fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String)> {
     let root = Path::root();
     let mut buckets = Buckets::vllm();
     let b = &cfg.buckets;
@@ -210,14 +352,15 @@ pub fn resolve(cfg: &Config) -> Result<Plan, (Path, String)> {
     let buckets = buckets.normalized();
     let mut targets = Vec::with_capacity(cfg.targets.len());
     for (i, t) in cfg.targets.iter().enumerate() {
-        targets.push(target(cfg, t, &root.key("targets").index(i), &buckets)?);
+        let at = root.key("targets").index(i);
+        targets.push(target(cfg, t, &at, &buckets, unread)?);
     }
     let otlp = match &cfg.otlp {
         Some(o) => {
             let mut headers = Vec::with_capacity(o.headers.len());
             for (name, value) in &o.headers {
                 let path = root.key("otlp").key("headers").key(name);
-                headers.push((name.clone(), header_value(value, &path)?));
+                headers.push((name.clone(), header_value(value, &path, unread)?));
             }
             Some(super::otlp::resolve(o, headers))
         }
@@ -259,24 +402,18 @@ fn target(
     t: &Target,
     path: &Path,
     buckets: &Buckets,
+    unread: &mut Unread,
 ) -> Result<TargetPlan, (Path, String)> {
     let mut secrets = Vec::new();
     let api_key = match (&t.api_key_file, &t.api_key_env) {
-        (Some(file), _) => Some(
-            Secret::from_file(file).map_err(|e| (path.key("api_key_file"), format!("{e:#}")))?,
-        ),
-        (None, Some(var)) => Some(Secret::from_env(var).ok_or_else(|| {
-            (
-                path.key("api_key_env"),
-                format!("environment variable {var} is not set or empty"),
-            )
-        })?),
+        (Some(file), _) => Some(unread.file(file, &path.key("api_key_file"))?),
+        (None, Some(var)) => Some(unread.env(var, &path.key("api_key_env"))?),
         (None, None) => None,
     };
     secrets.extend(api_key.clone());
     let mut headers = Vec::with_capacity(t.headers.len());
     for (name, value) in &t.headers {
-        let v = header_value(value, &path.key("headers").key(name))?;
+        let v = header_value(value, &path.key("headers").key(name), unread)?;
         secrets.push(v.clone());
         headers.push((name.clone(), v));
     }
@@ -315,7 +452,8 @@ fn target(
     })?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
-    crate::client::tls::client_config(&t.tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
+    let tls = unread.tls(&t.tls, &path.key("tls"))?;
+    crate::client::tls::client_config(&tls).map_err(|e| (path.key("tls"), format!("{e:#}")))?;
 
     let kinds = super::kinds::KindPlans::plan(t, &path.key("scenarios"))?;
     let scenarios = scenarios(cfg, t, path, buckets)?;
@@ -447,18 +585,15 @@ fn scenario(
 }
 
 /// A header's value: literal, or read from its file or environment variable.
-fn header_value(value: &HeaderValue, path: &Path) -> Result<Secret, (Path, String)> {
+fn header_value(
+    value: &HeaderValue,
+    path: &Path,
+    unread: &mut Unread,
+) -> Result<Secret, (Path, String)> {
     match value {
         HeaderValue::Literal(s) => Ok(s.clone()),
-        HeaderValue::From(HeaderSource::File(file)) => {
-            Secret::from_file(file).map_err(|e| (path.clone(), format!("{e:#}")))
-        }
-        HeaderValue::From(HeaderSource::Env(var)) => Secret::from_env(var).ok_or_else(|| {
-            (
-                path.clone(),
-                format!("environment variable {var} is not set or empty"),
-            )
-        }),
+        HeaderValue::From(HeaderSource::File(file)) => unread.file(file, path),
+        HeaderValue::From(HeaderSource::Env(var)) => unread.env(var, path),
     }
 }
 
@@ -535,6 +670,69 @@ mod tests {
         assert_eq!(changed_secret_files(&plan), vec![key, header]);
         // The plan's Debug never shows the values it watches.
         assert!(!format!("{plan:?}").contains("sk-old"));
+    }
+
+    #[test]
+    fn a_check_lists_every_secret_not_on_this_machine_and_checks_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "targets:\n  - name: a\n    base_url: http://127.0.0.1:1\n    model: m\n    \
+                    api_key_file: /nonexistent/key\n    headers:\n      X-Gw: {env: LLMPROBE_TEST_UNSET_VARIABLE}\n    \
+                    tls: {ca_file: /nonexistent/ca.pem, client_cert_file: /nonexistent/c.pem, client_key_file: /nonexistent/c.key}\n  \
+                    - name: b\n    base_url: http://127.0.0.1:1\n    model: m\n    api_key_env: LLMPROBE_TEST_UNSET_VARIABLE\n";
+        let path = dir.path().join("c.yaml");
+        std::fs::write(&path, text).unwrap();
+        let file = path.display().to_string();
+        let checked = check_with(&path, &Overrides::default()).unwrap();
+        assert_eq!(checked.plan.targets.len(), 2);
+        let unread: Vec<String> = checked.unread.iter().map(ToString::to_string).collect();
+        let enoent = "No such file or directory (os error 2)";
+        assert_eq!(
+            unread,
+            [
+                format!(
+                    "{file}:5:19: targets[0].api_key_file: reading secret file /nonexistent/key: {enoent}"
+                ),
+                format!(
+                    "{file}:7:13: targets[0].headers.X-Gw: environment variable LLMPROBE_TEST_UNSET_VARIABLE is not set or empty"
+                ),
+                format!(
+                    "{file}:8:20: targets[0].tls.ca_file: cannot read /nonexistent/ca.pem: {enoent}"
+                ),
+                format!(
+                    "{file}:8:59: targets[0].tls.client_cert_file: cannot read /nonexistent/c.pem: {enoent}"
+                ),
+                format!(
+                    "{file}:8:96: targets[0].tls.client_key_file: cannot read /nonexistent/c.key: {enoent}"
+                ),
+                format!(
+                    "{file}:12:18: targets[1].api_key_env: environment variable LLMPROBE_TEST_UNSET_VARIABLE is not set or empty"
+                ),
+            ]
+        );
+        // The daemon itself stops at the first.
+        let err = load_with(&path, &Overrides::default()).unwrap_err();
+        assert_eq!(err, checked.unread[0]);
+
+        // A secret that is here but unusable, and any other mistake, is still an error.
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        std::fs::write(
+            &path,
+            text.replace("/nonexistent/key", &empty.display().to_string()),
+        )
+        .unwrap();
+        let err = check_with(&path, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("is empty"), "{err}");
+        std::fs::write(
+            &path,
+            text.replace(
+                "model: m\n    api_key_env",
+                "model: m\n    rate: fast\n    api_key_env",
+            ),
+        )
+        .unwrap();
+        let err = check_with(&path, &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("targets[1].rate"), "{err}");
     }
 
     #[test]

@@ -563,6 +563,8 @@ impl Signals {
 pub struct RunOptions {
     pub config: Option<PathBuf>,
     pub config_check: bool,
+    /// `--config.check.allow-missing-secrets`.
+    pub allow_missing_secrets: bool,
     pub listen: Option<String>,
     pub mock: bool,
     pub mock_fault: Vec<String>,
@@ -572,6 +574,33 @@ pub struct RunOptions {
     pub enable_lifecycle: bool,
     /// `--location` and `--shard`.
     pub overrides: Overrides,
+}
+
+/// The flag that lets `--config.check` pass with secrets only the deployment has.
+const ALLOW_MISSING_SECRETS: &str = "--config.check.allow-missing-secrets";
+
+/// The secrets a config check could not read on this machine: an error listing them
+/// all, or, when allowed, a note on stderr (the OK line on stdout stays one line).
+fn unread_secrets(unread: &[crate::config::ConfigError], allowed: bool) -> anyhow::Result<()> {
+    if unread.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = unread.iter().map(ToString::to_string).collect();
+    let n = unread.len();
+    let secrets = if n == 1 { "secret" } else { "secrets" };
+    if allowed {
+        eprintln!(
+            "{n} {secrets} not on this machine, allowed by {ALLOW_MISSING_SECRETS} (the \
+             daemon needs them where it runs):\n  {}",
+            lines.join("\n  ")
+        );
+        return Ok(());
+    }
+    crate::usage_bail!(
+        "{}\n{n} {secrets} cannot be read on this machine; where only the deployment has \
+         them, {ALLOW_MISSING_SECRETS} lists them and checks the rest",
+        lines.join("\n")
+    );
 }
 
 /// `llmprobe daemon`: `--config.check`, `--mock`, or a config file.
@@ -604,8 +633,10 @@ pub async fn run_cli(args: impl Into<RunOptions>) -> anyhow::Result<std::process
         crate::usage_bail!("--config FILE is required (or --mock for a demo)");
     };
     if args.config_check {
-        let plan =
-            plan::load_with(&path, &args.overrides).map_err(crate::exit::UsageError::from)?;
+        let checked =
+            plan::check_with(&path, &args.overrides).map_err(crate::exit::UsageError::from)?;
+        unread_secrets(&checked.unread, args.allow_missing_secrets)?;
+        let plan = checked.plan;
         let scenarios: usize = plan.targets.iter().map(|t| t.scenarios.len()).sum();
         let mine = plan
             .targets

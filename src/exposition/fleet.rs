@@ -41,6 +41,9 @@ pub struct FleetGauges {
     pub running: Option<f64>,
     pub waiting: Option<f64>,
     pub max_concurrent_sequences: Option<f64>,
+    /// The scraped replicas' mean KV cache use: for the status page, no series of its
+    /// own (each replica's is one).
+    pub kv_cache_usage_ratio: Option<f64>,
     pub queueing: usize,
     pub headroom: Option<f64>,
     pub generation_tokens_per_second: Option<f64>,

@@ -171,6 +171,8 @@ struct Board {
     kinds: BTreeMap<(String, String), KindHandle>,
     /// By target: what its engine scrape last said.
     engines: BTreeMap<String, EngineState>,
+    /// By fleet target: its last scrape round's sums (`None` before the first).
+    fleets: BTreeMap<String, Option<FleetState>>,
 }
 
 /// A target's engine as the status page shows it: the last scrape and the headroom.
@@ -178,6 +180,19 @@ struct Board {
 pub struct EngineState {
     /// The last scrape of the engine's `/metrics` worked (`None`: no scrape configured).
     pub scrape_ok: Option<bool>,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_cache_usage_ratio: Option<f64>,
+    pub headroom: Option<f64>,
+}
+
+/// A fleet's engines as the page shows them: one scrape round's sums over the
+/// discovered replicas (the `llmprobe_fleet_*` figures; KV cache the scraped replicas'
+/// mean).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FleetState {
+    pub replicas: usize,
+    pub scraped: usize,
     pub running: Option<f64>,
     pub waiting: Option<f64>,
     pub kv_cache_usage_ratio: Option<f64>,
@@ -391,6 +406,27 @@ impl StatusBoard {
     /// What `target`'s engine scrape last said (`None`: no scrape configured).
     pub fn engine(&self, target: &str) -> Option<EngineState> {
         self.read().engines.get(target).copied()
+    }
+
+    /// `target` discovers replicas: the page says so before its first scrape round.
+    pub fn start_fleet(&self, target: &str) {
+        self.write().fleets.insert(target.to_string(), None);
+    }
+
+    /// One scrape round of `target`'s fleet.
+    pub fn set_fleet(&self, target: &str, state: FleetState) {
+        self.write().fleets.insert(target.to_string(), Some(state));
+    }
+
+    /// Forgets `target`'s fleet (its `replicas_from` is gone).
+    pub fn remove_fleet(&self, target: &str) {
+        self.write().fleets.remove(target);
+    }
+
+    /// `target`'s fleet: `None` for a target without discovered replicas, `Some(None)`
+    /// before its first scrape round.
+    pub fn fleet(&self, target: &str) -> Option<Option<FleetState>> {
+        self.read().fleets.get(target).copied()
     }
 
     /// Forgets `target`'s engine (its scrape is gone).

@@ -12,9 +12,18 @@ pub struct Column<R: ?Sized> {
     pub cell: fn(&R) -> String,
 }
 
+/// What a cell says when its column does not apply to the row (no golden set, no
+/// answer check failed): a phone leaves such cells out.
+pub const NONE: &str = "-";
+
 /// A table cell; its column's name rides along for the phone layout (one card per row).
 pub fn cell(out: &mut String, head: &str, html: &str) {
-    let _ = write!(out, "<td data-label=\"{}\">{html}</td>", escape(head));
+    let class = if html == NONE { " class=\"none\"" } else { "" };
+    let _ = write!(
+        out,
+        "<td{class} data-label=\"{}\">{html}</td>",
+        escape(head)
+    );
 }
 
 pub fn header_cells<R>(out: &mut String, columns: &[Column<R>]) {

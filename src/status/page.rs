@@ -4,19 +4,23 @@
 //! strict Content-Security-Policy. Auto-refresh is a `<meta refresh>` a link turns off.
 //!
 //! The tables are lists of columns: a new record field (time to first answer token, an
-//! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`]. A
-//! windowed figure says over how long it was taken while its window is not yet full
-//! (`goodput 1h` four minutes after the start: `over 4m`). A target with discovered
-//! replicas gets their table after its scenarios (`replica_table`).
+//! answer check) is one more entry in [`SCENARIO_COLUMNS`] or [`PROBE_COLUMNS`], whose
+//! widths must still fit a 1280 px screen (`tests/tools/status_page.sh` measures it):
+//! the 5-minute and hour figures share a cell, and a scenario's sparklines have a row
+//! of their own under its figures. A windowed figure says over how long it was taken
+//! while its window is not yet full (the hour's goodput four minutes after the start:
+//! `over 4m`). A target with discovered replicas gets their table after its scenarios
+//! (`replica_table`), and the fleet's engine sums instead of an engine line.
 
 use std::fmt::Write as _;
 
-use super::board::{EngineState, ScenarioStatus, StatusBoard};
+use super::board::{EngineState, FleetState, ScenarioStatus, StatusBoard};
 use super::fingerprint_table::fingerprint_table;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
 use super::html::{
-    clock, header_cells, ms, outcome, over, pair, percent, row, short_error, url_segment, whole,
+    NONE, clock, header_cells, ms, outcome, over, pair, percent, row, short_error, url_segment,
+    whole,
 };
 use super::kind_table::kind_table;
 use super::replica_table::replica_table;
@@ -47,24 +51,14 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
         cell: |r| escape(&r.status.scenario),
     },
     Column {
-        head: "SLO 5m",
-        title: "probes meeting every SLO, last 5 minutes (or since the start)",
-        cell: |r| windowed(percent(r.five.attainment()), &r.five),
+        head: "SLO met",
+        title: "probes meeting every SLO: last 5 minutes, last hour (each since the start while shorter)",
+        cell: |r| windows(r, |w| percent(w.attainment())),
     },
     Column {
-        head: "SLO 1h",
-        title: "probes meeting every SLO, last hour (or since the start)",
-        cell: |r| windowed(percent(r.hour.attainment()), &r.hour),
-    },
-    Column {
-        head: "goodput 5m",
-        title: "good probes per minute, last 5 minutes (or since the start)",
-        cell: |r| windowed(per_min(&r.five), &r.five),
-    },
-    Column {
-        head: "goodput 1h",
-        title: "good probes per minute, last hour (or since the start)",
-        cell: |r| windowed(per_min(&r.hour), &r.hour),
+        head: "goodput",
+        title: "good probes per minute: last 5 minutes, last hour (each since the start while shorter)",
+        cell: |r| windows(r, per_min),
     },
     Column {
         head: "TTFT p50 / p99",
@@ -82,14 +76,9 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
         cell: failures_cell,
     },
     Column {
-        head: "last hour",
-        title: "per minute: TTFT p99, goodput, probe rate",
-        cell: sparklines_cell,
-    },
-    Column {
         head: "golden accuracy",
         title: "golden-set answers correct over the rolling window, with the 95% Wilson interval; the baseline; the last wrong answer",
-        cell: |r| r.status.golden.as_ref().map_or("-".into(), golden_cell),
+        cell: |r| r.status.golden.as_ref().map_or(NONE.into(), golden_cell),
     },
     Column {
         head: "answer checks",
@@ -97,13 +86,10 @@ pub const SCENARIO_COLUMNS: &[Column<ScenarioRow>] = &[
         cell: |r| {
             let failures = &r.status.last_check_failures;
             if failures.is_empty() {
-                "-".to_string()
+                NONE.to_string()
             } else {
-                failures
-                    .iter()
-                    .map(|(_, text)| escape(text))
-                    .collect::<Vec<_>>()
-                    .join("<br>")
+                let texts: Vec<String> = failures.iter().map(|(_, text)| escape(text)).collect();
+                format!("<div class=\"text\">{}</div>", texts.join("<br>"))
             }
         },
     },
@@ -174,7 +160,7 @@ fn golden_cell(g: &super::board::GoldenStatus) -> String {
     if let Some(wrong) = &g.last_wrong {
         out.push_str(&format!("<br>last wrong: {}", escape(wrong)));
     }
-    out
+    format!("<div class=\"text\">{out}</div>")
 }
 
 /// `/`: each target with its engine line, its scenarios, its fingerprints and its
@@ -183,7 +169,8 @@ pub fn status_page(board: &StatusBoard, now: f64, refresh: bool) -> String {
     let mut out = head("llmprobe daemon", refresh, "/");
     let targets = board.targets();
     for (target, model) in &targets {
-        section_head(&mut out, target, model, board.engine(target), refresh);
+        let engines = engine_lines(board.engine(target), board.fleet(target));
+        section_head(&mut out, target, model, &engines, refresh);
         let scenarios = board.scenarios_of(target);
         if !scenarios.is_empty() {
             out.push_str("<div class=\"scroll\"><table><thead><tr>");
@@ -197,6 +184,15 @@ pub fn status_page(board: &StatusBoard, now: f64, refresh: bool) -> String {
                     now,
                 };
                 row(&mut out, "scenario", SCENARIO_COLUMNS, &r);
+                // The last hour in a row of its own under the figures: the sparklines
+                // get the table's width and the figures keep theirs.
+                let _ = writeln!(
+                    out,
+                    "<tr class=\"trend\"><td colspan=\"{}\" data-label=\"last hour\" \
+                     title=\"per minute: TTFT p99, goodput, probe rate\">{}</td></tr>",
+                    SCENARIO_COLUMNS.len(),
+                    sparklines_cell(&r)
+                );
             }
             out.push_str("</tbody></table></div>\n");
         }
@@ -314,13 +310,7 @@ pub(super) fn head(title: &str, refresh: bool, here: &str) -> String {
     out
 }
 
-fn section_head(
-    out: &mut String,
-    target: &str,
-    model: &str,
-    engine: Option<EngineState>,
-    refresh: bool,
-) {
+fn section_head(out: &mut String, target: &str, model: &str, engines: &str, refresh: bool) {
     let link = format!(
         "/target/{}{}",
         url_segment(target),
@@ -328,12 +318,52 @@ fn section_head(
     );
     let _ = write!(
         out,
-        "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n\
-         <p class=\"engine\">{}</p>\n",
+        "<section class=\"target\"><h2><a href=\"{link}\">{}</a> <small>{}</small></h2>\n{engines}",
         escape(target),
         escape(model),
-        engine_line(engine)
     );
+}
+
+/// The engine lines of a target: its own engine's last scrape, and for a target with
+/// discovered replicas the fleet's sums of their last scrape round (the replica table
+/// shows each). A fleet target shows its own engine only when it scrapes one.
+fn engine_lines(e: Option<EngineState>, fleet: Option<Option<FleetState>>) -> String {
+    let line = |text: String| format!("<p class=\"engine\">{text}</p>\n");
+    let Some(fleet) = fleet else {
+        return line(engine_line(e));
+    };
+    let own = e
+        .filter(|e| e.scrape_ok.is_some())
+        .map_or_else(String::new, |e| line(engine_line(Some(e))));
+    own + &line(fleet_line(fleet))
+}
+
+/// `Fleet engines: 3 of 3 scraped · running 12 · waiting 0 · KV cache 4.1 % · headroom
+/// 86.0 %`: running and waiting summed, KV cache the mean, headroom the fleet's.
+fn fleet_line(g: Option<FleetState>) -> String {
+    let Some(g) = g else {
+        return "Fleet engines: no scrape round yet".to_string();
+    };
+    if g.replicas == 0 {
+        return "Fleet engines: no replica discovered".to_string();
+    }
+    let class = if g.scraped == g.replicas {
+        "ok"
+    } else if g.scraped == 0 {
+        "bad"
+    } else {
+        "warn"
+    };
+    format!(
+        "Fleet engines: <span class=\"{class}\">{} of {} scraped</span> · running {} · \
+         waiting {} · KV cache {} · headroom {}",
+        g.scraped,
+        g.replicas,
+        whole(g.running),
+        whole(g.waiting),
+        percent(g.kv_cache_usage_ratio),
+        percent(g.headroom)
+    )
 }
 
 fn engine_line(e: Option<EngineState>) -> String {
@@ -364,7 +394,10 @@ fn failures_cell(r: &ScenarioRow) -> String {
         .iter()
         .map(|(k, v)| format!("{} {v}", escape(k)))
         .collect();
-    let mut cell = format!("<div><span class=\"bad\">{}</span>", reasons.join(", "));
+    let mut cell = format!(
+        "<div class=\"text\"><span class=\"bad\">{}</span>",
+        reasons.join(", ")
+    );
     if let Some(e) = &s.last_error {
         let _ = write!(cell, "<br><small class=\"err\">{}</small>", short_error(e));
     }
@@ -391,14 +424,26 @@ fn sparklines_cell(r: &ScenarioRow) -> String {
             .map_or_else(|| "–".to_string(), |x| fmt(*x))
     };
     format!(
-        "<div class=\"sparks\"><span>TTFT p99</span>{}<span>{}</span>\
-         <span>goodput</span>{}<span>{}</span><span>probes</span>{}<span>{}</span></div>",
+        "<div class=\"sparks\"><span class=\"hour\">last hour</span>\
+         <span class=\"trend\"><span>TTFT p99</span>{}<span>{}</span></span>\
+         <span class=\"trend\"><span>goodput</span>{}<span>{}</span></span>\
+         <span class=\"trend\"><span>probes</span>{}<span>{}</span></span></div>",
         sparkline(&ttft, "TTFT p99 per minute, last hour", "ttft"),
         last(&ttft, |x| format!("{:.0} ms", x * 1e3)),
         sparkline(&good, "good probes per minute, last hour", "goodput"),
         last(&good, |x| format!("{x:.0}/min")),
         sparkline(&rate, "probes per minute, last hour", "rate"),
         last(&rate, |x| format!("{x:.0}/min")),
+    )
+}
+
+/// A figure over the last 5 minutes and the last hour, one line each.
+fn windows(r: &ScenarioRow, figure: fn(&WindowStats) -> String) -> String {
+    format!(
+        "<div class=\"windows\"><span class=\"win\">5m</span> {}<br>\
+         <span class=\"win\">1h</span> {}</div>",
+        windowed(figure(&r.five), &r.five),
+        windowed(figure(&r.hour), &r.hour)
     )
 }
 
@@ -454,6 +499,22 @@ mod tests {
         let page = status_page(&board(), 6_300.0, true);
         assert_eq!(page.matches("<tr class=\"scenario\">").count(), 2);
         assert_eq!(page.matches("<svg class=\"spark").count(), 6);
+        // Each scenario's last hour is the row right under its figures, across them all.
+        let rows: Vec<&str> = page.split("<tr class=\"scenario\">").skip(1).collect();
+        let span = format!(
+            "<tr class=\"trend\"><td colspan=\"{}\"",
+            SCENARIO_COLUMNS.len()
+        );
+        for r in rows {
+            let (_, next) = r.split_once("</tr>\n").unwrap();
+            assert!(next.starts_with(&span), "{next}");
+            assert_eq!(
+                next.split("</tr>").next().unwrap().matches("<svg").count(),
+                3
+            );
+        }
+        // A column that does not apply to a row says so with `-`, which a phone leaves out.
+        assert!(page.contains("<td class=\"none\" data-label=\"golden accuracy\">-</td>"));
         assert!(page.contains(">long</td>") && page.contains(">short</td>"));
         assert!(page.contains("66.7 %"), "two thirds good");
         assert!(
@@ -507,17 +568,22 @@ mod tests {
         }
         let page = status_page(&board, t0 + 240.0, true);
         let note = "<small class=\"covered\">over 4m</small>";
-        let goodput = format!("15.8/min {note}</td>");
-        assert!(
-            page.contains(&format!("data-label=\"goodput 5m\">{goodput}")),
-            "{page}"
+        let (five, hour) = (
+            "<span class=\"win\">5m</span>",
+            "<span class=\"win\">1h</span>",
         );
-        assert!(page.contains(&format!("data-label=\"goodput 1h\">{goodput}")));
-        assert!(page.contains(&format!("data-label=\"SLO 1h\">100.0 % {note}</td>")));
+        let goodput = format!(
+            "data-label=\"goodput\"><div class=\"windows\">{five} 15.8/min {note}<br>\
+             {hour} 15.8/min {note}</div></td>"
+        );
+        assert!(page.contains(&goodput), "{page}");
+        assert!(page.contains(&format!("{hour} 100.0 % {note}</div>")));
         assert_eq!(page.matches(note).count(), 6, "every windowed figure");
         // Ten minutes in, only the hour is short of its window.
         let page = status_page(&board, t0 + 600.0, true);
-        assert!(page.contains("data-label=\"goodput 5m\">–</td>"));
+        assert!(page.contains(&format!(
+            "data-label=\"goodput\"><div class=\"windows\">{five} –<br>"
+        )));
         assert!(page.contains("data-label=\"TTFT p50 / p99\">– / –</td>"));
         assert_eq!(page.matches("over 10m").count(), 2, "SLO 1h, goodput 1h");
         assert!(page.contains("6.3/min <small class=\"covered\">over 10m</small>"));
@@ -554,5 +620,46 @@ mod tests {
         board.remove_replicas("prod/eu");
         let page = status_page(&board, 6_300.0, true);
         assert!(!page.contains("<tr class=\"replica\">") && !page.contains("Replicas"));
+    }
+
+    #[test]
+    fn a_fleet_says_what_its_engines_hold() {
+        let board = board();
+        board.replica("prod/eu", "llama", "10.0.0.7:8000");
+        board.start_fleet("prod/eu");
+        let page = status_page(&board, 6_300.0, true);
+        assert!(page.contains("<p class=\"engine\">Fleet engines: no scrape round yet</p>"));
+        assert!(!page.contains("not scraped"), "{page}");
+        board.set_fleet(
+            "prod/eu",
+            FleetState {
+                replicas: 3,
+                scraped: 2,
+                running: Some(7.0),
+                waiting: Some(1.0),
+                kv_cache_usage_ratio: Some(0.25),
+                headroom: Some(0.0),
+            },
+        );
+        let page = status_page(&board, 6_300.0, true);
+        assert!(
+            page.contains(
+                "<p class=\"engine\">Fleet engines: <span class=\"warn\">2 of 3 scraped</span> · \
+                 running 7 · waiting 1 · KV cache 25.0 % · headroom 0.0 %</p>"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("Engine:"), "no engine of its own: {page}");
+        // One that also scrapes its front door's engine shows both.
+        board.update_engine("prod/eu", |e| e.scrape_ok = Some(true));
+        let page = status_page(&board, 6_300.0, true);
+        let own = page
+            .find("Engine: <span class=\"ok\">scrape ok</span>")
+            .expect("own");
+        assert!(own < page.find("Fleet engines:").unwrap());
+        // A target without discovered replicas keeps its one line.
+        board.remove_fleet("prod/eu");
+        let page = status_page(&board, 6_300.0, true);
+        assert!(!page.contains("Fleet engines") && page.contains("Engine: "));
     }
 }

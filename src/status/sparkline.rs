@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-const WIDTH: f64 = 120.0;
+const WIDTH: f64 = 180.0;
 const HEIGHT: f64 = 18.0;
 
 /// One sparkline of `values` (oldest first; `None` leaves a gap). `label` names it for
@@ -69,7 +69,7 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("aria-label=\"TTFT p99\""));
         // The maximum touches the top (y = 1), zero would sit on the base line.
-        assert!(svg.contains("120.0,1.0"), "{svg}");
+        assert!(svg.contains("180.0,1.0"), "{svg}");
         assert!(svg.contains("0.0,13.0"), "a quarter of the maximum: {svg}");
         let empty = sparkline(&[None; 60], "x", "x");
         assert_eq!(empty.matches("<polyline").count(), 0);

@@ -48,6 +48,68 @@ fn config_check_exits_0_or_2_with_the_error() {
     );
 }
 
+/// Secrets only the deployment has: an error listing them all, or with
+/// --config.check.allow-missing-secrets a note on stderr and exit 0; stdout keeps its
+/// one OK line.
+#[test]
+fn config_check_lists_the_secrets_not_on_this_machine() {
+    let example = format!("{}/examples/daemon.yaml", env!("CARGO_MANIFEST_DIR"));
+    let check = |allow: bool| {
+        let mut c = llmprobe();
+        c.args(["daemon", "--config.check", "--config", &example])
+            .env_remove("STAGING_API_KEY");
+        if allow {
+            c.arg("--config.check.allow-missing-secrets");
+        }
+        c.output().unwrap()
+    };
+    let located = [
+        ":30:19: targets[0].api_key_file: reading secret file /etc/llmprobe/keys/prod: ",
+        ":33:24: targets[0].headers.X-Gateway-Token: reading secret file /etc/llmprobe/keys/gateway: ",
+        ":35:16: targets[0].tls.ca_file: cannot read /etc/llmprobe/ca.pem: ",
+        ":67:18: targets[1].api_key_env: environment variable STAGING_API_KEY is not set or empty",
+    ];
+    let out = check(false);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for l in located {
+        assert!(err.contains(&format!("{example}{l}")), "{err}");
+    }
+    assert!(
+        err.contains("4 secrets cannot be read on this machine"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = check(true);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{example}: OK (2 targets, 3 scenarios)\n")
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "4 secrets not on this machine, allowed by --config.check.allow-missing-secrets"
+        ),
+        "{err}"
+    );
+    for l in located {
+        assert!(err.contains(&format!("  {example}{l}")), "{err}");
+    }
+    // The flag belongs to the check.
+    let out = llmprobe()
+        .args([
+            "daemon",
+            "--config.check.allow-missing-secrets",
+            "--config",
+            &example,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_mode_shows_live_data_within_seconds() {
     let child = Process::daemon(&[

@@ -222,6 +222,15 @@ async fn file_sd_replicas_are_probed_named_summed_and_follow_churn() {
     let rows: Vec<&str> = page.split("<tr class=\"replica\"").skip(1).collect();
     assert_eq!(rows.len(), 3, "{page}");
     assert!(rows[0].contains(&all[1]), "{}", rows[0]);
+    // Above them, what the fleet's engines hold: the sums of the replicas' last round,
+    // not the front door's engine, which this target does not scrape.
+    assert!(
+        page.contains(
+            "<p class=\"engine\">Fleet engines: <span class=\"ok\">3 of 3 scraped</span> · running "
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("not scraped"), "{page}");
     // Live room per replica: KV blocks × 16 tokens / 4096-token context.
     let s = one_round(addr).await;
     assert_fleet_is_the_sum(&s, &all);

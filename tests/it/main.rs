@@ -39,6 +39,7 @@ mod daemon_shards;
 mod daemon_turns;
 mod daemon_web;
 mod discovery;
+mod docs_commands;
 mod exemplars;
 mod faults_bench;
 mod faults_client;

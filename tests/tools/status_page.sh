@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The daemon's status page in a real browser: `llmprobe daemon --mock` on a free
-# 127.0.0.1 port, headless Chromium loads `/` (desktop 1280x800 and phone 390x844) and
+# 127.0.0.1 port, headless Chromium loads `/` (desktop 1280x900 and phone 390x844) and
 # `/target/mock`, with --screenshot and --dump-dom. The DOM must hold a row for every
-# scenario /metrics reports, three SVG sparklines per row with drawn data, the engine
-# line, the demo's fingerprint row (same model), and no Content-Security-Policy
-# violation may be logged; the PNGs must have the
-# window's size. LLMPROBE_STATUS_PNG=FILE keeps the desktop screenshot (docs/);
+# scenario /metrics reports, each followed by its last-hour row of three SVG sparklines
+# with drawn data, the engine line, the fleet target's engine line with its replicas
+# scraped, the demo's fingerprint row (same model), and no Content-Security-Policy
+# violation may be logged; the PNGs must have the window's size. At both widths no
+# table may be wider than its box and no page wider than the window
+# (tests/tools/lib/page_width.py).
+# LLMPROBE_STATUS_PNG=FILE keeps the desktop screenshot (docs/);
 # LLMPROBE_STATUS_WAIT=SECONDS probes longer first (more minutes in the sparklines).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_CHROMIUM chromium
@@ -40,7 +43,8 @@ while True:
     scraped = re.search(r'^llmprobe_engine_scrape_success\{[^}]*target="mock"[^}]*\} 1$', text, re.M)
     mock = sum(v for (t, _), v in done.items() if t == "mock")
     fingerprinted = re.search(r'^llmprobe_fingerprint_last_run_timestamp_seconds\{', text, re.M)
-    if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped and fingerprinted:
+    fleet = re.search(r'^llmprobe_fleet_scraped_replicas\{[^}]*target="mock-fleet"[^}]*\} 2$', text, re.M)
+    if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped and fingerprinted and fleet:
         break
     assert time.monotonic() < deadline, f"not every scenario probed within 2 minutes: {done}"
     time.sleep(0.5)
@@ -65,9 +69,19 @@ browse() { # name, width, height, path
     fail "$path: the browser reports a Content-Security-Policy violation"
   fi
 }
-browse desktop 1280 800 "/?refresh=off"
+browse desktop 1280 900 "/?refresh=off"
 browse phone 390 844 "/?refresh=off"
-browse target 1280 800 "/target/mock?refresh=off"
+browse target 1280 900 "/target/mock?refresh=off"
+
+# Sideways overflow at both widths, on the pages as served: no table wider than its box,
+# no page wider than the window (lib/page_width.py measures them over DevTools).
+for width in 1280 390; do
+  for path in "/?refresh=off" "/target/mock?refresh=off"; do
+    verdict=$(timeout 90 python3 "$repo_root/tests/tools/lib/page_width.py" "$chromium" \
+      "$url$path" "$width" 900) || fail "$path scrolls sideways at $width px: $verdict"
+    say "sideways overflow of $path at $verdict"
+  done
+done
 
 python3 - "$scratch" <<'PY' || fail "the status page in Chromium"
 import re, struct, sys
@@ -77,15 +91,15 @@ problems = []
 want = d.joinpath("scenarios").read_text().split()
 for view in ("desktop", "phone"):
     dom = d.joinpath(f"{view}.html").read_text()
-    rows = re.findall(r'<tr class="scenario">(.*?)</tr>', dom, re.S)
-    shown = sorted(re.match(r'<td data-label="scenario">([^<]*)</td>', r).group(1) for r in rows)
+    rows = re.findall(r'<tr class="scenario">(.*?)</tr>\s*(?:<tr class="trend">(.*?)</tr>)?', dom, re.S)
+    shown = sorted(re.match(r'<td data-label="scenario">([^<]*)</td>', r).group(1) for r, _ in rows)
     if shown != want:
         problems.append(f"{view}: scenario rows {shown}, /metrics has {want}")
-    for r in rows:
-        sparks = re.findall(r'<svg class="spark (\w+)"', r)
+    for _, trend in rows:
+        sparks = re.findall(r'<svg class="spark (\w+)"', trend)
         if sorted(sparks) != ["goodput", "rate", "ttft"]:
-            problems.append(f"{view}: a row has sparklines {sparks}")
-        if r.count("<polyline") < 3:
+            problems.append(f"{view}: a row's last hour has sparklines {sparks}")
+        if trend.count("<polyline") < 3:
             problems.append(f"{view}: a row's sparklines draw no data")
     # The demo's fingerprint target, compared with a baseline of its own engine.
     fps = re.findall(r'<tr class="fingerprint">(.*?)</tr>', dom, re.S)
@@ -93,13 +107,21 @@ for view in ("desktop", "phone"):
         problems.append(f"{view}: fingerprint rows {fps}, want one saying same model")
     if "Engine:" not in dom or "scrape ok" not in dom:
         problems.append(f"{view}: no engine line with a working scrape")
+    # The fleet target says what its replicas' engines hold, not that nothing was scraped.
+    fleet = re.search(r'<section class="target"><h2><a href="[^"]*">mock-fleet</a>(.*?)</section>', dom, re.S)
+    engines = re.findall(r'<p class="engine">(.*?)</p>', fleet.group(1) if fleet else "")
+    if len(engines) != 1 or not re.match(
+        r'Fleet engines: <span class="ok">2 of 2 scraped</span> · running \d+ · waiting \d+ · '
+        r'KV cache \d+\.\d % · headroom \d+\.\d %$', engines[0]
+    ):
+        problems.append(f"{view}: the fleet target's engine lines are {engines}")
     if 'http-equiv="refresh"' in dom:
         problems.append(f"{view}: ?refresh=off still auto-refreshes")
 target = d.joinpath("target.html").read_text()
 probes = re.findall(r'<tr class="probe">', target)
 if len(probes) < 5:
     problems.append(f"/target/mock lists {len(probes)} probes")
-sizes = {"desktop": (1280, 800), "phone": (390, 844), "target": (1280, 800)}
+sizes = {"desktop": (1280, 900), "phone": (390, 844), "target": (1280, 900)}
 for name, size in sizes.items():
     png = d.joinpath(f"{name}.png").read_bytes()
     if png[:8] != b"\x89PNG\r\n\x1a\n":

@@ -75,6 +75,7 @@ impl FleetContext {
 pub fn remove_all(shared: &Shared, plan: &TargetPlan, members: &Members) {
     let metrics = &shared.metrics;
     shared.status.remove_replicas(&plan.name);
+    shared.status.remove_fleet(&plan.name);
     let scenarios: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
     let labels = [plan.name.as_str(), plan.model.as_str()];
     let gone = std::mem::take(&mut *members.lock().unwrap_or_else(|e| e.into_inner()));
@@ -95,6 +96,7 @@ pub fn run(ctx: FleetContext) -> anyhow::Result<impl std::future::Future<Output 
     let look = ctx.replicas.interval.min(MAX_LOOK);
     let refresher = Refresher::new(source, ctx.replicas.rules.clone(), look);
     ctx.shared.metrics.fleet().start_discovery(ctx.labels());
+    ctx.shared.status.start_fleet(&ctx.plan.name);
     let failures = FailureLog::new(*ctx.shared.failure_summary_interval.borrow());
     Ok(Fleet {
         scrapes: ReplicaScrapes::new(http),

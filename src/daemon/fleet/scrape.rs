@@ -18,6 +18,7 @@ use crate::engine_metrics::{self, EngineSnapshot, Scrape, ScrapeError};
 use crate::exposition::ReplicaEngineGauges;
 use crate::secret::{Secret, scrub};
 use crate::status::ReplicaEngine;
+use crate::status::board::FleetState;
 
 /// One replica's outcome in a round.
 pub struct Scraped {
@@ -84,7 +85,20 @@ impl ReplicaScrapes {
                 }
             }
         }
-        fleet.set_fleet(labels, &fleet_gauges(&ctx.plan, replicas, &loads));
+        let sums = fleet_gauges(&ctx.plan, replicas, &loads);
+        fleet.set_fleet(labels, &sums);
+        // The page shows the same round's sums as the series.
+        ctx.shared.status.set_fleet(
+            &ctx.plan.name,
+            FleetState {
+                replicas: sums.replicas,
+                scraped: sums.scraped,
+                running: sums.running,
+                waiting: sums.waiting,
+                kv_cache_usage_ratio: sums.kv_cache_usage_ratio,
+                headroom: sums.headroom,
+            },
+        );
     }
 
     /// A replica's gauges from its snapshot (rates against its previous one).

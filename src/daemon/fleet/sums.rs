@@ -19,6 +19,10 @@ pub fn fleet_gauges(plan: &TargetPlan, replicas: usize, scraped: &[ReplicaLoad])
     let running = sum(|r| r.running);
     let waiting = sum(|r| r.waiting);
     let gen_tps = sum(|r| r.generation_tokens_per_second);
+    let kv: Vec<f64> = scraped
+        .iter()
+        .filter_map(|r| r.kv_cache_usage_ratio)
+        .collect();
     let queueing = scraped
         .iter()
         .filter(|r| r.waiting.is_some_and(|w| w > 0.0))
@@ -29,6 +33,7 @@ pub fn fleet_gauges(plan: &TargetPlan, replicas: usize, scraped: &[ReplicaLoad])
         running,
         waiting,
         max_concurrent_sequences: sum(|r| r.max_concurrent_sequences),
+        kv_cache_usage_ratio: (!kv.is_empty()).then(|| kv.iter().sum::<f64>() / kv.len() as f64),
         queueing,
         headroom: fleet_headroom(scraped, queueing),
         generation_tokens_per_second: gen_tps,
