@@ -20,15 +20,17 @@ fn main() {
         .filter(|c| !c.trim().is_empty());
     let commit = from_env.or_else(|| {
         let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
-        // Rebuild when HEAD moves: the HEAD file, and the branch ref it points to.
+        // Rebuild when HEAD moves: the HEAD file, and the branch ref it points to. Only
+        // files that exist: cargo takes a missing one as changed and rebuilds every time
+        // (a clone without packed refs, a worktree).
+        let mut watched = Vec::new();
         for path in ["HEAD", "packed-refs"] {
-            if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-                println!("cargo:rerun-if-changed={p}");
-            }
+            watched.extend(git(&["rev-parse", "--git-path", path]));
         }
-        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
-            && let Some(p) = git(&["rev-parse", "--git-path", &branch])
-        {
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watched.extend(git(&["rev-parse", "--git-path", &branch]));
+        }
+        for p in watched.iter().filter(|p| std::path::Path::new(p).exists()) {
             println!("cargo:rerun-if-changed={p}");
         }
         Some(commit)
