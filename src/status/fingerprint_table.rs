@@ -2,11 +2,9 @@
 //! scenario with its state, its last run against the limits its baseline's noise sets,
 //! and its failed runs.
 
-use std::fmt::Write as _;
-
 use super::fingerprint_status::{FingerprintState, FingerprintStatus};
 use super::history::span;
-use super::html::{Column, covered_note, escape, header_cells, row, short_error};
+use super::html::{Column, covered_note, escape, header_cells, row, runs_cell};
 
 /// A scenario's entry as of the page's time.
 pub struct FingerprintView {
@@ -89,7 +87,7 @@ pub const FINGERPRINT_COLUMNS: &[Column<FingerprintView>] = &[
         head: "runs",
         title: "runs completed since the scenario started, the failed ones and the \
                 last failure",
-        cell: runs_cell,
+        cell: runs_of,
     },
 ];
 
@@ -133,21 +131,9 @@ fn state_cell(v: &FingerprintView) -> String {
     format!("<span class=\"{class}\">{}</span>", state.as_str())
 }
 
-fn runs_cell(v: &FingerprintView) -> String {
+fn runs_of(v: &FingerprintView) -> String {
     let s = &v.status;
-    let mut cell = s.runs.to_string();
-    if s.failures > 0 {
-        let _ = write!(cell, " <span class=\"bad\">({} failed)</span>", s.failures);
-    }
-    if let Some((at, error)) = &s.last_failure {
-        let _ = write!(
-            cell,
-            "<br><small class=\"err\">{} ago: {}</small>",
-            span(v.now - at),
-            short_error(error)
-        );
-    }
-    cell
+    runs_cell(s.runs, s.failures, s.last_failure.as_ref(), v.now)
 }
 
 #[cfg(test)]

@@ -131,6 +131,28 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// A loop's runs as a cell: completed runs, the failed ones and the last failure
+/// (`at`, its scrubbed error) as of `now`.
+pub fn runs_cell(
+    runs: u64,
+    failures: u64,
+    last_failure: Option<&(f64, String)>,
+    now: f64,
+) -> String {
+    let mut cell = runs.to_string();
+    if failures > 0 {
+        cell.push_str(&format!(" <span class=\"bad\">({failures} failed)</span>"));
+    }
+    if let Some((at, error)) = last_failure {
+        cell.push_str(&format!(
+            "<br><small class=\"err\">{} ago: {}</small>",
+            span(now - at),
+            short_error(error)
+        ));
+    }
+    cell
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

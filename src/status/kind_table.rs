@@ -1,10 +1,8 @@
 //! The table of a target's scenarios whose kind has no table of its own (on `/` and
 //! `/target/NAME`): per scenario its kind, state, last run, findings and failed runs.
 
-use std::fmt::Write as _;
-
 use super::history::span;
-use super::html::{Column, covered_note, escape, header_cells, row, short_error};
+use super::html::{Column, covered_note, escape, header_cells, row, runs_cell};
 use super::kind_status::{KindState, KindStatus};
 
 /// An entry as of the page's time.
@@ -52,7 +50,7 @@ pub const KIND_COLUMNS: &[Column<KindView>] = &[
         head: "runs",
         title: "runs completed since the scenario started, the failed ones and the \
                 last failure",
-        cell: runs_cell,
+        cell: runs_of,
     },
 ];
 
@@ -84,21 +82,9 @@ fn state_cell(v: &KindView) -> String {
     format!("<span class=\"{class}\">{}</span>", escape(text))
 }
 
-fn runs_cell(v: &KindView) -> String {
+fn runs_of(v: &KindView) -> String {
     let s = &v.status;
-    let mut cell = s.runs.to_string();
-    if s.failures > 0 {
-        let _ = write!(cell, " <span class=\"bad\">({} failed)</span>", s.failures);
-    }
-    if let Some((at, error)) = &s.last_failure {
-        let _ = write!(
-            cell,
-            "<br><small class=\"err\">{} ago: {}</small>",
-            span(v.now - at),
-            short_error(error)
-        );
-    }
-    cell
+    runs_cell(s.runs, s.failures, s.last_failure.as_ref(), v.now)
 }
 
 #[cfg(test)]

@@ -45,20 +45,14 @@ impl ScenarioKind for Fingerprint {
     }
 
     fn retire(&self, shared: &Shared, old: &TargetPlan, new: Option<&TargetPlan>) {
-        for f in &old.kinds.fingerprints {
-            let kept = new.is_some_and(|n| {
-                n.kinds
-                    .fingerprints
-                    .iter()
-                    .any(|nf| nf.scenario == f.scenario)
-            });
-            if !kept {
-                if let Ok(series) = shared.metrics.kind_series(&FAMILIES) {
-                    series.remove(Scope::Kind, &[&old.name, &old.model, &f.scenario]);
-                }
-                shared.status.remove_fingerprint(&old.name, &f.scenario);
-            }
+        fn names(p: &TargetPlan) -> Vec<&str> {
+            let plans = p.kinds.fingerprints.iter();
+            plans.map(|f| f.scenario.as_str()).collect()
         }
+        let remove_row = |board: &crate::status::StatusBoard, target: &str, scenario: &str| {
+            board.remove_fingerprint(target, scenario);
+        };
+        super::retire_own(shared, (old, new), &FAMILIES, names, remove_row);
     }
 }
 

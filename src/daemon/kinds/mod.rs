@@ -18,7 +18,7 @@ use super::pipeline::TargetContext;
 use super::shared::Shared;
 use crate::config::TargetPlan;
 use crate::config::kinds::KindName;
-use crate::exposition::Family;
+use crate::exposition::{Family, Scope};
 
 /// What a kind's scenarios start with on a target's front door.
 pub struct FrontDoor<'a> {
@@ -83,6 +83,25 @@ pub fn demo_scenarios() -> String {
         .filter_map(|k| k.demo_scenario())
         .map(|s| format!("      - {s}\n"))
         .collect()
+}
+
+/// Retires the scenarios `names(old)` that `names(new)` does not continue, for a kind
+/// with a loop of its own: their series of `families` and, by `remove_row`, their
+/// status rows.
+pub fn retire_own(
+    shared: &Shared,
+    (old, new): (&TargetPlan, Option<&TargetPlan>),
+    families: &'static [Family],
+    names: fn(&TargetPlan) -> Vec<&str>,
+    remove_row: fn(&crate::status::StatusBoard, &str, &str),
+) {
+    let kept = new.map(names).unwrap_or_default();
+    for scenario in names(old).into_iter().filter(|s| !kept.contains(s)) {
+        if let Ok(series) = shared.metrics.kind_series(families) {
+            series.remove(Scope::Kind, &[&old.name, &old.model, scenario]);
+        }
+        remove_row(&shared.status, &old.name, scenario);
+    }
 }
 
 /// Retires what `new` does not continue of every kind's scenarios of `old`.

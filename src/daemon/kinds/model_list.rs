@@ -47,20 +47,14 @@ impl ScenarioKind for ModelList {
     }
 
     fn retire(&self, shared: &Shared, old: &TargetPlan, new: Option<&TargetPlan>) {
-        for m in &old.kinds.model_lists {
-            let kept = new.is_some_and(|n| {
-                n.kinds
-                    .model_lists
-                    .iter()
-                    .any(|nm| nm.scenario == m.scenario)
-            });
-            if !kept {
-                if let Ok(series) = shared.metrics.kind_series(&FAMILIES) {
-                    series.remove(Scope::Kind, &[&old.name, &old.model, &m.scenario]);
-                }
-                shared.status.remove_kind(&old.name, &m.scenario);
-            }
+        fn names(p: &TargetPlan) -> Vec<&str> {
+            let plans = p.kinds.model_lists.iter();
+            plans.map(|f| f.scenario.as_str()).collect()
         }
+        let remove_row = |board: &crate::status::StatusBoard, target: &str, scenario: &str| {
+            board.remove_kind(target, scenario);
+        };
+        super::retire_own(shared, (old, new), &FAMILIES, names, remove_row);
     }
 }
 
