@@ -134,8 +134,13 @@ pub enum ChunkError {
 
 /// Decodes the data of one SSE event.
 pub fn decode(data: &[u8]) -> Result<ChunkData<'_>, ChunkError> {
-    let raw: RawChunk<'_> =
-        serde_json::from_slice(data).map_err(|e| ChunkError::Malformed(e.to_string()))?;
+    // Checked as UTF-8 once here, serde_json need not check each string again (a
+    // chunk is mostly short strings); invalid UTF-8 gets serde_json's own error.
+    let raw: RawChunk<'_> = match std::str::from_utf8(data) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(data),
+    }
+    .map_err(|e| ChunkError::Malformed(e.to_string()))?;
     if let Some(err) = raw.error {
         return Err(ChunkError::Server(err.describe()));
     }

@@ -55,9 +55,15 @@ async fn read_json(
     method: &str,
     url: &str,
 ) -> anyhow::Result<serde_json::Value> {
-    let response = stale::send(request, &client.connects, client.cfg.reuse_connections)
-        .await
-        .with_context(|| format!("{method} {url}"))?;
+    let again = request.try_clone();
+    let response = stale::send(
+        request,
+        || again,
+        &client.connects,
+        client.cfg.reuse_connections,
+    )
+    .await
+    .with_context(|| format!("{method} {url}"))?;
     let status = response.status();
     let limit = client.cfg.limits.max_response_bytes;
     let mut data = Vec::new();

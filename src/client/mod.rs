@@ -31,12 +31,13 @@ pub mod tls;
 mod tool_calls;
 pub mod trace;
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use tokio::time::{Instant, timeout_at};
+use tokio::time::{Instant, Sleep, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name};
@@ -329,12 +330,18 @@ impl Client {
         cancel: Option<&CancellationToken>,
         keep_answer: bool,
     ) -> (RequestRecord, String) {
-        let body = request::body(&self.cfg, spec);
-        let mut request = self.http.post(self.url.clone());
+        let body = request::body(&self.cfg, spec).map(bytes::Bytes::from);
         let trace = self.cfg.traceparent.then(trace::TraceContext::random);
-        if let Some(t) = &trace {
-            request = request.header(trace::HEADER, t.header());
-        }
+        // The stale-connection retry builds its request again (same body, same trace
+        // context) rather than every request cloning its builder for a rare retry.
+        let build = |body: &bytes::Bytes| {
+            let mut request = self.http.post(self.url.clone());
+            if let Some(t) = &trace {
+                request = request.header(trace::HEADER_NAME, t.header_value());
+            }
+            request.body(body.clone())
+        };
+        let request = body.map(|body| (build(&body), body));
         let start = Instant::now();
         let mut rec = RequestRecord::new(id, t_sched, start.duration_since(run_start));
         rec.trace_id = trace.map(|t| t.trace_id_hex());
@@ -358,10 +365,10 @@ impl Client {
                 self.checks.as_ref().is_some_and(|c| c.needs_tool_calls()),
             ),
         };
-        let result = match body {
-            Ok(body) => {
-                let exchange =
-                    self.exchange(request.body(body), start, run_start, &mut rec, &mut st);
+        let result = match request {
+            Ok((request, body)) => {
+                let retry = || build(&body);
+                let exchange = self.exchange(request, retry, start, run_start, &mut rec, &mut st);
                 match cancel {
                     Some(cancel) => tokio::select! {
                         biased;
@@ -429,6 +436,7 @@ impl Client {
     async fn exchange(
         &self,
         request: reqwest::RequestBuilder,
+        retry: impl FnOnce() -> reqwest::RequestBuilder,
         start: Instant,
         run_start: Instant,
         rec: &mut RequestRecord,
@@ -446,8 +454,13 @@ impl Client {
         } else {
             (total_deadline, Phase::FirstToken)
         };
-        let send = stale::send(request, &self.connects, self.cfg.reuse_connections);
-        let sent = timeout_at(deadline, send).await;
+        // One timer for every wait of this exchange, moved to each wait's deadline (see
+        // `within`).
+        let timer = tokio::time::sleep_until(deadline);
+        tokio::pin!(timer);
+        let again = || Some(retry());
+        let send = stale::send(request, again, &self.connects, self.cfg.reuse_connections);
+        let sent = within(&mut timer, deadline, send).await;
         let mut resp = match sent {
             Err(_) => {
                 return Err(self.timeout(phase, deadline == total_deadline, "response headers"));
@@ -472,7 +485,7 @@ impl Client {
             } else {
                 self.deadline(total_deadline, last_bytes + t.idle, Phase::Idle)
             };
-            let piece = match timeout_at(deadline, resp.chunk()).await {
+            let piece = match within(&mut timer, deadline, resp.chunk()).await {
                 Err(_) => return Err(self.timeout(phase, deadline == total_deadline, "stream")),
                 Ok(Err(e)) => return Err(body_error(e)),
                 Ok(Ok(p)) => p,
@@ -506,6 +519,7 @@ impl Client {
                 rec.t_end = Some(at);
                 self.drain_body(
                     &mut resp,
+                    &mut timer,
                     total_deadline.min(now + t.idle.min(DRAIN_AFTER_DONE)),
                 )
                 .await;
@@ -894,14 +908,36 @@ impl Client {
 
     /// Reads what is left of the body after `[DONE]` (normally just the end of the
     /// chunked encoding), so the connection is reusable. Bounded in time and size.
-    async fn drain_body(&self, resp: &mut reqwest::Response, deadline: Instant) {
+    async fn drain_body(
+        &self,
+        resp: &mut reqwest::Response,
+        timer: &mut Pin<&mut Sleep>,
+        deadline: Instant,
+    ) {
         let mut budget = self.cfg.limits.max_line_bytes as u64;
-        while let Ok(Ok(Some(piece))) = timeout_at(deadline, resp.chunk()).await {
+        while let Ok(Ok(Some(piece))) = within(timer, deadline, resp.chunk()).await {
             budget = budget.saturating_sub(piece.len() as u64);
             if budget == 0 {
                 return;
             }
         }
+    }
+}
+
+/// `fut`'s output, or `Err` when `deadline` passes first, as `timeout_at`. The one
+/// `timer` of a request is moved to each deadline: a later deadline only extends the
+/// registered timer, where each `timeout_at` inserts a timer into tokio's wheel and
+/// removes it (per chunk), and an insert may wake the driver through its eventfd.
+async fn within<F: std::future::Future>(
+    timer: &mut Pin<&mut Sleep>,
+    deadline: Instant,
+    fut: F,
+) -> Result<F::Output, ()> {
+    timer.as_mut().reset(deadline);
+    tokio::select! {
+        biased;
+        out = fut => Ok(out),
+        () = timer.as_mut() => Err(()),
     }
 }
 

@@ -38,16 +38,21 @@ impl ConnectCounter {
 /// client goes through here.
 pub async fn send(
     request: reqwest::RequestBuilder,
+    retry: impl FnOnce() -> Option<reqwest::RequestBuilder>,
     connects: &ConnectCounter,
     reuse: bool,
 ) -> reqwest::Result<reqwest::Response> {
-    let retry = if reuse { request.try_clone() } else { None };
     let before = connects.get();
-    match (request.send().await, retry) {
-        (Err(e), Some(retry)) if closed_before_response(&e) && connects.get() == before => {
-            retry.send().await
+    match request.send().await {
+        // Only a pooled connection can be stale: without reuse there is nothing to
+        // retry. The retry is built only when it is sent.
+        Err(e) if reuse && closed_before_response(&e) && connects.get() == before => {
+            match retry() {
+                Some(again) => again.send().await,
+                None => Err(e),
+            }
         }
-        (sent, _) => sent,
+        sent => sent,
     }
 }
 

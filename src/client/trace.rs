@@ -5,9 +5,29 @@
 //! span, and the daemon's OTLP export gives the probe's own span exactly that ID.
 
 use rand::RngExt;
+use reqwest::header::{HeaderName, HeaderValue};
 
 /// The request header's name.
 pub const HEADER: &str = "traceparent";
+
+/// [`HEADER`] as a header name, built at compile time (not parsed per request).
+pub const HEADER_NAME: HeaderName = HeaderName::from_static(HEADER);
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes the low `out.len()` hex digits of `v`, most significant first, lower case:
+/// the header is built per request, and `format!` costs several times this.
+fn hex(v: u128, out: &mut [u8]) {
+    let n = out.len();
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = HEX_DIGITS[((v >> (4 * (n - 1 - i))) & 0xf) as usize];
+    }
+}
+
+/// ASCII hex digits as a `String`.
+fn ascii(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
 
 /// One request's trace context: a random trace ID and parent span ID, never all zero
 /// (the specification makes an all-zero ID invalid).
@@ -30,17 +50,33 @@ impl TraceContext {
     /// The `traceparent` value: version 00, the IDs in lower-case hex, flags 01 (sampled:
     /// the engine is asked to record its span).
     pub fn header(&self) -> String {
-        format!("00-{:032x}-{:016x}-01", self.trace_id, self.span_id)
+        ascii(&self.header_bytes())
+    }
+
+    /// [`header`](Self::header) as the value a request carries.
+    pub fn header_value(&self) -> HeaderValue {
+        HeaderValue::from_bytes(&self.header_bytes()).expect("hex digits and dashes")
+    }
+
+    fn header_bytes(&self) -> [u8; 55] {
+        let mut b = *b"00-00000000000000000000000000000000-0000000000000000-01";
+        hex(self.trace_id, &mut b[3..35]);
+        hex(u128::from(self.span_id), &mut b[36..52]);
+        b
     }
 
     /// The trace ID as the header, exemplars and span exporters write it (32 hex digits).
     pub fn trace_id_hex(&self) -> String {
-        format!("{:032x}", self.trace_id)
+        let mut b = [0u8; 32];
+        hex(self.trace_id, &mut b);
+        ascii(&b)
     }
 
     /// The parent span ID as the header and span exporters write it (16 hex digits).
     pub fn span_id_hex(&self) -> String {
-        format!("{:016x}", self.span_id)
+        let mut b = [0u8; 16];
+        hex(u128::from(self.span_id), &mut b);
+        ascii(&b)
     }
 
     /// Parses a `traceparent` value of version 00 (for the mock and tests): `None` for a
@@ -81,6 +117,15 @@ mod tests {
         assert_eq!(t.trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(t.span_id_hex(), "00f067aa0ba902b7");
         assert_eq!(TraceContext::parse(&t.header()), Some(t));
+        assert_eq!(t.header_value().to_str().unwrap(), t.header());
+        let max = TraceContext {
+            trace_id: u128::MAX,
+            span_id: u64::MAX,
+        };
+        assert_eq!(
+            max.header(),
+            format!("00-{}-{}-01", "f".repeat(32), "f".repeat(16))
+        );
     }
 
     #[test]

@@ -104,6 +104,9 @@ async fn wait_on(fd: &AsyncFd<OwnedFd>, deadline: Instant) -> io::Result<()> {
         // this function holds open.
         let n = unsafe { libc::read(fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
         if n == 8 {
+            // Drained until the next arm: without this the next wait would find the
+            // stale readiness and spend a read on EAGAIN before it sleeps.
+            guard.clear_ready();
             return Ok(());
         }
         let e = io::Error::last_os_error();
