@@ -893,7 +893,7 @@ fn parse_mock(a: &BenchArgs) -> Result<MockOptions> {
 }
 
 /// The bench flags' spelling of each part of a probe.
-struct Flags;
+pub(crate) struct Flags;
 
 impl Syntax for Flags {
     fn name(&self, part: Part) -> String {

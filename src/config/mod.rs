@@ -13,7 +13,7 @@ pub mod locate;
 mod messages;
 pub mod otlp;
 pub mod plan;
-mod probe;
+pub(crate) mod probe;
 pub mod rate;
 pub mod replicas;
 pub mod replicas_from;

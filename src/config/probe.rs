@@ -6,7 +6,7 @@ use super::schema::{Config, Scenario, Target};
 use crate::probe::{Origin, Part, ProbeSpec, PromptSource, Syntax};
 
 /// The daemon's YAML keys.
-struct Yaml;
+pub(crate) struct Yaml;
 
 impl Syntax for Yaml {
     fn name(&self, part: Part) -> String {

@@ -115,71 +115,10 @@ pub(super) fn offered(parts: &[Part], syntax: &dyn Syntax, conjunction: &str) ->
     crate::exit::listed(&names, conjunction)
 }
 
-/// Both front ends' spellings, for the rules' tests: each names the parts as its front
-/// end does (`config/probe.rs`, `bench/options.rs`).
+/// Both front ends' own spellings, for the rules' tests (test code may reach above
+/// this layer): the daemon's YAML keys and the bench flags.
 #[cfg(test)]
 pub(super) mod spelled {
-    use super::{Part, Syntax};
-
-    /// The daemon's YAML keys.
-    pub struct Yaml;
-
-    impl Syntax for Yaml {
-        fn name(&self, part: Part) -> String {
-            match part {
-                Part::Endpoint => "endpoint".into(),
-                Part::InputTokens => "input_tokens".into(),
-                Part::OutputTokens => "output_tokens".into(),
-                Part::SharedPrefix => "shared_prefix_tokens".into(),
-                Part::NoStream => "stream: false".into(),
-                Part::Objective(l) => format!("slo.{}", l.name()),
-                Part::Check(k) => format!("checks.{k}"),
-                Part::StructuredOutput => "checks.structured_output".into(),
-                Part::Prompt => "prompt".into(),
-                Part::PromptFile => "prompt_file".into(),
-                Part::Messages => "messages".into(),
-                Part::Dataset => "dataset".into(),
-                Part::DatasetPath => "dataset_path".into(),
-                Part::Trace => "trace".into(),
-                Part::NoNonce => "nonce: false".into(),
-                Part::Turns => "turns".into(),
-                Part::Golden => "golden".into(),
-            }
-        }
-
-        fn offers(&self, part: Part) -> bool {
-            !matches!(part, Part::Dataset | Part::DatasetPath | Part::Trace)
-        }
-    }
-
-    /// The bench flags.
-    pub struct Flags;
-
-    impl Syntax for Flags {
-        fn name(&self, part: Part) -> String {
-            match part {
-                Part::Endpoint => "--endpoint".into(),
-                Part::InputTokens => "--input-len".into(),
-                Part::OutputTokens => "--output-len".into(),
-                Part::SharedPrefix => "--shared-prefix-len".into(),
-                Part::NoStream => "--no-stream".into(),
-                Part::Objective(l) => format!("--slo-{}-ms", l.user_name()),
-                Part::Check(k) => format!("--{}", k.as_str().replace('_', "-")),
-                Part::StructuredOutput => "--structured-output".into(),
-                Part::Prompt => "--prompt".into(),
-                Part::PromptFile => "--prompt-file".into(),
-                Part::Messages => "a message list".into(),
-                Part::Dataset => "--dataset".into(),
-                Part::DatasetPath => "--dataset-path".into(),
-                Part::Trace => "--trace".into(),
-                Part::NoNonce => "--no-nonce".into(),
-                Part::Turns => "--turns".into(),
-                Part::Golden => "--golden".into(),
-            }
-        }
-
-        fn offers(&self, part: Part) -> bool {
-            part != Part::Messages
-        }
-    }
+    pub(crate) use crate::bench::options::Flags;
+    pub(crate) use crate::config::probe::Yaml;
 }
