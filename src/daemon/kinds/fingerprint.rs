@@ -7,15 +7,13 @@
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use super::{FrontDoor, ScenarioKind};
 use crate::clock::unix_now;
 use crate::config::TargetPlan;
 use crate::config::kinds::KindName;
 use crate::config::kinds::fingerprint::FingerprintPlan;
-use crate::daemon::failure_lines::{self, Activity, Attempt};
-use crate::daemon::failure_log::{FailureKey, FailureLog};
+use crate::daemon::failure_lines::Activity;
 use crate::daemon::shared::Shared;
 use crate::exposition::families::{counter, gauge};
 use crate::exposition::{Family, Registered, Scope};
@@ -176,9 +174,8 @@ fn start(
         every.as_secs_f64(),
     ));
     let secrets = plan.secrets.clone();
-    let key = FailureKey::scenario(&plan.name, &fp.scenario);
-    let mut failures = FailureLog::new(*shared.failure_summary_interval.borrow());
-    let mut summary_interval = shared.failure_summary_interval.clone();
+    let mut log = super::RunLog::new(shared, &plan.name, &fp.scenario, ACTIVITY, "run_failed");
+    let (target, scenario) = (plan.name.clone(), fp.scenario.clone());
     Ok(tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -192,7 +189,6 @@ fn start(
                 r = sampler.compare(&baseline) => r,
             };
             let now = unix_now();
-            failures.set_interval(*summary_interval.borrow_and_update());
             match result {
                 Ok(d) => {
                     // The page first: whoever sees the series may read the page next.
@@ -201,18 +197,11 @@ fn start(
                         .unwrap_or_else(|e| e.into_inner())
                         .record_run(now, d);
                     series.publish(&d, &baseline.noise, now);
-                    if let Some(line) = failures.success(&key, Instant::now()) {
-                        let attempt = Attempt {
-                            id: None,
-                            reason: "",
-                            error: "",
-                        };
-                        failure_lines::write(ACTIVITY, &key, attempt, &line);
-                    }
+                    log.succeeded();
                     if threshold.drifted(&d) {
                         tracing::warn!(
-                            target = %key.target,
-                            scenario = %fp_name(&key),
+                            target = %target,
+                            scenario = %scenario,
                             divergence = d.divergence,
                             token_agreement = d.token_agreement,
                             threshold = threshold.divergence,
@@ -222,13 +211,7 @@ fn start(
                 }
                 Err(e) => {
                     let error = scrub(&format!("{e:#}"), secrets.iter().map(Secret::expose));
-                    let lines = failures.failure(&key, Instant::now(), RUN_FAILED, &error);
-                    let attempt = Attempt {
-                        id: None,
-                        reason: RUN_FAILED,
-                        error: &error,
-                    };
-                    failure_lines::failure(ACTIVITY, &key, attempt, &lines);
+                    log.failed(&error);
                     status
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -240,16 +223,9 @@ fn start(
     }))
 }
 
-/// The failure log's reason of a failed run (what failed is in its error).
-const RUN_FAILED: &str = "run_failed";
-
 /// Its runs, as the failure log words them.
 const ACTIVITY: Activity = Activity::Kind {
     noun: "fingerprint run",
     nouns: "fingerprint runs",
     failed: "fingerprint run failed",
 };
-
-fn fp_name(key: &FailureKey) -> &str {
-    key.scenario.as_deref().unwrap_or_default()
-}

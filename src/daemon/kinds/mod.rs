@@ -9,11 +9,17 @@ pub mod model_list;
 pub mod probe;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::engine_scrape::TtftWindow;
+use super::failure_lines::{self, Activity, Attempt};
+use super::failure_log::{FailureKey, FailureLog};
 use super::pipeline::TargetContext;
 use super::shared::Shared;
 use crate::config::TargetPlan;
@@ -83,6 +89,67 @@ pub fn demo_scenarios() -> String {
         .filter_map(|k| k.demo_scenario())
         .map(|s| format!("      - {s}\n"))
         .collect()
+}
+
+/// The failure log of a kind's runs: a failed run and the recovery are logged by state
+/// change, as a target's probes are, in the kind's words.
+pub struct RunLog {
+    key: FailureKey,
+    activity: Activity,
+    /// The failure log's reason of a failed run (what failed is in its error).
+    reason: &'static str,
+    failures: FailureLog,
+    summary_interval: watch::Receiver<Duration>,
+}
+
+impl RunLog {
+    pub fn new(
+        shared: &Shared,
+        target: &str,
+        scenario: &str,
+        activity: Activity,
+        reason: &'static str,
+    ) -> RunLog {
+        RunLog {
+            key: FailureKey::scenario(target, scenario),
+            activity,
+            reason,
+            failures: FailureLog::new(*shared.failure_summary_interval.borrow()),
+            summary_interval: shared.failure_summary_interval.clone(),
+        }
+    }
+
+    /// A run that worked: the recovery line, if failures were logged before it.
+    pub fn succeeded(&mut self) {
+        self.follow_interval();
+        if let Some(line) = self.failures.success(&self.key, Instant::now()) {
+            let attempt = Attempt {
+                id: None,
+                reason: "",
+                error: "",
+            };
+            failure_lines::write(self.activity, &self.key, attempt, &line);
+        }
+    }
+
+    /// A run that failed with `error` (secrets already scrubbed).
+    pub fn failed(&mut self, error: &str) {
+        self.follow_interval();
+        let lines = self
+            .failures
+            .failure(&self.key, Instant::now(), self.reason, error);
+        let attempt = Attempt {
+            id: None,
+            reason: self.reason,
+            error,
+        };
+        failure_lines::failure(self.activity, &self.key, attempt, &lines);
+    }
+
+    fn follow_interval(&mut self) {
+        self.failures
+            .set_interval(*self.summary_interval.borrow_and_update());
+    }
 }
 
 /// Retires the scenarios `names(old)` that `names(new)` does not continue, for a kind

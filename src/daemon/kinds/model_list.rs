@@ -6,7 +6,6 @@
 //! failed read is counted and goes through the failure log.
 
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use super::{FrontDoor, ScenarioKind};
 use crate::client::Client;
@@ -14,8 +13,7 @@ use crate::clock::unix_now;
 use crate::config::TargetPlan;
 use crate::config::kinds::KindName;
 use crate::config::kinds::model_list::ModelListPlan;
-use crate::daemon::failure_lines::{self, Activity, Attempt};
-use crate::daemon::failure_log::{FailureKey, FailureLog};
+use crate::daemon::failure_lines::Activity;
 use crate::daemon::shared::Shared;
 use crate::exposition::families::{counter, gauge};
 use crate::exposition::{Family, Scope};
@@ -137,9 +135,7 @@ fn start(
         KindName::ModelList.as_str(),
         m.every.as_secs_f64(),
     ));
-    let key = FailureKey::scenario(&plan.name, &m.scenario);
-    let mut failures = FailureLog::new(*shared.failure_summary_interval.borrow());
-    let mut summary_interval = shared.failure_summary_interval.clone();
+    let mut log = super::RunLog::new(shared, &plan.name, &m.scenario, ACTIVITY, "read_failed");
     let (model, every) = (plan.model.clone(), m.every);
     Ok(tokio::spawn(async move {
         let l = [labels[0].as_str(), labels[1].as_str(), labels[2].as_str()];
@@ -166,7 +162,6 @@ fn start(
                 r = client.get_json("/v1/models") => r.and_then(|body| listed_ids(&body)),
             };
             let now = unix_now();
-            failures.set_interval(*summary_interval.borrow_and_update());
             match result {
                 Ok(ids) => {
                     let run = run_of(&model, &ids, now);
@@ -177,25 +172,12 @@ fn start(
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .record_run(run);
-                    if let Some(line) = failures.success(&key, Instant::now()) {
-                        let attempt = Attempt {
-                            id: None,
-                            reason: "",
-                            error: "",
-                        };
-                        failure_lines::write(ACTIVITY, &key, attempt, &line);
-                    }
+                    log.succeeded();
                 }
                 Err(e) => {
                     // `get_json` scrubbed the target's secrets from its error.
                     let error = format!("{e:#}");
-                    let lines = failures.failure(&key, Instant::now(), "read_failed", &error);
-                    let attempt = Attempt {
-                        id: None,
-                        reason: "read_failed",
-                        error: &error,
-                    };
-                    failure_lines::failure(ACTIVITY, &key, attempt, &lines);
+                    log.failed(&error);
                     status
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
