@@ -21,6 +21,7 @@ pub mod conversation;
 pub mod daemon;
 pub mod discovery;
 pub mod duration;
+pub mod energy;
 pub mod engine_metrics;
 pub mod event;
 pub mod exit;

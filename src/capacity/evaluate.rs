@@ -163,6 +163,7 @@ pub fn evaluate_spec(
         cost_per_million_output_tokens: full.cost_per_million_output_tokens,
         crossover_batch: step.crossover_batch(),
         roofline,
+        step: *step,
         max_position_embeddings: spec.max_position_embeddings,
         warnings,
         notes: spec.notes.clone(),

@@ -31,4 +31,4 @@ pub use inputs::{
 };
 pub use model::{ModelSpec, ParamCounts, WeightFormat};
 pub use report::{CapacityReport, DecodeTerms, KvGeometry, ResolvedInputs, WeightPart};
-pub use roofline::RooflinePoint;
+pub use roofline::{RooflinePoint, StepModel};

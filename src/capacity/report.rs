@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::gpu::GpuSpec;
 use super::model::{ParamCounts, StateShape, WeightFormat};
-use super::roofline::RooflinePoint;
+use super::roofline::{RooflinePoint, StepModel};
 
 /// One part of the weights and what it costs in memory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -176,6 +176,10 @@ pub struct CapacityReport {
     pub crossover_batch: Option<u64>,
     /// Roofline over batch sizes up to max_running_sequences.
     pub roofline: Vec<RooflinePoint>,
+    /// The decode step the roofline is made of, for its figure at any batch (the
+    /// daemon's roofline at the live batch); not part of the JSON.
+    #[serde(skip)]
+    pub step: StepModel,
     /// Model max_position_embeddings, when known.
     pub max_position_embeddings: Option<u64>,
     /// Things the user should know (context beyond the model's limit, …).

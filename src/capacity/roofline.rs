@@ -16,7 +16,7 @@ pub fn experts_touched(experts: u64, top_k: u64, batch: u64) -> f64 {
 }
 
 /// Everything one decode step costs on one GPU, split into what scales with the batch.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepModel {
     /// Weight bytes read every step regardless of routing (attention, dense MLPs,
     /// shared experts, head, norms), per GPU.

@@ -8,6 +8,7 @@
 mod checks;
 pub mod error;
 pub mod golden;
+pub mod gpu;
 pub mod kinds;
 pub mod locate;
 mod messages;

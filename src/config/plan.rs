@@ -76,6 +76,8 @@ pub struct TargetPlan {
     pub price: Option<TokenPrice>,
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
+    /// Where the engine's GPU telemetry is read, and which GPUs are its.
+    pub gpu: Option<super::gpu::GpuPlan>,
     /// How the replicas behind the front door are discovered and probed (the daemon's
     /// fleet, `src/daemon/fleet/`).
     pub replicas: Option<ReplicaPlan>,
@@ -98,6 +100,21 @@ pub struct CapacityPlan {
     /// The engine scheduler's limit on running sequences (`max_num_seqs`): the live
     /// max sequences never exceed it, whatever room the KV cache has.
     pub max_num_seqs: u32,
+    /// The decode step of one replica, for the roofline at the live batch.
+    pub step: crate::capacity::StepModel,
+}
+
+impl CapacityPlan {
+    /// The roofline's tokens per second of one replica at a batch of `running`
+    /// sequences (rounded; `None` when idle): the capacity model's own figure.
+    pub fn roofline_tokens_per_second(&self, running: f64) -> Option<f64> {
+        let batch = running.round();
+        (batch >= 1.0).then(|| {
+            self.step
+                .point(batch as u64, u64::from(self.gpus_per_replica), 0.0)
+                .tokens_per_second_aggregate
+        })
+    }
 }
 
 /// One runner: a target × scenario.
@@ -373,6 +390,14 @@ fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String
     for t in &mut shown.targets {
         t.base_url = redact_url(&t.base_url);
         t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
+        if let Some(g) = &mut t.gpu_metrics {
+            g.url = match &g.url {
+                super::gpu::OneOrMore::One(u) => super::gpu::OneOrMore::One(redact_url(u)),
+                super::gpu::OneOrMore::More(us) => {
+                    super::gpu::OneOrMore::More(us.iter().map(|u| redact_url(u)).collect())
+                }
+            };
+        }
         // `/config` shows the replica count as it always has, unless they are discovered.
         if t.replicas_from.is_none() {
             t.replicas = Some(t.replicas.unwrap_or(1));
@@ -479,6 +504,7 @@ fn target(
         }),
         capacity,
         engine_metrics_url: t.engine_metrics_url.clone(),
+        gpu: super::gpu::plan(t, path)?,
         replicas,
         context_tokens,
         secrets,
@@ -542,6 +568,7 @@ fn capacity_plan(t: &Target, path: &Path) -> Result<Option<CapacityPlan>, (Path,
                 gpus_per_replica: report.inputs.tp.max(1),
                 gpu_hourly: Some(report.inputs.gpu_hourly),
                 max_num_seqs: report.inputs.max_num_seqs,
+                step: report.step,
             })
         }
     })

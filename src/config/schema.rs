@@ -341,6 +341,11 @@ pub struct Target {
     /// TTFT; for llama.cpp, `/props` on the same server gives its slot count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_metrics_url: Option<String>,
+    /// GPU telemetry (NVIDIA dcgm-exporter) of the engine's GPUs: power, energy per
+    /// output token, tokens per joule, live cost by part and efficiency against the
+    /// capacity model's roofline. Needs `engine_metrics_url` or `replicas_from`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_metrics: Option<super::gpu::GpuMetricsConfig>,
 }
 
 fn yes() -> bool {

@@ -1,7 +1,7 @@
 //! `llmprobe daemon --mock`: the embedded mock engine and a demo config that probes it
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
 //! SLOs, one with answer checks, one asking the built-in golden set, a price, a capacity block, the mock's vLLM-format
-//! `/metrics` as the engine), a second target on the Responses API whose answers reason
+//! `/metrics` as the engine, its GPU telemetry for the energy figures), a second target on the Responses API whose answers reason
 //! first (TTFA and reasoning tokens), a third whose two replicas (two more mocks, one
 //! slower) are discovered from a static list (the replica and fleet series), and a
 //! fingerprint scenario on the first replica against a baseline recorded from it at
@@ -50,6 +50,8 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource
         faults: crate::mock::parse_fault_flags("--mock-fault", faults)?,
         // The demo's golden scenario asks the built-in set, whose answers the mock knows.
         golden: Some("builtin".to_string()),
+        // GPU telemetry from the mock's power model, for the energy figures.
+        gpu: Some(crate::mock::gpu::PowerModel::default()),
         ..MockFlags::default()
     })?;
     let model = cfg.model.clone();
@@ -183,6 +185,11 @@ targets:
       tp: 1
       gpu_hourly: 2.5
     engine_metrics_url: {base_url}/metrics
+    # The mock's GPU telemetry (dcgm-exporter's format, from its power model).
+    gpu_metrics:
+      url: {base_url}/gpu/metrics
+      energy_price_per_kwh: 0.12
+      grams_co2_per_kwh: 400
   - name: mock-responses
     base_url: {base_url}
     model: {model}
@@ -228,8 +235,19 @@ fn fleet_target(base_url: &str, model: &str, replicas: &[String]) -> String {
     replica_series: full
     replicas_from:
       static: [{}]
+    # Each replica's GPUs are those whose `pod` is its host:port (the mock's own).
+    gpu_metrics:
+      url: [{}]
+      replica_match: {{pod: replica}}
+      energy_price_per_kwh: 0.12
+      grams_co2_per_kwh: 400
 "#,
-        replicas.join(", ")
+        replicas.join(", "),
+        replicas
+            .iter()
+            .map(|r| format!("{r}/gpu/metrics"))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 

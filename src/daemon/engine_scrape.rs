@@ -2,7 +2,8 @@
 //! llama.cpp or TGI, parsed by `crate::engine_metrics`) every interval and publishes live load,
 //! live KV capacity, headroom, live cost per million tokens and the client/server TTFT
 //! gap. A failed scrape sets `llmprobe_engine_scrape_success 0` and is logged by state
-//! change (the failure log); it never stops the target.
+//! change (the failure log); it never stops the target. With `gpu_metrics`, the GPU
+//! telemetry is read at the same time and gives the energy figures (`super::energy`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,10 +12,12 @@ use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
+use super::energy::{self as energy_round, EnergyTracker};
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
 use crate::config::TargetPlan;
-use crate::engine_metrics::{self, EngineSnapshot};
+use crate::engine_metrics::gpu::{self, GpuReading};
+use crate::engine_metrics::{self, EngineSnapshot, ScrapeError};
 use crate::exposition::{EngineGauges, Metrics};
 use crate::secret::{Secret, scrub};
 use crate::status::{EngineState, StatusBoard};
@@ -206,7 +209,11 @@ pub fn scrape_loop(
             ttft_window,
             prev: None,
             slots_warned: None,
+            energy: EnergyTracker::default(),
+            gpu_warned: None,
+            last_generation_tps: None,
         };
+        let gpu_urls = publisher.plan.gpu.as_ref().map(|g| g.urls.clone());
         loop {
             tokio::select! {
                 biased;
@@ -227,10 +234,16 @@ pub fn scrape_loop(
             // A scrape must end before the next one is due.
             let timeout = every.min(Duration::from_secs(10));
             let started = Instant::now();
-            let result = tokio::select! {
+            let both = async {
+                tokio::join!(
+                    engine_metrics::scrape(&http, &url, timeout),
+                    read_gpus(&http, gpu_urls.as_deref(), timeout)
+                )
+            };
+            let (result, gpus) = tokio::select! {
                 biased;
                 () = stop.cancelled() => break,
-                r = engine_metrics::scrape(&http, &url, timeout) => r,
+                r = both => r,
             };
             let ended = Instant::now();
             // Checked under the lock the control task takes to remove this target's
@@ -243,6 +256,7 @@ pub fn scrape_loop(
                 .failures
                 .set_interval(*summary_interval.borrow_and_update());
             publisher.publish(result, started, ended);
+            publisher.publish_energy(gpus, started);
         }
     })
 }
@@ -258,9 +272,78 @@ struct Publisher {
     slots_warned: Option<String>,
     key: FailureKey,
     failures: FailureLog,
+    energy: EnergyTracker,
+    /// The generation rate of the last successful scrape, for its energy round.
+    last_generation_tps: Option<f64>,
+    /// The last GPU telemetry problem logged: logged again only when it changes.
+    gpu_warned: Option<String>,
+}
+
+/// Reads the GPU telemetry at `urls`, if the target has any.
+async fn read_gpus(
+    http: &reqwest::Client,
+    urls: Option<&[String]>,
+    timeout: Duration,
+) -> Option<Result<GpuReading, ScrapeError>> {
+    Some(gpu::scrape(http, urls?, timeout).await)
 }
 
 impl Publisher {
+    /// Publishes the energy figures of the GPU read `gpus` that started with the engine
+    /// scrape at `started` (just published: `prev` holds it when it worked).
+    fn publish_energy(&mut self, gpus: Option<Result<GpuReading, ScrapeError>>, started: Instant) {
+        let (Some(gpu_plan), Some(gpus)) = (&self.plan.gpu, gpus) else {
+            return;
+        };
+        let (name, model) = (&self.plan.name, &self.plan.model);
+        let _batch = self.metrics.batch();
+        match gpus {
+            Ok(reading) => {
+                if self.gpu_warned.take().is_some() {
+                    tracing::info!(target = %name, "GPU telemetry readable again");
+                }
+                // The engine's scrape of this round, if it worked.
+                let engine = self
+                    .prev
+                    .as_ref()
+                    .filter(|(_, at)| *at == started)
+                    .map(|(snap, _)| snap);
+                let tps = self.last_generation_tps;
+                let engines: Vec<energy_round::Engine<'_>> = engine
+                    .map(|snapshot| energy_round::Engine {
+                        key: "",
+                        gpus: gpu_plan.target_match.clone(),
+                        snapshot,
+                        generation_tokens_per_second: tps,
+                    })
+                    .into_iter()
+                    .collect();
+                let windows = self.energy.round(&self.plan, reading, started, &engines);
+                let prices = energy_round::prices(&self.plan);
+                let figures = windows.first().map(|w| crate::energy::figures(w, &prices));
+                self.metrics
+                    .set_engine_energy(name, model, true, figures.as_ref());
+            }
+            Err(e) => {
+                self.energy.failed();
+                self.metrics.set_engine_energy(name, model, false, None);
+                let error = scrub(
+                    &format!("{e:#}"),
+                    self.plan.secrets.iter().map(Secret::expose),
+                );
+                if self.gpu_warned.as_deref() != Some(error.as_str()) {
+                    tracing::warn!(
+                        target = %name,
+                        reason = e.reason.as_str(),
+                        error = %error,
+                        "GPU telemetry unreadable: no energy figures until it answers"
+                    );
+                    self.gpu_warned = Some(error);
+                }
+            }
+        }
+    }
+
     /// Publishes one scrape that ran from `started` to `ended`.
     fn publish(
         &mut self,
@@ -298,6 +381,7 @@ impl Publisher {
                     .as_ref()
                     .map(|(s, at)| (s, started.saturating_duration_since(*at)));
                 let (g, headroom) = gauges(plan, p, &snap, client_mean);
+                self.last_generation_tps = g.generation_tokens_per_second;
                 metrics.set_engine(&plan.name, &plan.model, true, took, &g);
                 metrics.set_headroom(&plan.name, &plan.model, headroom);
                 self.status.update_engine(&plan.name, |s| {
@@ -373,6 +457,16 @@ mod tests {
             gpus_per_replica: 4,
             gpu_hourly: hourly,
             max_num_seqs: 256,
+            step: crate::capacity::StepModel {
+                fixed_weight_bytes: 1.0,
+                expert_weight_bytes: 0.0,
+                num_experts: 0,
+                top_k: 0,
+                kv_bytes_per_sequence: 0.0,
+                flops_per_token: 1.0,
+                effective_bandwidth: 1.0,
+                effective_flops: 1.0,
+            },
         }
     }
 

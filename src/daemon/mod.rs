@@ -10,6 +10,7 @@
 
 pub mod budget;
 pub mod demo;
+pub mod energy;
 pub mod engine_scrape;
 pub mod failure_lines;
 pub mod failure_log;

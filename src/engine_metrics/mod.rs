@@ -26,6 +26,7 @@
 //!   `tgi_request_generated_tokens` (a histogram of tokens per finished request: its
 //!   `_sum` is a generated-tokens counter). TGI exports no TTFT histogram.
 
+pub mod gpu;
 mod scrape_error;
 pub mod text;
 

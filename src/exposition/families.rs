@@ -9,6 +9,7 @@
 use std::sync::LazyLock;
 
 use super::buckets::Layout;
+use crate::energy::Figure;
 use crate::latency::Latency;
 use crate::record::{CheckKind, GoldenVerdict, Outcome};
 use crate::runner::SkipReason;
@@ -449,6 +450,11 @@ pub const ENG_TTFT_COUNT: Family = counter(
 .float()
 .scope(Scope::Engine);
 
+pub const ENG_GPU_SUCCESS: Family = engine(
+    "llmprobe_engine_gpu_scrape_success",
+    "Whether the last read of the engine's GPU telemetry (gpu_metrics) succeeded.",
+);
+
 // Discovered replicas: a slim set per replica × scenario (the latency histograms come
 // from the catalogue, see `replica_histogram`), per replica engine gauges, and the
 // target's fleet sums. Own names, so a `sum by (target)` over the front door's series
@@ -560,6 +566,10 @@ pub const FLEET_COST: Family = fleet(
     "Live dollars per million output tokens of the fleet: gpu_hourly of the scraped replicas over their summed generation rate.",
 )
 .unit("dollars");
+pub const FLEET_GPU_SUCCESS: Family = fleet(
+    "llmprobe_fleet_gpu_scrape_success",
+    "Whether the last round's read of the fleet's GPU telemetry (gpu_metrics) succeeded.",
+);
 pub const DISCOVERY_ERRORS: Family = counter(
     "llmprobe_discovery_errors_total",
     "Replica discovery looks that failed (the last good set stays in force).",
@@ -704,7 +714,9 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             ENG_TTFT_GAP,
             ENG_TTFT_SUM,
             ENG_TTFT_COUNT,
+            ENG_GPU_SUCCESS,
         ])
+        .chain(energy_families(Scope::Engine))
         .chain([
             REPLICA_REQUESTS,
             REPLICA_FAILURES,
@@ -721,6 +733,9 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             REPLICA_ENG_MAX_SEQS,
             REPLICA_ENG_GEN_TPS,
             REPLICA_HEADROOM,
+        ])
+        .chain(energy_families(Scope::ReplicaEngine))
+        .chain([
             FLEET_REPLICAS,
             FLEET_SCRAPED,
             FLEET_RUNNING,
@@ -730,6 +745,10 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             FLEET_HEADROOM,
             FLEET_GEN_TPS,
             FLEET_COST,
+            FLEET_GPU_SUCCESS,
+        ])
+        .chain(energy_families(Scope::Fleet))
+        .chain([
             DISCOVERY_ERRORS,
             DISCOVERY_LAST_SUCCESS,
             DISCOVERY_REFUSED,
@@ -749,6 +768,40 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
         ])
         .collect()
 });
+
+/// The name prefix of the energy families of `scope`: a target's engine, a discovered
+/// replica, or the fleet of a target's replicas.
+fn energy_prefix(scope: Scope) -> &'static str {
+    match scope {
+        Scope::ReplicaEngine => "llmprobe_replica_",
+        Scope::Fleet => "llmprobe_fleet_",
+        _ => "llmprobe_engine_",
+    }
+}
+
+/// The families of the energy catalogue (`crate::energy`) for `scope`, one per figure.
+fn energy_families(scope: Scope) -> impl Iterator<Item = Family> {
+    Figure::ALL.into_iter().map(move |fig| {
+        // Built once per family for the process' life (FAMILIES is a LazyLock).
+        let name: &'static str = format!("{}{}", energy_prefix(scope), fig.suffix()).leak();
+        let f = gauge(name, fig.help()).scope(scope);
+        match fig.unit() {
+            Some(u) => f.unit(u),
+            None => f,
+        }
+    })
+}
+
+/// The family of energy figure `fig` for `scope` (`Engine`, `ReplicaEngine` or `Fleet`).
+pub fn energy_family_of(scope: Scope, fig: Figure) -> Option<&'static Family> {
+    let prefix = energy_prefix(scope);
+    FAMILIES.iter().find(|f| {
+        f.scope == scope
+            && f.name
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest == fig.suffix())
+    })
+}
 
 /// The histogram family of latency `l`, if the daemon exports one.
 pub fn latency_histogram(l: Latency) -> Option<Family> {

@@ -11,11 +11,13 @@ use prometheus::proto::{Gauge, LabelPair, Metric, MetricFamily, MetricType};
 use prometheus::{GaugeVec, IntCounterVec};
 
 use super::buckets::Buckets;
+use super::energy::EnergyVecs;
 use super::families::{self as f, Scope};
 use super::histograms::LatencyHistograms;
 use super::registry::{Registered, children, set_or_remove};
 use super::series::ScenarioSeries;
 use crate::clock::unix_now;
+use crate::energy::Figures;
 use crate::latency::Latency;
 
 /// The latencies a replica exports by default: enough to tell a slow replica and a
@@ -83,6 +85,9 @@ pub struct FleetSeries {
     histograms: Arc<LatencyHistograms>,
     engine: ReplicaEngineVecs,
     fleet: FleetVecs,
+    replica_energy: EnergyVecs,
+    fleet_energy: EnergyVecs,
+    fleet_gpu_success: GaugeVec,
     discovery_errors: IntCounterVec,
     discovery_last_success: GaugeVec,
     discovery_refused: GaugeVec,
@@ -123,6 +128,9 @@ impl FleetSeries {
                 generation_tokens_per_second: g(&f::FLEET_GEN_TPS)?,
                 cost_per_million_output_tokens: g(&f::FLEET_COST)?,
             },
+            replica_energy: EnergyVecs::new(r, Scope::ReplicaEngine)?,
+            fleet_energy: EnergyVecs::new(r, Scope::Fleet)?,
+            fleet_gpu_success: g(&f::FLEET_GPU_SUCCESS)?,
             discovery_errors: r.int_counter_vec(&f::DISCOVERY_ERRORS)?,
             discovery_last_success: g(&f::DISCOVERY_LAST_SUCCESS)?,
             discovery_refused: g(&f::DISCOVERY_REFUSED)?,
@@ -228,6 +236,21 @@ impl FleetSeries {
             &target,
             g.cost_per_million_output_tokens,
         );
+    }
+
+    /// Publishes a replica's energy figures of one round (`None` removes them).
+    pub fn set_replica_energy(&self, target: [&str; 2], replica: &str, figures: Option<&Figures>) {
+        self.replica_energy
+            .set(&[target[0], target[1], replica], figures);
+    }
+
+    /// Publishes the fleet's energy figures of one round, or on a failed read of the
+    /// GPU telemetry only `gpu_scrape_success 0`.
+    pub fn set_fleet_energy(&self, target: [&str; 2], success: bool, figures: Option<&Figures>) {
+        self.fleet_gpu_success
+            .with_label_values(&target)
+            .set(if success { 1.0 } else { 0.0 });
+        self.fleet_energy.set(&target, figures);
     }
 
     /// Creates the discovery series of a target at zero (before its first look).

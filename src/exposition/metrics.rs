@@ -20,6 +20,7 @@ use prometheus::{
 
 use super::buckets::Buckets;
 use super::cgroup::CgroupCollector;
+use super::energy::EnergyVecs;
 use super::families::{self as f, Scope};
 use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
@@ -28,6 +29,7 @@ use super::registry::{Registered, children, set_or_remove};
 use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice};
 use crate::clock::unix_now;
+use crate::energy::Figures;
 use crate::latency::{Latency, Slo};
 use crate::record::CheckKind;
 pub use crate::runner::SkipReason;
@@ -161,6 +163,8 @@ struct EngineVecs {
     ttft_client_server_gap_seconds: GaugeVec,
     ttft_sum: CounterVec,
     ttft_count: CounterVec,
+    gpu_success: GaugeVec,
+    energy: EnergyVecs,
 }
 
 impl EngineVecs {
@@ -180,6 +184,8 @@ impl EngineVecs {
             ttft_client_server_gap_seconds: r.gauge_vec(&f::ENG_TTFT_GAP)?,
             ttft_sum: r.counter_vec(&f::ENG_TTFT_SUM)?,
             ttft_count: r.counter_vec(&f::ENG_TTFT_COUNT)?,
+            gpu_success: r.gauge_vec(&f::ENG_GPU_SUCCESS)?,
+            energy: EnergyVecs::new(r, Scope::Engine)?,
         })
     }
 }
@@ -502,6 +508,23 @@ impl Metrics {
                 c.with_label_values(&l).inc_by(d);
             }
         }
+    }
+
+    /// Publishes one read of the engine's GPU telemetry: its energy figures, or on a
+    /// failed read only `gpu_scrape_success 0`.
+    pub fn set_engine_energy(
+        &self,
+        target: &str,
+        model: &str,
+        success: bool,
+        figures: Option<&Figures>,
+    ) {
+        let l = [target, model];
+        self.engine
+            .gpu_success
+            .with_label_values(&l)
+            .set(if success { 1.0 } else { 0.0 });
+        self.engine.energy.set(&l, figures);
     }
 
     /// Removes every capacity and engine series of a target.

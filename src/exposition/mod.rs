@@ -6,12 +6,13 @@
 //! `openmetrics` the OpenMetrics text format, `metrics` binds the families to what sets
 //! them (`fleet` those of discovered replicas and their sums, `self_check` the
 //! self-check's; a scenario kind registers its own through `Metrics::kind_series`) and
-//! `series` is the per-probe hot path.
+//! `series` is the per-probe hot path; `energy` sets the energy catalogue's gauges.
 //! `cgroup` reads the process' CPU throttling at each scrape.
 //! Nothing here serves HTTP, renders pages, probes or schedules.
 
 pub mod buckets;
 pub mod cgroup;
+pub mod energy;
 pub mod exemplars;
 pub mod families;
 pub mod fleet;

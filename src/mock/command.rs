@@ -90,6 +90,23 @@ pub struct MockArgs {
     /// seed looks like another model to `llmprobe fingerprint`.
     #[arg(long, default_value_t = 0)]
     pub logprob_seed: u64,
+    /// Serve GPU telemetry at /gpu/metrics in dcgm-exporter's format, from a power model
+    /// of the batch: min(--gpu-idle-watts + --gpu-watts-per-request × running, TDP ×
+    /// GPUs), integrated exactly into the energy counter.
+    #[arg(long)]
+    pub gpu_metrics: bool,
+    /// Watts of the idle engine (with --gpu-metrics).
+    #[arg(long, default_value_t = 60.0)]
+    pub gpu_idle_watts: f64,
+    /// Watts each running request adds (with --gpu-metrics).
+    #[arg(long, default_value_t = 40.0)]
+    pub gpu_watts_per_request: f64,
+    /// The most one GPU draws, W (with --gpu-metrics).
+    #[arg(long, default_value_t = 700.0)]
+    pub gpu_tdp_watts: f64,
+    /// GPUs the engine runs on; power and energy are split evenly (with --gpu-metrics).
+    #[arg(long, default_value_t = 1)]
+    pub gpus: u32,
 }
 
 impl MockArgs {
@@ -120,6 +137,12 @@ impl MockArgs {
             answer: self.answer.clone(),
             no_prefix_cache: self.no_prefix_cache,
             golden: self.golden.clone(),
+            gpu: self.gpu_metrics.then_some(crate::mock::gpu::PowerModel {
+                idle_watts: self.gpu_idle_watts,
+                watts_per_request: self.gpu_watts_per_request,
+                tdp_watts: self.gpu_tdp_watts,
+                gpus: self.gpus,
+            }),
         })
         .map(|c| MockConfig {
             logprob_seed: self.logprob_seed,

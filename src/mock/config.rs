@@ -85,6 +85,9 @@ pub struct MockConfig {
     /// Seed of the logprobs answered to a request that asks for them; another seed is
     /// another model to a fingerprint (same tokens, other probabilities).
     pub logprob_seed: u64,
+    /// Serve GPU telemetry at `/gpu/metrics` from this power model of the batch
+    /// (src/mock/gpu.rs); unset: no GPUs.
+    pub gpu: Option<super::gpu::PowerModel>,
 }
 
 impl Default for MockConfig {
@@ -112,6 +115,7 @@ impl Default for MockConfig {
             prefix_cache: true,
             golden: None,
             logprob_seed: 0,
+            gpu: None,
         }
     }
 }
@@ -223,6 +227,11 @@ impl MockConfig {
                 crate::usage_bail!("the answer is longer than {MAX_ANSWER_BYTES} bytes");
             }
         }
+        if let Some(g) = &self.gpu
+            && let Err(e) = g.validate()
+        {
+            crate::usage_bail!("{e}");
+        }
         if matches!(&self.api_key, Some(k) if k.is_empty()) {
             crate::usage_bail!("API key must not be empty when set");
         }
@@ -262,6 +271,7 @@ impl MockConfig {
                 None => None,
             },
             logprob_seed: d.logprob_seed,
+            gpu: flags.gpu,
         };
         config.validate()?;
         Ok(config)
@@ -297,6 +307,8 @@ pub struct MockFlags {
     pub no_prefix_cache: bool,
     /// A golden set file, or `builtin`, whose questions the mock answers right.
     pub golden: Option<String>,
+    /// Serve GPU telemetry from this power model.
+    pub gpu: Option<super::gpu::PowerModel>,
 }
 
 /// Parses the values of a repeatable fault flag (`KIND[=PARAM][:P]`); errors start with

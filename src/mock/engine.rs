@@ -43,6 +43,10 @@ pub struct Engine {
     pub traces: super::trace_log::TraceLog,
     /// The golden questions' words and reference answers (`--golden`).
     golden: Vec<(Vec<u64>, Arc<[String]>)>,
+    /// The energy its batch draws (`gpu` set).
+    pub power: Option<super::gpu::PowerMeter>,
+    /// `host:port` the mock listens on (its GPUs' `pod`).
+    pub address: String,
 }
 
 struct Hists {
@@ -63,6 +67,7 @@ impl Engine {
             .max_running
             .map(|n| Arc::new(Semaphore::new(n as usize)));
         let fault_rng = StdRng::seed_from_u64(cfg.seed);
+        let cfg_gpu = cfg.gpu;
         let prefix_cache = cfg
             .prefix_cache
             .then(|| PrefixCache::new(cfg.block_size, cfg.num_gpu_blocks));
@@ -98,6 +103,8 @@ impl Engine {
             shutdown,
             traces: Default::default(),
             golden,
+            power: cfg_gpu.map(super::gpu::PowerMeter::new),
+            address: String::new(),
         }
     }
 
@@ -180,6 +187,9 @@ impl Engine {
             },
         };
         self.running.fetch_add(1, Ordering::SeqCst);
+        if let Some(p) = &self.power {
+            p.change(true);
+        }
         self.prompt_tokens_total
             .fetch_add(u64::from(prompt_tokens), Ordering::Relaxed);
         let mut run = Running {
@@ -199,6 +209,17 @@ impl Engine {
     /// Requests running now other than the caller (the batch-slowdown factor's input).
     fn others_running(&self) -> u64 {
         self.running.load(Ordering::SeqCst).saturating_sub(1)
+    }
+
+    /// The dcgm-exporter page of its GPUs, if it has any.
+    pub fn gpu_page(&self) -> Option<String> {
+        let meter = self.power.as_ref()?;
+        Some(super::gpu::render(
+            &meter.model(),
+            &meter.read(),
+            &self.address,
+            self.kv_blocks_used.load(Ordering::SeqCst),
+        ))
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -304,6 +325,9 @@ impl Drop for Running {
             .kv_blocks_used
             .fetch_sub(self.blocks_held, Ordering::SeqCst);
         self.engine.running.fetch_sub(1, Ordering::SeqCst);
+        if let Some(p) = &self.engine.power {
+            p.change(false);
+        }
     }
 }
 

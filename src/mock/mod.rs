@@ -21,6 +21,7 @@ mod config;
 mod emissions;
 mod engine;
 mod fault;
+pub mod gpu;
 mod jitter;
 mod metrics;
 mod prefix_cache;

@@ -23,6 +23,7 @@ use super::pipeline::Budget;
 use super::shared::Shared;
 use crate::config::{ReplicaPlan, TargetPlan};
 use crate::discovery::{Refresh, Refresher, ReplicaSet};
+use crate::engine_metrics::gpu::GpuMatch;
 use probes::RunningReplica;
 use scrape::ReplicaScrapes;
 
@@ -296,17 +297,44 @@ impl Fleet {
             .map(|(k, r)| (k.clone(), r.engine_url.clone()))
             .collect();
         let every = *self.ctx.shared.engine_scrape_interval.borrow();
-        let results = tokio::select! {
+        let timeout = every.min(MAX_LOOK);
+        let gpu_urls = self.ctx.plan.gpu.as_ref().map(|g| g.urls.clone());
+        let at = Instant::now();
+        let both = async {
+            tokio::join!(
+                self.scrapes.round(&targets, timeout),
+                self.scrapes.read_gpus(gpu_urls.as_deref(), timeout)
+            )
+        };
+        let (results, gpus) = tokio::select! {
             biased;
             () = self.ctx.stop.cancelled() => return,
-            r = self.scrapes.round(&targets, every.min(MAX_LOOK)) => r,
+            r = both => r,
         };
+        let gpu_matches = self.gpu_matches();
         let publish = self.ctx.publish.clone();
         let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
         if self.ctx.stop.is_cancelled() {
             return;
         }
         self.scrapes.publish(&self.ctx, results, self.running.len());
+        if let Some(gpus) = gpus {
+            self.scrapes
+                .publish_energy(&self.ctx, gpus, at, &gpu_matches);
+        }
+    }
+
+    /// Each running replica's GPUs (by the target's `gpu_metrics`); a replica without
+    /// the label its match needs has none.
+    fn gpu_matches(&self) -> BTreeMap<String, GpuMatch> {
+        let (Some(gpu), Some(set)) = (&self.ctx.plan.gpu, &self.current) else {
+            return BTreeMap::new();
+        };
+        set.replicas
+            .iter()
+            .filter(|r| self.running.contains_key(&r.host_port))
+            .filter_map(|r| Some((r.host_port.clone(), gpu.replica(&r.host_port, &r.labels)?)))
+            .collect()
     }
 
     /// After the target's stop: the replicas' runners end once their in-flight probes

@@ -11,9 +11,12 @@ use tokio::time::Instant;
 
 use super::FleetContext;
 use super::sums::{ReplicaLoad, fleet_gauges};
+use crate::daemon::energy::{self, EnergyTracker};
 use crate::daemon::engine_scrape::gauges;
 use crate::daemon::failure_lines::{self, Activity, Attempt};
 use crate::daemon::failure_log::{FailureKey, FailureLog};
+use crate::energy::{Window, figures};
+use crate::engine_metrics::gpu::{self, GpuMatch, GpuReading};
 use crate::engine_metrics::{self, EngineSnapshot, Scrape, ScrapeError};
 use crate::exposition::ReplicaEngineGauges;
 use crate::secret::{Secret, scrub};
@@ -33,6 +36,12 @@ pub struct ReplicaScrapes {
     http: reqwest::Client,
     prev: BTreeMap<String, (EngineSnapshot, Instant)>,
     failures: Option<FailureLog>,
+    /// The replicas whose engine answered in the last round, with their generation
+    /// rate: the engines of its energy round.
+    answered: BTreeMap<String, (EngineSnapshot, Option<f64>)>,
+    energy: EnergyTracker,
+    /// The last GPU telemetry problem logged: logged again only when it changes.
+    gpu_warned: Option<String>,
 }
 
 impl ReplicaScrapes {
@@ -41,6 +50,9 @@ impl ReplicaScrapes {
             http,
             prev: BTreeMap::new(),
             failures: None,
+            answered: BTreeMap::new(),
+            energy: EnergyTracker::default(),
+            gpu_warned: None,
         }
     }
 
@@ -58,6 +70,79 @@ impl ReplicaScrapes {
         .await
     }
 
+    /// Reads the fleet's GPU telemetry at `urls`, if the target has any.
+    pub async fn read_gpus(
+        &self,
+        urls: Option<&[String]>,
+        timeout: Duration,
+    ) -> Option<Result<GpuReading, ScrapeError>> {
+        Some(gpu::scrape(&self.http, urls?, timeout).await)
+    }
+
+    /// Publishes the energy figures of a round whose GPU read started at `at`: each
+    /// replica's (its GPUs by `matches`) and the fleet's, the sum of the same windows.
+    pub fn publish_energy(
+        &mut self,
+        ctx: &FleetContext,
+        gpus: Result<GpuReading, ScrapeError>,
+        at: Instant,
+        matches: &BTreeMap<String, GpuMatch>,
+    ) {
+        let _batch = ctx.shared.metrics.batch();
+        let fleet = ctx.shared.metrics.fleet();
+        let labels = ctx.labels();
+        match gpus {
+            Ok(reading) => {
+                if self.gpu_warned.take().is_some() {
+                    tracing::info!(target = %ctx.plan.name, "GPU telemetry readable again");
+                }
+                let engines: Vec<energy::Engine<'_>> = self
+                    .answered
+                    .iter()
+                    .filter_map(|(replica, (snapshot, tps))| {
+                        Some(energy::Engine {
+                            key: replica,
+                            gpus: matches.get(replica)?.clone(),
+                            snapshot,
+                            generation_tokens_per_second: *tps,
+                        })
+                    })
+                    .collect();
+                let keys: Vec<String> = engines.iter().map(|e| e.key.to_string()).collect();
+                let windows = self.energy.round(&ctx.plan, reading, at, &engines);
+                let prices = energy::prices(&ctx.plan);
+                for replica in matches.keys().filter(|r| !keys.contains(r)) {
+                    fleet.set_replica_energy(labels, replica, None);
+                }
+                for (replica, w) in keys.iter().zip(&windows) {
+                    fleet.set_replica_energy(labels, replica, Some(&figures(w, &prices)));
+                }
+                let sum = Window::sum(&windows);
+                fleet.set_fleet_energy(labels, true, Some(&figures(&sum, &prices)));
+            }
+            Err(e) => {
+                self.energy.failed();
+                for replica in matches.keys() {
+                    fleet.set_replica_energy(labels, replica, None);
+                }
+                fleet.set_fleet_energy(labels, false, None);
+                let error = scrub(
+                    &format!("{e:#}"),
+                    ctx.plan.secrets.iter().map(Secret::expose),
+                );
+                if self.gpu_warned.as_deref() != Some(error.as_str()) {
+                    tracing::warn!(
+                        target = %ctx.plan.name,
+                        reason = e.reason.as_str(),
+                        error = %error,
+                        "GPU telemetry unreadable: no energy figures until it answers"
+                    );
+                    self.gpu_warned = Some(error);
+                }
+            }
+        }
+    }
+
     /// A replica that left: its rates start over if it comes back.
     pub fn forget(&mut self, replica: &str) {
         self.prev.remove(replica);
@@ -69,10 +154,16 @@ impl ReplicaScrapes {
         let fleet = ctx.shared.metrics.fleet();
         let labels = ctx.labels();
         let mut loads: Vec<ReplicaLoad> = Vec::with_capacity(round.len());
+        self.answered.clear();
         for s in round {
             match s.result {
                 Ok(scrape) => {
+                    let snapshot = scrape.snapshot.clone();
                     let load = self.load(ctx, &s.replica, scrape.snapshot, s.started);
+                    self.answered.insert(
+                        s.replica.clone(),
+                        (snapshot, load.generation_tokens_per_second),
+                    );
                     fleet.set_replica_engine(labels, &s.replica, true, &load);
                     show(ctx, &s.replica, true, &load);
                     loads.push(load);

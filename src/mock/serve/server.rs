@@ -111,6 +111,7 @@ async fn serve(
     };
     let mut engine = Engine::new(config, timer, cancel.clone());
     engine.emissions = emissions;
+    engine.address = addr.to_string();
     let engine = Arc::new(engine);
     let app = routes(engine);
     let join = tokio::spawn(accept_loop(listener, app, cancel.clone(), grace));
@@ -134,6 +135,7 @@ fn routes(engine: Arc<Engine>) -> Router {
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
+        .route("/gpu/metrics", get(gpu_metrics))
         .route("/mock/traceparents", get(traceparents))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -170,6 +172,21 @@ async fn metrics(State(engine): State<Arc<Engine>>) -> Response {
         render(&engine.snapshot()),
     )
         .into_response()
+}
+
+/// The GPUs' telemetry in dcgm-exporter's format (`gpu` set; else 404).
+async fn gpu_metrics(State(engine): State<Arc<Engine>>) -> Response {
+    match engine.gpu_page() {
+        Some(page) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            page,
+        )
+            .into_response(),
+        None => not_found().await,
+    }
 }
 
 async fn models(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Response {
