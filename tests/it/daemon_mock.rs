@@ -547,6 +547,23 @@ async fn the_mock_demo_populates_every_documented_family() {
     let seqs = value(&s, "llmprobe_engine_max_concurrent_sequences", &t).unwrap();
     let model = value(&s, "llmprobe_capacity_max_concurrent_sequences", &t).unwrap();
     assert!((seqs - model).abs() / model < 0.01, "{seqs} vs {model}");
+    // The fleet's energy figures are the sums of its replicas' of the same round: one
+    // scrape shows one round (publishing holds the exposition's batch lock).
+    let fleet = [("target", "mock-fleet")];
+    for suffix in [
+        "gpus",
+        "gpu_power_watts",
+        "gpu_memory_used_bytes",
+        "roofline_tokens_per_second",
+    ] {
+        let replicas = sum(&s, &format!("llmprobe_replica_{suffix}"), &fleet);
+        let total = value(&s, &format!("llmprobe_fleet_{suffix}"), &fleet).unwrap();
+        assert!(
+            (total - replicas).abs() <= 1e-9 * total.abs().max(1.0),
+            "{suffix}: fleet {total} vs replicas {replicas}"
+        );
+    }
+    assert_eq!(value(&s, "llmprobe_fleet_gpus", &fleet), Some(2.0));
     d.shutdown().await.unwrap();
     mock.shutdown().await;
 }

@@ -40,6 +40,7 @@ mod daemon_turns;
 mod daemon_web;
 mod discovery;
 mod docs_commands;
+mod energy_truth;
 mod exemplars;
 mod faults_bench;
 mod faults_client;
