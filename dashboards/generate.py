@@ -559,10 +559,10 @@ def replica_table() -> dict:
         "Replicas now",
         "One row per discovered replica (targets with replicas_from): its engine's running "
         "and waiting requests, KV cache use and headroom (1 - running / max sequences, 0 "
-        "while it queues) from the last scrape, whether that scrape worked, and its own "
-        "probes' TTFT p99 and goodput over the dashboard range. Sorted by headroom: the "
-        "replica that is full, or slow, or failing while the fleet's average looks fine "
-        "comes first.",
+        "while it queues) from the last scrape, whether that scrape worked, its GPUs' "
+        "utilisation and energy per output token, and its own probes' TTFT p99 and goodput "
+        "over the dashboard range. Sorted by headroom: the replica that is full, or slow, "
+        "or failing while the fleet's average looks fine comes first.",
         [("Running", "short",
           f"sum {per} (llmprobe_replica_engine_running_requests{{{SEL_TM}}})"),
          ("Waiting", "short",
@@ -571,6 +571,10 @@ def replica_table() -> dict:
           f"max {per} (llmprobe_replica_engine_kv_cache_usage_ratio{{{SEL_TM}}})"),
          ("Headroom", "percentunit",
           f"min {per} (llmprobe_replica_headroom_ratio{{{SEL_TM}}})"),
+         ("GPU util", "percentunit",
+          f"max {per} (llmprobe_replica_gpu_utilization_ratio{{{SEL_TM}}})"),
+         ("J/token", "joule",
+          f"max {per} (llmprobe_replica_energy_per_output_token_joules{{{SEL_TM}}})"),
          ("TTFT p99", "s",
           f"histogram_quantile(0.99, sum by ({BY_REPLICA}, le) "
           f"(rate(llmprobe_replica_ttft_seconds_bucket{{{SEL}}}[$__range])))"),
