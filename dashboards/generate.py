@@ -559,10 +559,10 @@ def replica_table() -> dict:
         "Replicas now",
         "One row per discovered replica (targets with replicas_from): its engine's running "
         "and waiting requests, KV cache use and headroom (1 - running / max sequences, 0 "
-        "while it queues) from the last scrape, whether that scrape worked, and its own "
-        "probes' TTFT p99 and goodput over the dashboard range. Sorted by headroom: the "
-        "replica that is full, or slow, or failing while the fleet's average looks fine "
-        "comes first.",
+        "while it queues) from the last scrape, whether that scrape worked, its GPUs' "
+        "utilisation and energy per output token, and its own probes' TTFT p99 and goodput "
+        "over the dashboard range. Sorted by headroom: the replica that is full, or slow, "
+        "or failing while the fleet's average looks fine comes first.",
         [("Running", "short",
           f"sum {per} (llmprobe_replica_engine_running_requests{{{SEL_TM}}})"),
          ("Waiting", "short",
@@ -571,6 +571,10 @@ def replica_table() -> dict:
           f"max {per} (llmprobe_replica_engine_kv_cache_usage_ratio{{{SEL_TM}}})"),
          ("Headroom", "percentunit",
           f"min {per} (llmprobe_replica_headroom_ratio{{{SEL_TM}}})"),
+         ("GPU util", "percentunit",
+          f"max {per} (llmprobe_replica_gpu_utilization_ratio{{{SEL_TM}}})"),
+         ("J/token", "joule",
+          f"max {per} (llmprobe_replica_energy_per_output_token_joules{{{SEL_TM}}})"),
          ("TTFT p99", "s",
           f"histogram_quantile(0.99, sum by ({BY_REPLICA}, le) "
           f"(rate(llmprobe_replica_ttft_seconds_bucket{{{SEL}}}[$__range])))"),
@@ -638,6 +642,77 @@ def fleet_panels() -> list[dict]:
                      "running {{replica}} {{target}}"),
                     (f"sum by ({BY_REPLICA}) (llmprobe_replica_engine_waiting_requests{{{SEL_TM}}})",
                      "waiting {{replica}} {{target}}")]),
+    ]
+
+
+def gpu_live(suffix: str) -> str:
+    """A GPU telemetry family (`llmprobe_{fleet,engine}_<suffix>`, dcgm-exporter matched to
+    the engines): the fleet's where the target discovers its replicas, else its engine's.
+    HA twins read the same exporter, hence `max` on both sides."""
+    return fleet_or_engine(f"llmprobe_fleet_{suffix}", f"llmprobe_engine_{suffix}", "max")
+
+
+def energy_panels() -> list[dict]:
+    """What the GPUs behind a target draw and what a token costs in energy, dollars and
+    CO2; empty for targets without GPU telemetry."""
+    gpu_part = gpu_live("gpu_cost_per_million_output_tokens_dollars")
+    energy_part = gpu_live("energy_cost_per_million_output_tokens_dollars")
+    return [
+        row("Energy and cost per token"),
+        timeseries("GPU power", "Power drawn by the GPUs matched to the target's engines "
+                   "(dcgm-exporter), summed over those GPUs: over every scraped replica's "
+                   "for a target with replicas_from, else the engine's behind the front "
+                   "door.", "watt",
+                   [(gpu_live("gpu_power_watts"), "power {{target}}")], w=8),
+        timeseries("GPU utilisation", "Mean utilisation of the matched GPUs (0..1). High "
+                   "while the engine generates no tokens is LlmprobeGpusBusyNoTokens (over "
+                   "50% for 10m): a stuck engine, or another process on the GPUs.",
+                   "percentunit",
+                   [(gpu_live("gpu_utilization_ratio"), "utilisation {{target}}")], w=8),
+        stat("GPUs matched", "GPUs of the exporter matched to the target's engines (summed "
+             "over the replicas). 0 or fewer than deployed: the match is wrong, and every "
+             "figure of this row with it.", "short",
+             [(gpu_live("gpus"), "{{target}}")], w=4, h=8, decimals=0),
+        stat("GPU scrape", "Whether the last scrape of the GPU exporter worked; when it "
+             "fails, this row goes stale.", "bool_yes_no",
+             [(f"min by (target, model) (llmprobe_fleet_gpu_scrape_success{{{SEL_TM}}})\n"
+               f"or min by (target, model) (llmprobe_engine_gpu_scrape_success{{{SEL_TM}}})",
+               "{{target}}")],
+             w=4, h=8, thresholds=[("red", None), ("green", 1)]),
+        timeseries("Energy per output token", "Δ GPU energy / Δ generation tokens of the "
+                   "engines over each scrape window (idle power included; absent while no "
+                   "token is generated); for a fleet, its summed energy over its summed "
+                   "tokens.", "joule",
+                   [(gpu_live("energy_per_output_token_joules"), "J/token {{target}}")], w=8),
+        timeseries("Output tokens per joule", "The inverse: generation tokens per joule the "
+                   "GPUs drew (absent while no token is generated). Higher is better.",
+                   "suffix: tok/J",
+                   [(gpu_live("output_tokens_per_joule"), "tok/J {{target}}")], w=8),
+        timeseries("CO₂ per 1M output tokens", "J/token x 1e6 / 3.6e6 x grams_co2_per_kwh: "
+                   "grams of CO₂ per million output tokens (only with grams_co2_per_kwh "
+                   "configured).", "massg",
+                   [(gpu_live("co2_per_million_output_tokens_grams"), "CO₂ {{target}}")], w=8),
+        timeseries("$ per 1M output tokens by part", "GPU part: gpu_hourly x matched GPUs "
+                   "/ 3600 / generation tok/s x 1e6. Energy part: J/token x 1e6 / 3.6e6 x "
+                   "energy_price_per_kwh (only with energy_price_per_kwh configured). Their "
+                   "sum (the GPU part alone without an energy price).", "currencyUSD",
+                   [(gpu_part, "GPU {{target}}"),
+                    (energy_part, "energy {{target}}"),
+                    (f"({gpu_part})\n+ (({energy_part})\n   or 0 * ({gpu_part}))",
+                     "GPU + energy {{target}}")], w=8),
+        timeseries("Decode throughput vs roofline at the live batch", "The engines' "
+                   "measured generation tok/s next to the capacity model's decode roofline "
+                   "at the live batch (the running requests), where \"Decode throughput: "
+                   "model vs live\" takes the largest batch that fits.", "suffix: tok/s",
+                   [(fleet_or_engine("llmprobe_fleet_generation_tokens_per_second",
+                                     "llmprobe_engine_generation_tokens_per_second", "max"),
+                     "measured {{target}}"),
+                    (gpu_live("roofline_tokens_per_second"), "roofline {{target}}")], w=8),
+        timeseries("Roofline efficiency", "Measured generation tok/s / roofline tok/s at "
+                   "the live batch. The roofline bounds decode from above; a ratio that "
+                   "falls at the same batch is a slower engine (kernels, clocks, power or "
+                   "thermal throttling).", "percentunit",
+                   [(gpu_live("roofline_efficiency_ratio"), "{{target}}")], w=8),
     ]
 
 
@@ -742,6 +817,7 @@ def capacity_dashboard() -> dict:
                      "prompt {{target}}"),
                     (f"sum by (target, model) (rate(llmprobe_output_tokens_total{{{SEL}}}[{RATE}]))",
                      "output {{target}}")], w=24),
+        *energy_panels(),
         row("Client vs server"),
         timeseries("TTFT: client vs server", "Mean TTFT of the probes and the engine's own "
                    "server-side mean (llmprobe_engine_ttft_observed_seconds_total over "

@@ -166,7 +166,8 @@ def documented_metrics(metrics_md: Path) -> set[str]:
             continue
         cells = [c.strip() for c in line.strip("|").split("|")]
         found = re.findall(r"`(llmprobe_[a-z0-9_]+)(?:\{[^}]*\})?`", cells[0])
-        histogram = len(cells) > 1 and "histogram" in cells[1]
+        # The type cell starts with the type; a counter's note may mention a histogram.
+        histogram = len(cells) > 1 and cells[1].startswith("histogram")
         for n in found:
             names.add(n)
             if histogram:

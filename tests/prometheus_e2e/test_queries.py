@@ -91,6 +91,9 @@ class Dashboards(unittest.TestCase):
                   "llmprobe_request_failures_total", "llmprobe_slo_e2e_seconds"):
             self.assertIn(n, names)
         self.assertNotIn("llmprobe_requests_total_bucket", names)
+        # Counters whose description mentions the engine's histogram stay counters.
+        self.assertIn("llmprobe_engine_ttft_observations_total", names)
+        self.assertNotIn("llmprobe_engine_ttft_observations_total_bucket", names)
 
 
 if __name__ == "__main__":

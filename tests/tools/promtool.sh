@@ -11,8 +11,9 @@
 # absent prober covered by anyone or by nobody; the outlier's margin, factor, replica
 # minimum, probe guard, goodput margin or page dropped); so must the golden-accuracy mutants
 # (its answer guard off, the point estimate or the lower bound compared instead of the
-# upper bound, no patience). Every alert carries the
-# hierarchy's labels (severity, layer).
+# upper bound, no patience); so must the busy-GPUs mutants (any utilisation, tokens
+# ignored, no patience, stale figures trusted, replicas joined without `replica`, one HA
+# twin enough). Every alert carries the hierarchy's labels (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -105,6 +106,14 @@ mutate replica-goodput-per-scenario 's/sum by (target, model, replica) (rate(llm
 mutate replica-failure-no-fallback 's/0 \* sum by (target, model, replica) (rate(llmprobe_replica_requests_total/0 * sum by (target, model, replica) (rate(llmprobe_replica_request_failures_total/' alerts/tests/fleet.test.yaml
 mutate drift-one-run '/alert: LlmprobeModelDrift/,/for:/s/for: 15m/for: 0m/' alerts/tests/model-drift.test.yaml
 mutate drift-always 's/(llmprobe_fingerprint_drift) == 1/(llmprobe_fingerprint_drift) >= 0/' alerts/tests/model-drift.test.yaml
+# GPUs busy while no token is generated (alerts/tests/energy.test.yaml).
+e=alerts/tests/energy.test.yaml
+mutate gpus-busy-any-utilisation 's/(llmprobe_\(engine\|replica\)_gpu_utilization_ratio) > 0.5$/(llmprobe_\1_gpu_utilization_ratio) > 0/' $e
+mutate gpus-busy-tokens-ignored 's/_generation_tokens_per_second) == 0$/_generation_tokens_per_second) >= 0/' $e
+mutate gpus-busy-no-patience '/alert: LlmprobeGpusBusyNoTokens/,/for:/s/for: 10m/for: 0m/' $e
+mutate gpus-busy-stale-figures 's/_gpu_scrape_success) == 1$/_gpu_scrape_success) >= 0/' $e
+mutate gpus-busy-replica-join-without-replica '/alert: LlmprobeGpusBusyNoTokens/,/for:/s/and on (target, model, replica)$/and on (target, model)/' $e
+mutate gpus-busy-one-twin 's/min by (target, model) (llmprobe_engine_gpu_utilization_ratio)/max by (target, model) (llmprobe_engine_gpu_utilization_ratio)/' $e
 # Many probers (alerts/tests/many-probers.test.yaml).
 mp=alerts/tests/many-probers.test.yaml
 mutate quorum-ignored 's/>= on (target, model, scenario) llmprobe:slo_locations_needed:count$/>= on (target, model, scenario) 0 * llmprobe:slo_locations_needed:count + 1/' $mp
