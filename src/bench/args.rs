@@ -380,6 +380,12 @@ pub struct BenchArgs {
     /// --json-out.
     #[arg(long, help_heading = "Report")]
     pub self_check: bool,
+    /// Read GPU telemetry (an NVIDIA dcgm-exporter `/metrics`) before and after each
+    /// rate and report its GPU energy per output token, output tokens per joule and mean
+    /// power (in the table and --json-out). Repeatable: one per GPU node. `mock` (with
+    /// --mock): the embedded mock's GPUs, from its power model.
+    #[arg(long, value_name = "URL|mock", help_heading = "Report")]
+    pub gpu_metrics_url: Vec<String>,
     /// Warn loudly when the dispatch lag p99 exceeds this many ms: the client, not the
     /// server, was then the bottleneck.
     #[arg(long, default_value_t = 1.0, help_heading = "Report")]

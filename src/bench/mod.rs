@@ -4,6 +4,7 @@
 //! rate's records and hands the summaries to `report`. It never defines a figure itself.
 
 pub mod args;
+mod energy;
 pub mod golden;
 pub mod options;
 pub mod plan;

@@ -172,6 +172,8 @@ pub struct BenchOptions {
     pub respect_retry_after: bool,
     /// `--self-check`: measure the client's own error before and after each rate.
     pub self_check: bool,
+    /// `--gpu-metrics-url`: the GPU telemetry read around each rate.
+    pub gpu_metrics: Vec<GpuSource>,
     pub tokenizer: Option<PathBuf>,
 
     pub rates: RatePlan,
@@ -299,6 +301,7 @@ impl BenchOptions {
             ignore_eos: a.ignore_eos,
             stream,
             self_check: a.self_check,
+            gpu_metrics: parse_gpu_sources(&a.gpu_metrics_url, a.mock)?,
             respect_retry_after: a.respect_retry_after,
             tokenizer: a.tokenizer.clone(),
             rates,
@@ -1536,4 +1539,45 @@ mod tests {
         assert_eq!(o.percentiles, vec![90.0]);
         assert_eq!(o.computed_percentiles(), vec![50.0, 90.0, 99.0, 99.9]);
     }
+}
+
+/// Where `--gpu-metrics-url` reads GPU telemetry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuSource {
+    /// A dcgm-exporter `/metrics` URL.
+    Url(String),
+    /// The embedded mock's GPU page (`--mock`).
+    Mock,
+}
+
+fn parse_gpu_sources(
+    values: &[String],
+    mock: bool,
+) -> std::result::Result<Vec<GpuSource>, UsageError> {
+    values
+        .iter()
+        .map(|v| {
+            if v == "mock" {
+                return if mock {
+                    Ok(GpuSource::Mock)
+                } else {
+                    Err(UsageError::new(
+                        "--gpu-metrics-url mock reads the embedded mock's GPUs: it needs --mock",
+                    ))
+                };
+            }
+            match reqwest::Url::parse(v) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(GpuSource::Url(v.clone())),
+                Ok(u) => Err(UsageError::new(format!(
+                    "--gpu-metrics-url {:?}: scheme {:?}, must be http or https",
+                    crate::secret::redact_url(v),
+                    u.scheme()
+                ))),
+                Err(e) => Err(UsageError::new(format!(
+                    "--gpu-metrics-url {:?} is not a URL such as http://dcgm-exporter:9400/metrics ({e})",
+                    crate::secret::redact_url(v)
+                ))),
+            }
+        })
+        .collect()
 }

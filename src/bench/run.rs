@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::aggregate::Collector;
 use crate::bench::args::BenchArgs;
-use crate::bench::options::{BenchOptions, Dataset, LenDist, Stop};
+use crate::bench::energy::{self, GpuMeter, GpuRead};
+use crate::bench::options::{BenchOptions, Dataset, GpuSource, LenDist, Stop};
 use crate::bench::plan::{self, Executor, RateRun};
 use crate::bench::sinks::{Kept, Progress, RecordsFile, RunSinks};
 use crate::client::{Client, ClientConfig};
@@ -94,6 +95,11 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                 },
                 model: Some(opts.model.clone()),
                 seed: Some(opts.seed),
+                // `--gpu-metrics-url mock`: the mock's GPUs, from its power model.
+                gpu: opts
+                    .gpu_metrics
+                    .contains(&GpuSource::Mock)
+                    .then(crate::mock::gpu::PowerModel::default),
                 ..MockFlags::default()
             })?;
             let addr = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -146,6 +152,10 @@ struct Bench {
     runs: u32,
     /// `--self-check`'s reference engine, started on first use.
     reference: Option<Arc<ReferenceEngine>>,
+    /// `--gpu-metrics-url`'s exporters.
+    gpus: Option<GpuMeter>,
+    /// Output tokens of every request of the current rate's runs (for its energy).
+    output_tokens: u64,
 }
 
 impl Bench {
@@ -217,6 +227,17 @@ impl Bench {
             .map(JsonlWriter::create)
             .transpose()?;
         let timer = Timer::precise().context("cannot start the dispatch timer thread")?;
+        let gpu_urls: Vec<String> = opts
+            .gpu_metrics
+            .iter()
+            .map(|s| match s {
+                GpuSource::Url(u) => u.clone(),
+                GpuSource::Mock => format!("{base_url}/gpu/metrics"),
+            })
+            .collect();
+        let gpus = (!gpu_urls.is_empty())
+            .then(|| GpuMeter::new(gpu_urls))
+            .transpose()?;
 
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();
@@ -245,10 +266,20 @@ impl Bench {
                 .map_or(0, |d| d.as_nanos() as u64),
             runs: 0,
             reference: None,
+            gpus,
+            output_tokens: 0,
         })
     }
 
     async fn run_all(mut self) -> anyhow::Result<ExitCode> {
+        // A wrong GPU telemetry URL is said before the first request, not after a sweep.
+        if let Some(g) = &self.gpus {
+            g.read().await.map_err(|e| {
+                exit::UsageError::new(format!(
+                    "--gpu-metrics-url: cannot read the GPU telemetry: {e:#}"
+                ))
+            })?;
+        }
         let plan = self.opts.rates.clone();
         let result = plan::run_plan(&plan, &self.gate_list(), &mut self).await?;
         let rows = result.rows();
@@ -384,7 +415,8 @@ impl Bench {
         let unsent = |id| build_failure.is(id);
         let (_run_report, collected) = tokio::join!(runner, sinks.collect(rx, unsent));
         progress.finish_and_clear();
-        let (mut collector, mut records) = collected?;
+        let (mut collector, mut records, output_tokens) = collected?;
+        self.output_tokens += output_tokens;
         if let Some(e) = build_failure.error() {
             return Err(e.into());
         }
@@ -640,6 +672,8 @@ impl Executor for Bench {
     /// to `--json-out`.
     async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
         let before = self.self_check(rate).await?;
+        let gpus_before = self.read_gpus(rate).await;
+        self.output_tokens = 0;
         let mut runs = Vec::new();
         for k in 0..self.opts.repeat {
             if k > 0 && self.cancel.is_cancelled() {
@@ -649,6 +683,11 @@ impl Executor for Bench {
         }
         let reports: Vec<RateReport> = runs.iter().map(|r| r.report.clone()).collect();
         let mut report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);
+        if let Some(before) = gpus_before
+            && let Some(after) = self.read_gpus(rate).await
+        {
+            report.energy = Some(energy::report(&before, &after, self.output_tokens));
+        }
         if let Some(before) = before {
             let after = self.self_check(rate).await?.unwrap_or_default();
             report.self_check = Some(serde_json::json!({
@@ -665,6 +704,20 @@ impl Executor for Bench {
 
     fn interrupted(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+}
+
+impl Bench {
+    /// A read of `--gpu-metrics-url`'s exporters; one that fails leaves this rate
+    /// without energy figures, and says why.
+    async fn read_gpus(&self, rate: Rate) -> Option<GpuRead> {
+        match self.gpus.as_ref()?.read().await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("rate {rate}: GPU telemetry unreadable, no energy figures: {e:#}");
+                None
+            }
+        }
     }
 }
 

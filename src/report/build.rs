@@ -136,6 +136,7 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
             .turns
             .as_ref()
             .and_then(|t| turns_report(t, &ctx.percentiles)),
+        energy: None,
         token_sources: s.token_sources.clone(),
         gates: Vec::new(),
         repeats: 1,

@@ -27,6 +27,8 @@ pub fn judged(key: &str) -> bool {
                 | "total_token_throughput"
                 | "goodput"
                 | "goodput_ratio"
+                | "energy.energy_per_output_token_joules"
+                | "energy.output_tokens_per_joule"
         )
 }
 

@@ -40,14 +40,22 @@ fn latency_keys() -> impl Iterator<Item = &'static str> {
         .map(Latency::report_key)
 }
 
+/// The energy figures of a report (`energy.NAME`).
+const ENERGY: [&str; 3] = [
+    "mean_power_watts",
+    "energy_per_output_token_joules",
+    "output_tokens_per_joule",
+];
+
 /// Which way `key` improves.
 pub fn better(key: &str) -> Better {
     if key == "offered_rate"
         || key.contains("dispatch_lag_ms")
         || key.ends_with("prompt_tokens_mean")
+        || key == "energy.mean_power_watts"
     {
         Better::Neither
-    } else if key.contains("_ms.") {
+    } else if key.contains("_ms.") || key == "energy.energy_per_output_token_joules" {
         Better::Lower
     } else {
         Better::Higher
@@ -96,6 +104,17 @@ pub fn visit_mut(r: &mut RateReport, f: &mut dyn FnMut(&str, &mut f64)) {
         visit_stats(name, stats, &mut opt);
     }
     opt("cache_hit_share", &mut r.cache_hit_share);
+    if let Some(e) = r.energy.as_mut() {
+        opt("energy.mean_power_watts", &mut e.mean_power_watts);
+        opt(
+            "energy.energy_per_output_token_joules",
+            &mut e.energy_per_output_token_joules,
+        );
+        opt(
+            "energy.output_tokens_per_joule",
+            &mut e.output_tokens_per_joule,
+        );
+    }
     if let Some(t) = r.turns.as_mut() {
         for (name, turn) in turns_mut(t) {
             visit_stats(&format!("{name}.ttft_ms"), &mut turn.ttft_ms, &mut opt);
@@ -169,6 +188,11 @@ pub fn of_json(line: &Value) -> BTreeMap<String, f64> {
     }
     if let Some(v) = line.get("cache_hit_share").and_then(Value::as_f64) {
         out.insert("cache_hit_share".into(), v);
+    }
+    for k in ENERGY {
+        if let Some(v) = line["energy"].get(k).and_then(Value::as_f64) {
+            out.insert(format!("energy.{k}"), v);
+        }
     }
     let turns = &line["turns"];
     let by_turn = turns["by_turn"].as_array().into_iter().flatten();
@@ -264,6 +288,24 @@ mod tests {
         assert_eq!(typed["turns.first.dispatch_lag_ms.p99"], 2.0);
         assert_eq!(better("turns.first.dispatch_lag_ms.max"), Better::Neither);
         assert_eq!(typed["cache_hit_share"], 0.4);
+        r.energy = Some(crate::report::EnergyReport {
+            gpus: 2,
+            duration_s: 10.0,
+            energy_joules: 2000.0,
+            output_tokens: 4000,
+            mean_power_watts: Some(200.0),
+            energy_per_output_token_joules: Some(0.5),
+            output_tokens_per_joule: Some(2.0),
+        });
+        let typed = of_report(&r);
+        assert_eq!(typed, of_json(&serde_json::to_value(&r).unwrap()));
+        assert_eq!(typed["energy.energy_per_output_token_joules"], 0.5);
+        assert_eq!(
+            better("energy.energy_per_output_token_joules"),
+            Better::Lower
+        );
+        assert_eq!(better("energy.output_tokens_per_joule"), Better::Higher);
+        assert_eq!(better("energy.mean_power_watts"), Better::Neither);
         assert_eq!(better("turns.later.ttft_ms.p99"), Better::Lower);
         assert_eq!(better("turns.later.cache_hit_share"), Better::Higher);
         assert_eq!(

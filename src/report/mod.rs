@@ -243,6 +243,27 @@ impl TurnsReport {
     }
 }
 
+/// GPU energy of one rate (`--gpu-metrics-url`): the GPU telemetry read before the
+/// rate's runs and after them, against the output tokens the client received in
+/// between (warmup included: the GPUs did that work too).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnergyReport {
+    /// GPUs the exporters showed.
+    pub gpus: u32,
+    /// Seconds between the two reads.
+    pub duration_s: f64,
+    /// GPU energy spent between them, J.
+    pub energy_joules: f64,
+    /// Output tokens of every request of the rate's runs.
+    pub output_tokens: u64,
+    /// energy / duration, W.
+    pub mean_power_watts: Option<f64>,
+    /// energy / output tokens, J (null when no token came back).
+    pub energy_per_output_token_joules: Option<f64>,
+    /// output tokens / energy.
+    pub output_tokens_per_joule: Option<f64>,
+}
+
 /// The verdict of one gate ([`gate::Gate`]) at one rate (part of the JSON report).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateResult {
@@ -369,6 +390,9 @@ pub struct RateReport {
     /// Multi-turn runs (`--turns`): turn 1, turns ≥ 2 together, and each turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<TurnsReport>,
+    /// GPU energy of the rate (with `--gpu-metrics-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyReport>,
     /// Where output token counts came from, with request counts (`usage`,
     /// `continuous_usage`, `tokenizer`, `chunks`).
     pub token_sources: BTreeMap<String, u64>,
@@ -542,6 +566,7 @@ pub mod test_support {
             dispatch_lag_warn_ms: 1.0,
             cache_hit_share: None,
             turns: None,
+            energy: None,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),
             gates: vec![],
             repeats: 1,

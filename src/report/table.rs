@@ -48,10 +48,11 @@ struct Group {
 /// Renders the sweep table and the notes under it.
 pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) -> String {
     let metrics = &with_ttfa(reports, metrics)[..];
-    let groups = groups(metrics, percentiles);
+    let energy = reports.iter().any(|r| r.energy.is_some());
+    let groups = groups(metrics, percentiles, energy);
     let rows: Vec<Vec<String>> = reports
         .iter()
-        .map(|r| row(r, metrics, percentiles))
+        .map(|r| row(r, metrics, percentiles, energy))
         .collect();
     let widths = widths(&groups, &rows);
 
@@ -85,8 +86,9 @@ pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) 
     out
 }
 
-/// The column groups: requests, throughput, goodput, one per latency metric, lag.
-fn groups(metrics: &[Latency], percentiles: &[f64]) -> Vec<Group> {
+/// The column groups: requests, throughput, goodput, one per latency metric, lag, and
+/// GPU energy when measured.
+fn groups(metrics: &[Latency], percentiles: &[f64], energy: bool) -> Vec<Group> {
     let mut groups = vec![Group {
         title: "requests".into(),
         columns: vec![
@@ -117,12 +119,18 @@ fn groups(metrics: &[Latency], percentiles: &[f64]) -> Vec<Group> {
         title: "lag ms".into(),
         columns: vec!["p99".into()],
     });
+    if energy {
+        groups.push(Group {
+            title: "GPU energy".into(),
+            columns: vec!["J/tok".into(), "tok/J".into(), "W".into()],
+        });
+    }
     groups
 }
 
 /// The cells of one rate's row; with repeat runs a figure reads `value±half-width`
 /// of its 95 % interval.
-fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64]) -> Vec<String> {
+fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64], energy: bool) -> Vec<String> {
     let ci = |text: String, key: &str, fmt: &dyn Fn(f64) -> String| match r.ci95.get(key) {
         Some([lo, hi]) => format!("{text}±{}", fmt((hi - lo) / 2.0)),
         None => text,
@@ -166,6 +174,16 @@ fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64]) -> Vec<String> 
     } else {
         lag
     });
+    if energy {
+        let e = r.energy.as_ref();
+        let fig = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        row.push(fig(e.and_then(|e| e.energy_per_output_token_joules)));
+        row.push(fig(e.and_then(|e| e.output_tokens_per_joule)));
+        row.push(
+            e.and_then(|e| e.mean_power_watts)
+                .map_or("-".to_string(), num),
+        );
+    }
     row
 }
 

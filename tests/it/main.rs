@@ -8,6 +8,7 @@ mod support;
 
 mod answer_checks;
 mod bench_checks;
+mod bench_energy;
 mod bench_golden;
 mod bench_mock;
 mod bench_repeat;

@@ -37,7 +37,10 @@ impl RunSinks<'_> {
         mut self,
         mut rx: mpsc::UnboundedReceiver<RunEvent>,
         unsent: impl Fn(u64) -> bool,
-    ) -> anyhow::Result<(Collector, Vec<RequestRecord>)> {
+    ) -> anyhow::Result<(Collector, Vec<RequestRecord>, u64)> {
+        // Every answer's output tokens, warmup and failures included: the GPUs did
+        // that work too (`--gpu-metrics-url`'s energy per token).
+        let mut output_tokens = 0_u64;
         let mut sinks: Vec<&mut (dyn RecordSink + Send)> = vec![&mut self.summary];
         if let Some(f) = self.records_file.as_mut() {
             sinks.push(f);
@@ -52,9 +55,16 @@ impl RunSinks<'_> {
             {
                 continue;
             }
+            if let RunEvent::Record(r) = &ev {
+                output_tokens += u64::from(r.output_tokens());
+            }
             sink::feed(sinks.iter_mut(), &ev, &self.slo)?;
         }
         drop(sinks);
-        Ok((self.summary, self.kept.map_or_else(Vec::new, |k| k.records)))
+        Ok((
+            self.summary,
+            self.kept.map_or_else(Vec::new, |k| k.records),
+            output_tokens,
+        ))
     }
 }
