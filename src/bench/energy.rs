@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::bench::options::GpuSource;
 use crate::energy::{Figure, Prices, Window, figures};
 use crate::engine_metrics::ScrapeError;
 use crate::engine_metrics::gpu::{self, GpuReading};
@@ -27,6 +28,19 @@ pub struct GpuMeter {
 }
 
 impl GpuMeter {
+    /// The meter of `--gpu-metrics-url`'s sources (`mock`: the mock at `base_url`), if
+    /// any.
+    pub fn of(sources: &[GpuSource], base_url: &str) -> anyhow::Result<Option<Self>> {
+        let urls: Vec<String> = sources
+            .iter()
+            .map(|s| match s {
+                GpuSource::Url(u) => u.clone(),
+                GpuSource::Mock => format!("{base_url}/gpu/metrics"),
+            })
+            .collect();
+        (!urls.is_empty()).then(|| Self::new(urls)).transpose()
+    }
+
     pub fn new(urls: Vec<String>) -> anyhow::Result<Self> {
         let http = reqwest::Client::builder()
             .no_proxy()

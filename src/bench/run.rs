@@ -227,17 +227,7 @@ impl Bench {
             .map(JsonlWriter::create)
             .transpose()?;
         let timer = Timer::precise().context("cannot start the dispatch timer thread")?;
-        let gpu_urls: Vec<String> = opts
-            .gpu_metrics
-            .iter()
-            .map(|s| match s {
-                GpuSource::Url(u) => u.clone(),
-                GpuSource::Mock => format!("{base_url}/gpu/metrics"),
-            })
-            .collect();
-        let gpus = (!gpu_urls.is_empty())
-            .then(|| GpuMeter::new(gpu_urls))
-            .transpose()?;
+        let gpus = GpuMeter::of(&opts.gpu_metrics, &base_url)?;
 
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();

@@ -8,7 +8,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::locate::Path;
-use super::schema::Target;
 use crate::engine_metrics::gpu::GpuMatch;
 
 /// The label of a replica's own `host:port` in `replica_match`.
@@ -84,12 +83,14 @@ impl GpuPlan {
     }
 }
 
-/// The block of `t`, checked at its keys.
-pub fn plan(t: &Target, path: &Path) -> Result<Option<GpuPlan>, (Path, String)> {
-    let Some(g) = &t.gpu_metrics else {
-        return Ok(None);
-    };
-    let p = path.key("gpu_metrics");
+/// The block `g` at `p`, checked at its keys, of a target that scrapes its engine or
+/// not and discovers its replicas (keeping the SD labels `replica_labels`) or not.
+pub fn plan(
+    g: &GpuMetricsConfig,
+    scrapes_engine: bool,
+    replica_labels: Option<&[String]>,
+    p: Path,
+) -> Result<GpuPlan, (Path, String)> {
     let urls = g.url.list();
     if urls.is_empty() {
         return Err((p.key("url"), "needs at least one URL".into()));
@@ -118,7 +119,7 @@ pub fn plan(t: &Target, path: &Path) -> Result<Option<GpuPlan>, (Path, String)> 
             }
         }
     }
-    if t.engine_metrics_url.is_none() && t.replicas_from.is_none() {
+    if !scrapes_engine && replica_labels.is_none() {
         return Err((
             p,
             "needs engine_metrics_url or replicas_from: energy per token divides the GPUs' \
@@ -126,15 +127,24 @@ pub fn plan(t: &Target, path: &Path) -> Result<Option<GpuPlan>, (Path, String)> 
                 .into(),
         ));
     }
+    if g.replica_match.is_empty() && replica_labels.is_some() {
+        return Err((
+            p.key("replica_match"),
+            "with replicas_from, say which GPUs are each replica's (e.g. {pod: pod}, an \
+             exporter label and the replica label it must equal): without it every replica \
+             would count every GPU"
+                .into(),
+        ));
+    }
     if !g.replica_match.is_empty() {
-        let Some(from) = &t.replicas_from else {
+        let Some(labels) = replica_labels else {
             return Err((
                 p.key("replica_match"),
                 "applies to discovered replicas: it needs replicas_from".into(),
             ));
         };
         for (exporter, replica) in &g.replica_match {
-            if replica != REPLICA && !from.labels.iter().any(|l| l == replica) {
+            if replica != REPLICA && !labels.iter().any(|l| l == replica) {
                 return Err((
                     p.key("replica_match").key(exporter),
                     format!(
@@ -155,7 +165,7 @@ pub fn plan(t: &Target, path: &Path) -> Result<Option<GpuPlan>, (Path, String)> 
             return Err((p.key(key), format!("{v} must be a number of at least 0")));
         }
     }
-    Ok(Some(GpuPlan {
+    Ok(GpuPlan {
         urls,
         target_match: GpuMatch(
             g.match_labels
@@ -170,5 +180,5 @@ pub fn plan(t: &Target, path: &Path) -> Result<Option<GpuPlan>, (Path, String)> 
             .collect(),
         energy_price_per_kwh: g.energy_price_per_kwh,
         grams_co2_per_kwh: g.grams_co2_per_kwh,
-    }))
+    })
 }

@@ -504,7 +504,19 @@ fn target(
         }),
         capacity,
         engine_metrics_url: t.engine_metrics_url.clone(),
-        gpu: super::gpu::plan(t, path)?,
+        gpu: t
+            .gpu_metrics
+            .as_ref()
+            .map(|g| {
+                let labels = t.replicas_from.as_ref().map(|f| f.labels.as_slice());
+                super::gpu::plan(
+                    g,
+                    t.engine_metrics_url.is_some(),
+                    labels,
+                    path.key("gpu_metrics"),
+                )
+            })
+            .transpose()?,
         replicas,
         context_tokens,
         secrets,

@@ -267,6 +267,51 @@ mod tests {
         );
     }
 
+    const T0: &str = include_str!("../../tests/fixtures/dcgm/node-a-t0.txt");
+    const T1: &str = include_str!("../../tests/fixtures/dcgm/node-a-t1.txt");
+    const NO_K8S: &str = include_str!("../../tests/fixtures/dcgm/node-b-no-k8s.txt");
+
+    fn pod(name: &str) -> GpuMatch {
+        GpuMatch(vec![("pod".into(), name.into())])
+    }
+
+    #[test]
+    fn dcgm_exporter_pages_read_per_gpu_with_their_pod() {
+        let r = parse(T0).unwrap();
+        assert_eq!(r.gpus.len(), 2);
+        let w = window(None, &r);
+        assert!((w.power_watts.unwrap() - (412.347 + 68.912)).abs() < 1e-9);
+        assert_eq!(w.utilization_sum, Some(0.87));
+        let vllm = r.select(&pod("vllm-0"));
+        assert_eq!(vllm.gpus.len(), 1);
+        let g = vllm.gpus.values().next().unwrap();
+        assert_eq!(g.energy_joules, Some(5_551_899.58));
+        assert_eq!(g.memory_used_bytes, Some(73216.0 * 1024.0 * 1024.0));
+        assert_eq!(
+            g.labels.get("modelName").map(String::as_str),
+            Some("NVIDIA H100 80GB HBM3")
+        );
+        // The idle GPU is held by no pod: an empty `pod` matches no replica.
+        assert!(r.select(&pod("")).gpus.len() == 1);
+        assert!(r.select(&pod("vllm-1")).gpus.is_empty());
+        // Without the exporter's Kubernetes mapping there is no `pod` label at all.
+        let plain = parse(NO_K8S).unwrap();
+        assert_eq!(plain.gpus.len(), 1);
+        assert!(plain.select(&pod("vllm-0")).gpus.is_empty());
+        assert_eq!(plain.select(&GpuMatch::default()).gpus.len(), 1);
+    }
+
+    #[test]
+    fn a_driver_reload_counts_the_new_counter_from_zero() {
+        let (t0, t1) = (parse(T0).unwrap(), parse(T1).unwrap());
+        let ten = Duration::from_secs(10);
+        // GPU 0: 4,000 J; GPU 1: its counter restarted and reads 689.12 J.
+        let both = energy_between(&t0, &t1, ten).unwrap();
+        assert!((both - (4_000.0 + 689.12)).abs() < 1e-6, "{both}");
+        let vllm = energy_between(&t0, &t1.select(&pod("vllm-0")), ten).unwrap();
+        assert!((vllm - 4_000.0).abs() < 1e-6, "{vllm}");
+    }
+
     #[test]
     fn a_page_without_dcgm_metrics_is_an_error() {
         let e = parse("node_cpu_seconds_total{cpu=\"0\"} 1\n").unwrap_err();

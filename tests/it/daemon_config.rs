@@ -216,7 +216,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `gpu_metrics`",
     ),
     (
         "zero_grace_period",
@@ -633,4 +633,69 @@ fn printed_config_masks_url_credentials() {
         !e.contains("sk-url-canary") && e.contains("<secret>"),
         "{e}"
     );
+}
+
+/// `gpu_metrics:` mistakes, each at its key.
+#[test]
+fn gpu_metrics_errors_name_their_key() {
+    let target = "targets:\n  - name: t\n    base_url: http://127.0.0.1:1\n    model: m\n";
+    let engine = "    engine_metrics_url: http://127.0.0.1:2/metrics\n";
+    for (block, want) in [
+        (
+            "    gpu_metrics: {url: http://127.0.0.1:3/metrics}\n".to_string(),
+            "g.yaml:5:18: targets[0].gpu_metrics: needs engine_metrics_url or replicas_from",
+        ),
+        (
+            format!("{engine}    gpu_metrics: {{url: [http://127.0.0.1:3/metrics, nope]}}\n"),
+            "targets[0].gpu_metrics.url[1]: \"nope\" is not a URL",
+        ),
+        (
+            format!("{engine}    gpu_metrics: {{url: http://127.0.0.1:3/metrics, replica_match: {{pod: pod}}}}\n"),
+            "targets[0].gpu_metrics.replica_match: applies to discovered replicas: it needs replicas_from",
+        ),
+        (
+            "    replicas_from: {static: [\"http://127.0.0.1:4\"]}\n    gpu_metrics: {url: http://127.0.0.1:3/metrics, replica_match: {pod: zone}}\n".to_string(),
+            "targets[0].gpu_metrics.replica_match.pod: \"zone\" is no label of the replicas",
+        ),
+        (
+            "    replicas_from: {static: [\"http://127.0.0.1:4\"]}\n    gpu_metrics: {url: http://127.0.0.1:3/metrics}\n".to_string(),
+            "targets[0].gpu_metrics.replica_match: with replicas_from, say which GPUs are each replica's",
+        ),
+        (
+            format!("{engine}    gpu_metrics: {{url: http://127.0.0.1:3/metrics, energy_price_per_kwh: -1}}\n"),
+            "targets[0].gpu_metrics.energy_price_per_kwh: -1 must be a number of at least 0",
+        ),
+        (
+            format!("{engine}    gpu_metrics: {{url: http://127.0.0.1:3/metrics, matches: {{}}}}\n"),
+            "targets[0].gpu_metrics: unknown field `matches`",
+        ),
+    ] {
+        let e = load_str(&format!("{target}{block}"), "g.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "want {want:?} in\n{e}");
+    }
+    // A replica's own address and a kept SD label both match; credentials in the URL
+    // are masked in /config.
+    let ok = format!(
+        "{target}    replicas_from: {{static: [\"http://127.0.0.1:4\"], labels: [zone]}}\n    \
+         gpu_metrics: {{url: \"http://u:sk-gpu-canary@127.0.0.1:3/metrics\", replica_match: {{pod: replica, zone: zone}}}}\n"
+    );
+    let plan = load_str(&ok, "g.yaml").unwrap();
+    assert!(
+        !plan.redacted_yaml.contains("sk-gpu-canary"),
+        "{}",
+        plan.redacted_yaml
+    );
+    let gpu = plan.targets[0].gpu.as_ref().unwrap();
+    let labels = std::collections::BTreeMap::from([("zone".to_string(), "a".to_string())]);
+    let m = gpu.replica("127.0.0.1:4", &labels).unwrap();
+    assert_eq!(
+        m.0,
+        vec![
+            ("pod".to_string(), "127.0.0.1:4".to_string()),
+            ("zone".to_string(), "a".to_string())
+        ]
+    );
+    assert!(gpu.replica("127.0.0.1:4", &Default::default()).is_none());
 }

@@ -93,6 +93,7 @@ async fn energy_per_token_matches_the_power_model_at_three_batch_sizes() {
         let truth = model.watts(batch) * itl.as_secs_f64() / batch as f64;
         let per_token = f.get(Figure::JoulesPerToken).unwrap();
         let per_joule = f.get(Figure::TokensPerJoule).unwrap();
+        eprintln!("batch {batch}: {per_token:.6} J/token measured, {truth:.6} by the power model");
         assert!(
             (per_token - truth).abs() / truth < 0.01,
             "batch {batch}: {per_token} J/token, truth {truth}"
