@@ -343,6 +343,11 @@ pub struct RequestRecord {
     /// Error detail for failures: the server's message or the client's error. Never used
     /// as a metric label.
     pub error: Option<String>,
+    /// The endpoint a gateway says served the request (the Gateway API Inference
+    /// Extension's `x-gateway-destination-endpoint-served` response header, `IP:PORT`),
+    /// when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_endpoint: Option<String>,
     /// The server's `Retry-After` on a 429 or 503 response, as a delay.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
@@ -390,6 +395,7 @@ impl RequestRecord {
             outcome: Outcome::Ok,
             token_source: TokenSource::Chunks,
             error: None,
+            served_endpoint: None,
             retry_after: None,
             trace_id: None,
             span_id: None,

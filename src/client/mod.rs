@@ -538,6 +538,7 @@ impl Client {
     ) -> Result<(), Failure> {
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
+        rec.served_endpoint = served_endpoint(resp.headers());
         if matches!(status.as_u16(), 429 | 503) {
             rec.retry_after = resp
                 .headers()
@@ -1100,4 +1101,16 @@ mod retry_after_tests {
         assert_eq!(parse_retry_after(b"-5", now), None);
         assert_eq!(parse_retry_after(&[0xff, 0xfe], SystemTime::now()), None);
     }
+}
+
+/// The Gateway API Inference Extension's response header naming the endpoint that
+/// served a request (`pkg/epp/metadata/consts.go` of its repository).
+pub const SERVED_ENDPOINT_HEADER: &str = "x-gateway-destination-endpoint-served";
+
+/// The served endpoint a gateway names, if it names one that looks like an address
+/// (printable ASCII, at most 256 bytes): it becomes part of a page, never a label.
+fn served_endpoint(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let v = headers.get(SERVED_ENDPOINT_HEADER)?.to_str().ok()?.trim();
+    (!v.is_empty() && v.len() <= 256 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| v.to_string())
 }
