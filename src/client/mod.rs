@@ -286,7 +286,7 @@ impl Client {
         t_sched: Duration,
         run_start: Instant,
     ) -> RequestRecord {
-        self.send_inner(spec, id, t_sched, run_start, None, false)
+        self.send_inner(spec, id, t_sched, run_start, None, false, &[])
             .await
             .0
     }
@@ -301,7 +301,7 @@ impl Client {
         t_sched: Duration,
         run_start: Instant,
     ) -> (RequestRecord, String) {
-        self.send_inner(spec, id, t_sched, run_start, None, true)
+        self.send_inner(spec, id, t_sched, run_start, None, true, &[])
             .await
     }
 
@@ -316,11 +316,26 @@ impl Client {
         run_start: Instant,
         cancel: &CancellationToken,
     ) -> RequestRecord {
-        self.send_inner(spec, id, t_sched, run_start, Some(cancel), false)
+        self.send_inner(spec, id, t_sched, run_start, Some(cancel), false, &[])
             .await
             .0
     }
 
+    /// Like [`send`](Self::send), with `headers` on this request only (a session's
+    /// affinity header or cookie, which changes from session to session).
+    pub async fn send_with_headers(
+        &self,
+        spec: &RequestSpec,
+        id: u64,
+        run_start: Instant,
+        headers: &[(header::HeaderName, header::HeaderValue)],
+    ) -> RequestRecord {
+        self.send_inner(spec, id, Duration::ZERO, run_start, None, false, headers)
+            .await
+            .0
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn send_inner(
         &self,
         spec: &RequestSpec,
@@ -329,6 +344,7 @@ impl Client {
         run_start: Instant,
         cancel: Option<&CancellationToken>,
         keep_answer: bool,
+        headers: &[(header::HeaderName, header::HeaderValue)],
     ) -> (RequestRecord, String) {
         let body = request::body(&self.cfg, spec).map(bytes::Bytes::from);
         let trace = self.cfg.traceparent.then(trace::TraceContext::random);
@@ -338,6 +354,9 @@ impl Client {
             let mut request = self.http.post(self.url.clone());
             if let Some(t) = &trace {
                 request = request.header(trace::HEADER_NAME, t.header_value());
+            }
+            for (name, value) in headers {
+                request = request.header(name.clone(), value.clone());
             }
             request.body(body.clone())
         };

@@ -498,6 +498,11 @@ pub struct Scenario {
     /// (`llmprobe_model_list_*`); it sends no probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_list: Option<ModelListConfig>,
+    /// Makes this a prefix-cache scenario: every `every`, a session of a cold probe (a
+    /// prefix the engine cannot have seen) and warm probes reusing it, through the front
+    /// door with an optional affinity header or cookie (`llmprobe_prefix_cache_*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCacheConfig>,
 }
 
 /// A scenario's `golden:`.
@@ -535,15 +540,19 @@ pub enum KindName {
     Fingerprint,
     /// The endpoint's model list read, and the target's model looked for in it.
     ModelList,
+    /// Cold and warm probes of one prefix: is the prefix cache (and the router that
+    /// should keep a session on its replica) doing its job?
+    PrefixCache,
 }
 
 impl KindName {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [KindName; 4] = [
+    pub const ALL: [KindName; 5] = [
         KindName::Probe,
         KindName::Golden,
         KindName::Fingerprint,
         KindName::ModelList,
+        KindName::PrefixCache,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -552,6 +561,7 @@ impl KindName {
             KindName::Golden => "golden",
             KindName::Fingerprint => "fingerprint",
             KindName::ModelList => "model_list",
+            KindName::PrefixCache => "prefix_cache",
         }
     }
 
@@ -590,6 +600,80 @@ pub struct ModelListConfig {
 
 fn default_model_list_every() -> Duration {
     Duration::from_secs(60)
+}
+
+/// `prefix_cache: {prefix_tokens: 1024, every: 30s, affinity: {header: x-session-token}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrefixCacheConfig {
+    /// Tokens of the prefix each session shares (approximate without a tokenizer: one
+    /// word each); a fresh nonce starts it.
+    pub prefix_tokens: u32,
+    /// How often a session starts, e.g. `30s` (default).
+    #[serde(
+        default = "default_prefix_cache_every",
+        with = "crate::duration::human"
+    )]
+    #[schemars(with = "String")]
+    pub every: Duration,
+    /// Tokens of each probe's question after the prefix (default 32).
+    #[serde(default = "default_question_tokens")]
+    pub question_tokens: u32,
+    /// Output tokens each probe asks for (default 8).
+    #[serde(default = "default_prefix_cache_output")]
+    pub output_tokens: u32,
+    /// Warm probes after each cold one (default 1).
+    #[serde(default = "one")]
+    pub warm_probes: u32,
+    /// Sessions the ratios cover (the last N; default 10).
+    #[serde(default = "default_prefix_cache_window")]
+    pub window: u32,
+    /// How production traffic keeps a session on its replica: `{header: NAME}` (e.g.
+    /// llm-d's `x-session-token`) or `{cookie: NAME}`, with a fresh value per session.
+    /// Unset: no affinity sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<AffinityConfig>,
+    /// The objective: warm probes' cached share of their prompt tokens at least this
+    /// (default 0.8).
+    #[serde(default = "default_min_hit_ratio")]
+    pub min_hit_ratio: f64,
+    /// The objective: warm mean TTFT at most this share of cold mean TTFT (default 0.3).
+    #[serde(default = "default_max_ttft_ratio")]
+    pub max_ttft_ratio: f64,
+}
+
+/// `affinity: {header: NAME}` or `{cookie: NAME}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AffinityConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+}
+
+fn default_prefix_cache_every() -> Duration {
+    Duration::from_secs(30)
+}
+
+fn default_question_tokens() -> u32 {
+    32
+}
+
+fn default_prefix_cache_output() -> u32 {
+    8
+}
+
+fn default_prefix_cache_window() -> u32 {
+    10
+}
+
+fn default_min_hit_ratio() -> f64 {
+    0.8
+}
+
+fn default_max_ttft_ratio() -> f64 {
+    0.3
 }
 
 /// One message of a scenario's `messages:`.
@@ -638,6 +722,7 @@ impl Default for Scenario {
             fingerprint: None,
             kind: None,
             model_list: None,
+            prefix_cache: None,
         }
     }
 }

@@ -52,6 +52,9 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource
         golden: Some("builtin".to_string()),
         // GPU telemetry from the mock's power model, for the energy figures.
         gpu: Some(crate::mock::gpu::PowerModel::default()),
+        // Prefill costs time per prompt token the prefix cache does not hold, so the
+        // prefix-cache scenario's warm probes are faster than its cold ones.
+        prefill_per_token: Some(std::time::Duration::from_micros(20)),
         ..MockFlags::default()
     })?;
     let model = cfg.model.clone();

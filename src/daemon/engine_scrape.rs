@@ -102,6 +102,9 @@ pub fn gauges(
             ttft_client_server_gap_seconds: gap,
             ttft_sum_delta,
             ttft_count_delta,
+            prefix_cache_hit_ratio: rates
+                .and_then(|r| r.prefix_cache_hit_ratio)
+                .or(cur.prefix_cache_hit_rate),
         },
         headroom,
     )

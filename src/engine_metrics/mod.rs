@@ -12,7 +12,10 @@
 //! - SGLang `python/sglang/srt/metrics/collector.py`: `sglang:num_running_reqs`,
 //!   `sglang:num_queue_reqs`, `sglang:token_usage`, `sglang:max_total_num_tokens`,
 //!   `sglang:gen_throughput`, `sglang:generation_tokens_total`,
-//!   `sglang:time_to_first_token_seconds`.
+//!   `sglang:time_to_first_token_seconds`, `sglang:cache_hit_rate`.
+//! - vLLM's prefix cache: `vllm:prefix_cache_queries_total` and
+//!   `vllm:prefix_cache_hits_total` (prompt tokens looked up and found). llama.cpp's
+//!   server exports no prefix-cache counter.
 //! - llama.cpp `llama-server --metrics` (`tools/server/`): `llamacpp:requests_processing`
 //!   (busy slots), `llamacpp:requests_deferred` (requests waiting for a slot),
 //!   `llamacpp:tokens_predicted_total` (added when a request finishes), and
@@ -76,6 +79,11 @@ pub struct EngineSnapshot {
     /// Server-side TTFT histogram sum (seconds) and count.
     pub ttft_sum: Option<f64>,
     pub ttft_count: Option<f64>,
+    /// vLLM's prefix-cache counters: prompt tokens looked up, and those found.
+    pub prefix_cache_queries: Option<f64>,
+    pub prefix_cache_hits: Option<f64>,
+    /// SGLang's own prefix-cache hit rate gauge (its radix cache), 0..1.
+    pub prefix_cache_hit_rate: Option<f64>,
 }
 
 /// A scrape body that is not valid exposition format.
@@ -108,6 +116,7 @@ fn namespace(name: &str) -> Option<(EngineKind, &str)> {
 #[derive(Default)]
 struct Partial {
     kv_usage: Mean,
+    hit_rate: Mean,
     tgi_batch_tokens: Option<f64>,
 }
 
@@ -133,6 +142,7 @@ pub fn parse(body: &str) -> Result<EngineSnapshot, EngineParseError> {
         }
     }
     snap.kv_usage_ratio = partial.kv_usage.get();
+    snap.prefix_cache_hit_rate = partial.hit_rate.get();
     // TGI reports the token budget and the running batch's share of it, not a ratio.
     if snap.kv_usage_ratio.is_none()
         && let (Some(used), Some(budget)) = (partial.tgi_batch_tokens, snap.kv_cache_tokens)
@@ -176,6 +186,9 @@ fn read_vllm_sglang(
         (_, "generation_tokens_total") => add(&mut snap.generation_tokens_total, v),
         (EngineKind::Sglang, "gen_throughput") => add(&mut snap.gen_throughput, v),
         (_, "time_to_first_token_seconds_sum") => add(&mut snap.ttft_sum, v),
+        (EngineKind::Vllm, "prefix_cache_queries_total") => add(&mut snap.prefix_cache_queries, v),
+        (EngineKind::Vllm, "prefix_cache_hits_total") => add(&mut snap.prefix_cache_hits, v),
+        (EngineKind::Sglang, "cache_hit_rate") => partial.hit_rate.push(v),
         (_, "time_to_first_token_seconds_count") => add(&mut snap.ttft_count, v),
         _ => {}
     }
@@ -375,6 +388,9 @@ pub struct EngineRates {
     pub generation_tokens_per_second: Option<f64>,
     /// The server's mean TTFT over the interval (histogram sum and count deltas).
     pub ttft_mean_seconds: Option<f64>,
+    /// The engine's prefix-cache hit ratio over the interval (vLLM: hits / queries
+    /// deltas; SGLang: its own gauge).
+    pub prefix_cache_hit_ratio: Option<f64>,
 }
 
 /// Rates between `prev` and `cur`, scraped `elapsed` apart. A counter that went down
@@ -396,9 +412,17 @@ pub fn rates(prev: &EngineSnapshot, cur: &EngineSnapshot, elapsed: Duration) -> 
         (Some(sum), Some(count)) if count > 0.0 => Some(sum / count),
         _ => None,
     };
+    let hit_ratio = match (
+        delta(prev.prefix_cache_hits, cur.prefix_cache_hits),
+        delta(prev.prefix_cache_queries, cur.prefix_cache_queries),
+    ) {
+        (Some(hits), Some(queries)) if queries > 0.0 => Some((hits / queries).min(1.0)),
+        _ => cur.prefix_cache_hit_rate,
+    };
     EngineRates {
         generation_tokens_per_second: generation,
         ttft_mean_seconds: ttft_mean,
+        prefix_cache_hit_ratio: hit_ratio,
     }
 }
 

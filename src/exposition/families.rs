@@ -198,7 +198,8 @@ pub const fn gauge(name: &'static str, help: &'static str) -> Family {
     family(name, Kind::Gauge, Value::Float, help)
 }
 
-const fn histogram(name: &'static str, help: &'static str, layout: Layout) -> Family {
+/// A histogram family in seconds with the bucket layout `layout`.
+pub const fn histogram(name: &'static str, help: &'static str, layout: Layout) -> Family {
     Family {
         unit: Some("seconds"),
         buckets: Some(layout),
@@ -211,7 +212,8 @@ impl Family {
         Family { scope, ..self }
     }
 
-    const fn extra(self, label: &'static str, values: fn() -> Vec<&'static str>) -> Self {
+    /// The family with one more label, whose values are `values()`.
+    pub const fn extra(self, label: &'static str, values: fn() -> Vec<&'static str>) -> Self {
         Family {
             extra: Some(Extra { label, values }),
             ..self
@@ -450,6 +452,11 @@ pub const ENG_TTFT_COUNT: Family = counter(
 .float()
 .scope(Scope::Engine);
 
+pub const ENG_PREFIX_HIT: Family = engine(
+    "llmprobe_engine_prefix_cache_hit_ratio",
+    "The engine's own prefix-cache hit ratio over the last scrape interval (vLLM: hits / queries; SGLang: its cache_hit_rate).",
+)
+.unit("ratio");
 pub const ENG_GPU_SUCCESS: Family = engine(
     "llmprobe_engine_gpu_scrape_success",
     "Whether the last read of the engine's GPU telemetry (gpu_metrics) succeeded.",
@@ -714,6 +721,7 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             ENG_TTFT_GAP,
             ENG_TTFT_SUM,
             ENG_TTFT_COUNT,
+            ENG_PREFIX_HIT,
             ENG_GPU_SUCCESS,
         ])
         .chain(energy_families(Scope::Engine))

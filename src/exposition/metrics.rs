@@ -63,6 +63,8 @@ pub struct EngineGauges {
     /// PromQL over any window.
     pub ttft_sum_delta: Option<f64>,
     pub ttft_count_delta: Option<f64>,
+    /// The engine's own prefix-cache hit ratio over the interval.
+    pub prefix_cache_hit_ratio: Option<f64>,
 }
 
 /// The per-scenario families (labels target, model, scenario[, reason | sli]).
@@ -163,6 +165,7 @@ struct EngineVecs {
     ttft_client_server_gap_seconds: GaugeVec,
     ttft_sum: CounterVec,
     ttft_count: CounterVec,
+    prefix_cache_hit_ratio: GaugeVec,
     gpu_success: GaugeVec,
     energy: EnergyVecs,
 }
@@ -184,6 +187,7 @@ impl EngineVecs {
             ttft_client_server_gap_seconds: r.gauge_vec(&f::ENG_TTFT_GAP)?,
             ttft_sum: r.counter_vec(&f::ENG_TTFT_SUM)?,
             ttft_count: r.counter_vec(&f::ENG_TTFT_COUNT)?,
+            prefix_cache_hit_ratio: r.gauge_vec(&f::ENG_PREFIX_HIT)?,
             gpu_success: r.gauge_vec(&f::ENG_GPU_SUCCESS)?,
             energy: EnergyVecs::new(r, Scope::Engine)?,
         })
@@ -494,6 +498,7 @@ impl Metrics {
             g.cost_per_million_output_tokens,
         );
         set_or_remove(&e.ttft_mean_seconds, &l, g.ttft_mean_seconds);
+        set_or_remove(&e.prefix_cache_hit_ratio, &l, g.prefix_cache_hit_ratio);
         set_or_remove(
             &e.ttft_client_server_gap_seconds,
             &l,

@@ -4,8 +4,8 @@
 
 use prometheus::core::Collector;
 use prometheus::{
-    CounterVec, Gauge, GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry,
+    CounterVec, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 use super::buckets::Buckets;
@@ -22,6 +22,9 @@ pub enum Handle {
     Gauge(Gauge),
     IntCounter(IntCounter),
     Histogram(Histogram),
+    /// A labelled histogram with one bucket layout for all its series (a scenario
+    /// kind's; the probes' own have a layout per series, `LatencyHistograms`).
+    HistogramVec(HistogramVec),
 }
 
 impl Handle {
@@ -42,11 +45,15 @@ impl Handle {
             (Kind::Gauge, Value::Int, true) => Handle::IntGauge(IntGauge::with_opts(opts)?),
             (Kind::Gauge, Value::Float, true) => Handle::Gauge(Gauge::with_opts(opts)?),
             (Kind::Counter, Value::Int, true) => Handle::IntCounter(IntCounter::with_opts(opts)?),
-            (Kind::Histogram, _, true) => {
+            (Kind::Histogram, _, unlabelled) => {
                 let defaults = Buckets::vllm();
                 let bounds = f.buckets.map_or(Vec::new(), |l| l.of(&defaults).to_vec());
                 let opts = HistogramOpts::new(f.name, f.help).buckets(bounds);
-                Handle::Histogram(Histogram::with_opts(opts)?)
+                if unlabelled {
+                    Handle::Histogram(Histogram::with_opts(opts)?)
+                } else {
+                    Handle::HistogramVec(HistogramVec::new(opts, &labels)?)
+                }
             }
             _ => {
                 return Err(prometheus::Error::Msg(format!(
@@ -67,6 +74,7 @@ impl Handle {
             Handle::Gauge(v) => Box::new(v.clone()),
             Handle::IntCounter(v) => Box::new(v.clone()),
             Handle::Histogram(v) => Box::new(v.clone()),
+            Handle::HistogramVec(v) => Box::new(v.clone()),
         }
     }
 
@@ -78,6 +86,7 @@ impl Handle {
             Handle::CounterVec(v) => v.remove_label_values(labels),
             Handle::IntGaugeVec(v) => v.remove_label_values(labels),
             Handle::GaugeVec(v) => v.remove_label_values(labels),
+            Handle::HistogramVec(v) => v.remove_label_values(labels),
             Handle::IntGauge(_)
             | Handle::Gauge(_)
             | Handle::IntCounter(_)
@@ -190,6 +199,13 @@ impl Registered {
     pub fn histogram(&self, f: &Family) -> prometheus::Result<Histogram> {
         match self.get(f)? {
             Handle::Histogram(v) => Ok(v.clone()),
+            _ => Err(Self::mismatch(f)),
+        }
+    }
+
+    pub fn histogram_vec(&self, f: &Family) -> prometheus::Result<HistogramVec> {
+        match self.get(f)? {
+            Handle::HistogramVec(v) => Ok(v.clone()),
             _ => Err(Self::mismatch(f)),
         }
     }

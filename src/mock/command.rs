@@ -10,8 +10,8 @@ use anyhow::Context;
 use clap::Args;
 
 use super::config::{
-    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, MockConfig, MockFlags, millis,
-    parse_fault_flags,
+    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, MockConfig, MockFlags, micros,
+    millis, parse_fault_flags,
 };
 use super::fault::kinds_help;
 use super::serve::start;
@@ -29,6 +29,10 @@ pub struct MockArgs {
     /// Time per output token in milliseconds.
     #[arg(long, default_value_t = 10.0)]
     pub itl_ms: f64,
+    /// Prefill time per prompt token in microseconds, for the tokens the prefix cache
+    /// does not hold (added to the TTFT; 0: the TTFT ignores the prompt).
+    #[arg(long, default_value_t = 0.0)]
+    pub prefill_us_per_token: f64,
     /// Random factor on TTFT and token times: none, uniform:F, lognormal:SIGMA.
     #[arg(long, default_value = "none")]
     pub jitter: String,
@@ -116,6 +120,7 @@ impl MockArgs {
         MockConfig::from_flags(MockFlags {
             ttft: Some(millis("--ttft-ms", self.ttft_ms)?),
             itl: Some(millis("--itl-ms", self.itl_ms)?),
+            prefill_per_token: Some(micros("--prefill-us-per-token", self.prefill_us_per_token)?),
             jitter: Some(
                 self.jitter
                     .parse()

@@ -26,6 +26,11 @@ pub struct MockConfig {
     #[serde(deserialize_with = "de_duration")]
     #[schemars(with = "String")]
     pub itl: Duration,
+    /// Prefill time per prompt token the prefix cache does not hold, added to the TTFT
+    /// (0: the TTFT ignores the prompt).
+    #[serde(deserialize_with = "de_duration")]
+    #[schemars(with = "String")]
+    pub prefill_per_token: Duration,
     /// Random factor on TTFT and token times: none, uniform:F, lognormal:SIGMA.
     #[schemars(with = "String")]
     pub jitter: Jitter,
@@ -95,6 +100,7 @@ impl Default for MockConfig {
         Self {
             ttft: Duration::from_millis(50),
             itl: Duration::from_millis(10),
+            prefill_per_token: Duration::ZERO,
             jitter: Jitter::None,
             output_tokens: None,
             tokens_per_chunk: 1,
@@ -178,6 +184,16 @@ pub(super) fn millis(flag: &str, ms: f64) -> Result<Duration, UsageError> {
     Ok(Duration::from_nanos((ms * 1e6).round() as u64))
 }
 
+/// A per-token time flag in microseconds: at most a second per token.
+pub(super) fn micros(flag: &str, us: f64) -> Result<Duration, UsageError> {
+    if !us.is_finite() || !(0.0..=1e6).contains(&us) {
+        return Err(UsageError::new(format!(
+            "{flag} must be a number of microseconds between 0 and 1000000, got {us}"
+        )));
+    }
+    Ok(Duration::from_nanos((us * 1e3).round() as u64))
+}
+
 impl MockConfig {
     /// Checks ranges that the types do not.
     pub fn validate(&self) -> Result<(), UsageError> {
@@ -245,6 +261,7 @@ impl MockConfig {
         let config = Self {
             ttft: flags.ttft.unwrap_or(d.ttft),
             itl: flags.itl.unwrap_or(d.itl),
+            prefill_per_token: flags.prefill_per_token.unwrap_or(d.prefill_per_token),
             jitter: flags.jitter.unwrap_or(d.jitter),
             output_tokens: flags.output_tokens.or(d.output_tokens),
             tokens_per_chunk: flags.tokens_per_chunk.unwrap_or(d.tokens_per_chunk),
@@ -287,6 +304,7 @@ impl MockConfig {
 pub struct MockFlags {
     pub ttft: Option<Duration>,
     pub itl: Option<Duration>,
+    pub prefill_per_token: Option<Duration>,
     pub jitter: Option<Jitter>,
     pub output_tokens: Option<u32>,
     pub tokens_per_chunk: Option<u32>,

@@ -31,6 +31,8 @@ pub struct Engine {
     prompt_tokens_total: AtomicU64,
     generation_tokens_total: AtomicU64,
     request_success_total: AtomicU64,
+    prefix_cache_queries_total: AtomicU64,
+    prefix_cache_hits_total: AtomicU64,
     hists: Mutex<Hists>,
     fault_rng: Mutex<StdRng>,
     seq: AtomicU64,
@@ -93,6 +95,8 @@ impl Engine {
             prompt_tokens_total: AtomicU64::new(0),
             generation_tokens_total: AtomicU64::new(0),
             request_success_total: AtomicU64::new(0),
+            prefix_cache_queries_total: AtomicU64::new(0),
+            prefix_cache_hits_total: AtomicU64::new(0),
             hists: Mutex::new(Hists {
                 ttft: Histogram::new(TTFT_BUCKETS),
                 itl: Histogram::new(ITL_BUCKETS),
@@ -123,7 +127,12 @@ impl Engine {
     pub fn cached_prefix(&self, words: &[u64]) -> Option<u32> {
         let cache = self.prefix_cache.as_ref()?;
         let tokens = u32::try_from(words.len()).unwrap_or(u32::MAX);
-        Some(cache.lookup(&cache.keys(words), tokens))
+        let hit = cache.lookup(&cache.keys(words), tokens);
+        self.prefix_cache_queries_total
+            .fetch_add(u64::from(tokens), Ordering::Relaxed);
+        self.prefix_cache_hits_total
+            .fetch_add(u64::from(hit), Ordering::Relaxed);
+        Some(hit)
     }
 
     /// A per-request sequence number (ids, per-request jitter seeds).
@@ -234,6 +243,8 @@ impl Engine {
             prompt_tokens_total: self.prompt_tokens_total.load(Ordering::Relaxed),
             generation_tokens_total: self.generation_tokens_total.load(Ordering::Relaxed),
             request_success_total: self.request_success_total.load(Ordering::Relaxed),
+            prefix_cache_queries_total: self.prefix_cache_queries_total.load(Ordering::Relaxed),
+            prefix_cache_hits_total: self.prefix_cache_hits_total.load(Ordering::Relaxed),
             ttft: h.ttft.clone(),
             itl: h.itl.clone(),
             e2e: h.e2e.clone(),

@@ -49,6 +49,9 @@ pub struct Snapshot {
     pub prompt_tokens_total: u64,
     pub generation_tokens_total: u64,
     pub request_success_total: u64,
+    /// Prompt tokens looked up in the prefix cache, and those found (vLLM's counters).
+    pub prefix_cache_queries_total: u64,
+    pub prefix_cache_hits_total: u64,
     pub ttft: Histogram,
     pub itl: Histogram,
     pub e2e: Histogram,
@@ -111,6 +114,18 @@ pub fn render(s: &Snapshot) -> String {
         "counter",
         "Number of generation tokens processed.",
         num(s.generation_tokens_total as f64),
+    );
+    scalar(
+        "vllm:prefix_cache_queries_total",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        num(s.prefix_cache_queries_total as f64),
+    );
+    scalar(
+        "vllm:prefix_cache_hits_total",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        num(s.prefix_cache_hits_total as f64),
     );
     let _ = writeln!(
         out,
@@ -192,6 +207,8 @@ mod tests {
             prompt_tokens_total: 10,
             generation_tokens_total: 20,
             request_success_total: 1,
+            prefix_cache_queries_total: 0,
+            prefix_cache_hits_total: 0,
             ttft,
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(E2E_BUCKETS),

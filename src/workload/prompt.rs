@@ -478,7 +478,8 @@ pub fn approx_tokens(text: &str) -> u32 {
         .max(1)
 }
 
-fn random_words<R: Rng + ?Sized>(rng: &mut R, n: u32) -> String {
+/// `n` words drawn from the prompt vocabulary, one token each by the approximate count.
+pub fn random_words<R: Rng + ?Sized>(rng: &mut R, n: u32) -> String {
     let mut s = String::with_capacity(n as usize * 6);
     for i in 0..n {
         if i > 0 {

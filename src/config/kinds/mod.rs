@@ -6,6 +6,7 @@
 
 pub mod fingerprint;
 pub mod model_list;
+pub mod prefix_cache;
 
 use super::locate::Path;
 pub use super::schema::KindName;
@@ -18,6 +19,7 @@ pub fn kind_of(s: &Scenario, at: &Path) -> Result<KindName, (Path, String)> {
         (KindName::Golden, s.golden.is_some()),
         (KindName::Fingerprint, s.fingerprint.is_some()),
         (KindName::ModelList, s.model_list.is_some()),
+        (KindName::PrefixCache, s.prefix_cache.is_some()),
     ];
     let mut named = blocks
         .iter()
@@ -60,6 +62,7 @@ pub fn kind_of(s: &Scenario, at: &Path) -> Result<KindName, (Path, String)> {
 pub struct KindPlans {
     pub fingerprints: Vec<fingerprint::FingerprintPlan>,
     pub model_lists: Vec<model_list::ModelListPlan>,
+    pub prefix_caches: Vec<prefix_cache::PrefixCachePlan>,
 }
 
 impl KindPlans {
@@ -73,6 +76,7 @@ impl KindPlans {
                 KindName::Probe | KindName::Golden => {}
                 KindName::Fingerprint => plans.fingerprints.push(fingerprint::plan(t, s, &at)?),
                 KindName::ModelList => plans.model_lists.push(model_list::plan(s, &at)?),
+                KindName::PrefixCache => plans.prefix_caches.push(prefix_cache::plan(s, &at)?),
             }
         }
         Ok(plans)

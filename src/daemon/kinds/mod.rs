@@ -6,6 +6,7 @@
 
 pub mod fingerprint;
 pub mod model_list;
+pub mod prefix_cache;
 pub mod probe;
 
 use std::sync::{Arc, Mutex};
@@ -66,10 +67,11 @@ pub trait ScenarioKind: Sync {
 }
 
 /// Every scenario kind, once.
-pub static KINDS: [&dyn ScenarioKind; 3] = [
+pub static KINDS: [&dyn ScenarioKind; 4] = [
     &probe::Probe,
     &fingerprint::Fingerprint,
     &model_list::ModelList,
+    &prefix_cache::PrefixCache,
 ];
 
 /// Starts every scenario of the target, kind by kind.

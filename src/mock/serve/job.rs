@@ -39,6 +39,15 @@ impl Job {
         }
     }
 
+    /// The prefill time of its prompt tokens the prefix cache did not hold.
+    pub fn prefill(&self) -> std::time::Duration {
+        let uncached = self
+            .req
+            .prompt_tokens
+            .saturating_sub(self.cached.unwrap_or(0));
+        self.engine.cfg.prefill_per_token.saturating_mul(uncached)
+    }
+
     /// A finished answer: the prefix cache remembers its prompt and generated text.
     pub fn remember(&self, emitted: u32) {
         let Some(cache) = &self.engine.prefix_cache else {

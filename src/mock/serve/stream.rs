@@ -174,6 +174,7 @@ async fn run_stream(job: Job, out: SseOut) {
     let tokens = Tokens::of(job.fault);
     let n = if tokens.empty() { 0 } else { job.output_tokens };
     let mut sched = Schedule::new(&engine.cfg, run.start, n, job.seed);
+    sched.delay(job.prefill());
     match tokens.first() {
         First::Nothing => {}
         First::EmptyChunk => {

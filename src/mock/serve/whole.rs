@@ -31,6 +31,7 @@ pub async fn full_response(job: Job, ctl: ConnCtl) -> Response {
     let tokens = Tokens::of(job.fault);
     let n = if tokens.empty() { 0 } else { job.output_tokens };
     let mut sched = Schedule::new(&engine.cfg, run.start, n, job.seed);
+    sched.delay(job.prefill());
     if tokens.empty() {
         engine.timer.wait_until(sched.first_due()).await;
     }
@@ -82,7 +83,8 @@ pub async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
     else {
         return shutting_down();
     };
-    let sched = Schedule::new(&engine.cfg, run.start, 0, job.seed);
+    let mut sched = Schedule::new(&engine.cfg, run.start, 0, job.seed);
+    sched.delay(job.prefill());
     engine.timer.wait_until(sched.first_due()).await;
     let tokens = Tokens::of(job.fault);
     if tokens.prefill_stalls() {
