@@ -164,6 +164,11 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub shared_prefix_len: u32,
+    /// Only this share (0..1) of the requests start with the --shared-prefix-len prefix,
+    /// drawn per request; the others are as long without it. The engine's prefix-cache
+    /// hit ratio then follows it: runs at several shares show TTFT against the hit ratio.
+    #[arg(long, value_name = "R", help_heading = "Workload")]
+    pub prefix_hit_ratio: Option<f64>,
     /// Prompt source: random (synthetic), sharegpt or jsonl.
     #[arg(
         long,

@@ -204,6 +204,8 @@ pub struct BenchOptions {
     pub output_len: u32,
     pub len_dist: LenDist,
     pub shared_prefix_len: u32,
+    /// `--prefix-hit-ratio`: the share of requests that start with the shared prefix.
+    pub prefix_hit_ratio: Option<f64>,
     pub dataset: Dataset,
     /// `--no-nonce`: fixed and dataset prompts go out without the unique nonce.
     pub no_nonce: bool,
@@ -235,11 +237,7 @@ impl BenchOptions {
     /// generated `--save-result` file name.
     pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
         let (base_url, model, api) = parse_target(a)?;
-        let headers = a
-            .headers
-            .iter()
-            .map(|h| parse_header(h))
-            .collect::<Result<Vec<_>>>()?;
+        let headers = parse_headers(a)?;
         let timeout = parse_duration(&a.timeout).map_err(|e| flag("--timeout", e))?;
         if timeout.is_zero() {
             return Err(UsageError::new("--timeout must be greater than 0"));
@@ -322,6 +320,7 @@ impl BenchOptions {
             output_len: a.output_len,
             len_dist,
             shared_prefix_len: a.shared_prefix_len,
+            prefix_hit_ratio: parse_prefix_hit_ratio(a, &dataset)?,
             dataset,
             no_nonce: a.no_nonce,
             slo,
@@ -1580,4 +1579,36 @@ fn parse_gpu_sources(
             }
         })
         .collect()
+}
+
+/// `--prefix-hit-ratio R`: a share of synthetic requests with the shared prefix.
+fn parse_prefix_hit_ratio(
+    a: &BenchArgs,
+    dataset: &Dataset,
+) -> std::result::Result<Option<f64>, UsageError> {
+    let Some(r) = a.prefix_hit_ratio else {
+        return Ok(None);
+    };
+    if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
+        return Err(UsageError::new(format!(
+            "--prefix-hit-ratio {r}: must be a share between 0 and 1"
+        )));
+    }
+    if a.shared_prefix_len == 0 {
+        return Err(UsageError::new(
+            "--prefix-hit-ratio needs --shared-prefix-len: the prefix the hits share",
+        ));
+    }
+    if !matches!(dataset, Dataset::Random) || a.turns.is_some_and(|t| t > 1) {
+        return Err(UsageError::new(
+            "--prefix-hit-ratio shapes synthetic single requests: it takes no --dataset, \
+             --prompt or --turns",
+        ));
+    }
+    Ok(Some(r))
+}
+
+/// `--header NAME:VALUE`, each checked.
+fn parse_headers(a: &BenchArgs) -> Result<Vec<(String, String)>> {
+    a.headers.iter().map(|h| parse_header(h)).collect()
 }

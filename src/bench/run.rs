@@ -381,32 +381,15 @@ impl Bench {
             None => Box::new(schedule.arrivals(seed)),
         };
         let runner = runner::run(arrivals, config, None, probe, tx);
-        let sinks = RunSinks {
-            summary: Collector::new(self.opts.slo, self.opts.warmup),
-            records_file: self.records_out.as_mut().map(|out| RecordsFile {
-                out,
-                rate,
-                run_id: &run_id,
-                shard: self.opts.shard,
-                warmup: self.opts.warmup,
-                slo: self.opts.slo,
-            }),
-            progress: Progress(&progress),
-            // The vLLM file lists every request, and --warmup auto reads them all; keep
-            // them only then.
-            kept: (self.opts.save_result.is_some() || self.opts.warmup_auto).then(|| Kept {
-                warmup: self.opts.warmup,
-                records: Vec::new(),
-            }),
-            slo: self.opts.slo,
-        };
+        let sinks = self.sinks(rate, &run_id, &progress);
         // The request whose prompt could not be built was never sent: it is no result
         // (the run fails below).
         let unsent = |id| build_failure.is(id);
         let (_run_report, collected) = tokio::join!(runner, sinks.collect(rx, unsent));
         progress.finish_and_clear();
-        let (mut collector, mut records, output_tokens) = collected?;
-        self.output_tokens += output_tokens;
+        let collected = collected?;
+        let (mut collector, mut records) = (collected.summary, collected.records);
+        self.output_tokens += collected.output_tokens;
         if let Some(e) = build_failure.error() {
             return Err(e.into());
         }
@@ -424,8 +407,43 @@ impl Bench {
         if self.opts.save_result.is_none() {
             records.clear();
         }
-        let report = self.report(rate, process_rate, &collector, started_at);
+        let report = self.report(
+            rate,
+            process_rate,
+            &collector,
+            started_at,
+            collected.first_cached,
+        );
         Ok(RateRun { report, records })
+    }
+
+    /// Where the records of a run at `rate` go.
+    fn sinks<'a>(
+        &'a mut self,
+        rate: Rate,
+        run_id: &'a str,
+        progress: &'a ProgressBar,
+    ) -> RunSinks<'a> {
+        let opts = &self.opts;
+        RunSinks {
+            summary: Collector::new(opts.slo, opts.warmup),
+            records_file: self.records_out.as_mut().map(|out| RecordsFile {
+                out,
+                rate,
+                run_id,
+                shard: opts.shard,
+                warmup: opts.warmup,
+                slo: opts.slo,
+            }),
+            progress: Progress(progress),
+            // The vLLM file lists every request, and --warmup auto reads them all; keep
+            // them only then.
+            kept: (opts.save_result.is_some() || opts.warmup_auto).then(|| Kept {
+                warmup: opts.warmup,
+                records: Vec::new(),
+            }),
+            slo: opts.slo,
+        }
     }
 
     /// `--trace`: the replay of this run, its first requests built (before the clock
@@ -494,6 +512,7 @@ impl Bench {
         process_rate: Rate,
         collector: &Collector,
         started_at: String,
+        first_cached: Option<(u32, u32)>,
     ) -> RateReport {
         let opts = &self.opts;
         let ctx = ReportContext {
@@ -508,7 +527,8 @@ impl Bench {
             golden: matches!(opts.dataset, Dataset::Golden(_)),
         };
         let summary = collector.summary(&ctx.percentiles);
-        let report = report::build::from_summary(&summary, &ctx);
+        let mut report = report::build::from_summary(&summary, &ctx);
+        report.cache_warning = cache_warning(opts, report.cache_hit_share, first_cached);
         // The table repeats it on stdout; say it on stderr too when stdout goes to a file.
         if report.client_behind && !std::io::stdout().is_terminal() {
             eprintln!(
@@ -568,6 +588,7 @@ impl Bench {
                 _ => None,
             },
             shared_prefix_len: o.shared_prefix_len,
+            prefix_hit_ratio: o.prefix_hit_ratio,
             dataset: match &o.dataset {
                 Dataset::Random => "random".to_string(),
                 Dataset::ShareGpt(p) => format!("sharegpt:{}", p.display()),
@@ -1014,7 +1035,11 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
     };
     let (path, format) = match &opts.dataset {
         Dataset::Random => {
-            return Ok(Workload::synthetic(input, output, prompts, opts.seed)?);
+            let w = Workload::synthetic(input, output, prompts, opts.seed)?;
+            return Ok(match opts.prefix_hit_ratio {
+                Some(r) => w.with_prefix_share(r),
+                None => w,
+            });
         }
         Dataset::ShareGpt(p) => (p, crate::workload::dataset::DatasetFormat::ShareGpt),
         Dataset::Jsonl(p) => (p, crate::workload::dataset::DatasetFormat::Jsonl),
@@ -1043,6 +1068,40 @@ fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::
     Ok(Workload::dataset(
         entries, output, false, prompts, opts.seed,
     )?)
+}
+
+/// Cached prompt tokens above this share of a run that should be cold (every prompt
+/// starts with a unique nonce) mean something else was cached: a warning.
+const COLD_RUN_CACHE_SHARE: f64 = 0.05;
+
+/// Why a run's figures may come from a warm prefix cache, if they may: the engine already
+/// held the run's first prompt (at least half of it), or a run whose prompts all start
+/// with a unique nonce read more than a few per cent of its prompt tokens from the cache.
+fn cache_warning(
+    opts: &BenchOptions,
+    share: Option<f64>,
+    first: Option<(u32, u32)>,
+) -> Option<String> {
+    if let Some((cached, prompt)) = first
+        && cached > 0
+        && u64::from(cached) * 2 >= u64::from(prompt)
+    {
+        return Some(format!(
+            "the engine's prefix cache already held this run's first prompt ({cached} of \
+             {prompt} tokens): it was warm before the run, so throughput and TTFT are \
+             overstated; send the unique nonce (drop --no-nonce) or restart the engine"
+        ));
+    }
+    let cold = opts.shared_prefix_len == 0 && !opts.no_nonce && opts.turns.is_none();
+    match share {
+        Some(s) if cold && s > COLD_RUN_CACHE_SHARE => Some(format!(
+            "{:.1} % of the prompt tokens came from the engine's prefix cache although every \
+             prompt starts with a unique nonce: the cache was warm (a system prompt or chat \
+             template the requests share?), so TTFT and throughput are overstated",
+            s * 100.0
+        )),
+        _ => None,
+    }
 }
 
 /// `YYYYMMDD-HHMMSS` in UTC, the stamp vLLM puts in result files.

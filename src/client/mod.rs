@@ -335,6 +335,27 @@ impl Client {
             .0
     }
 
+    /// A fresh answer's state: its text kept when the caller or a check needs it.
+    fn stream_state(&self, keep_answer: bool) -> StreamState {
+        StreamState {
+            cum_assigned: 0,
+            continuous: None,
+            tokens_seen: 0,
+            response_bytes: 0,
+            done: false,
+            text: String::new(),
+            embeddings: 0,
+            answer: AnswerText {
+                keep: keep_answer || self.checks.as_ref().is_some_and(|c| c.needs_text()),
+                ..AnswerText::default()
+            },
+            model: None,
+            tools: tool_calls::KeptToolCalls::new(
+                self.checks.as_ref().is_some_and(|c| c.needs_tool_calls()),
+            ),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn send_inner(
         &self,
@@ -367,23 +388,7 @@ impl Client {
         rec.span_id = trace.map(|t| t.span_id_hex());
         rec.prompt_tokens_sent = spec.prompt_tokens;
         rec.max_tokens = spec.max_tokens;
-        let mut st = StreamState {
-            cum_assigned: 0,
-            continuous: None,
-            tokens_seen: 0,
-            response_bytes: 0,
-            done: false,
-            text: String::new(),
-            embeddings: 0,
-            answer: AnswerText {
-                keep: keep_answer || self.checks.as_ref().is_some_and(|c| c.needs_text()),
-                ..AnswerText::default()
-            },
-            model: None,
-            tools: tool_calls::KeptToolCalls::new(
-                self.checks.as_ref().is_some_and(|c| c.needs_tool_calls()),
-            ),
-        };
+        let mut st = self.stream_state(keep_answer);
         let result = match request {
             Ok((request, body)) => {
                 let retry = || build(&body);

@@ -80,53 +80,9 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(out, "# TYPE {name} {kind}");
         let _ = writeln!(out, "{name}{{{labels}}} {value}");
     };
-    scalar(
-        "vllm:num_requests_running",
-        "gauge",
-        "Number of requests in model execution batches.",
-        num(s.running as f64),
-    );
-    scalar(
-        "vllm:num_requests_waiting",
-        "gauge",
-        "Number of requests waiting to be processed.",
-        num(s.waiting as f64),
-    );
-    let usage = if s.num_gpu_blocks == 0 {
-        0.0
-    } else {
-        (s.kv_blocks_used as f64 / f64::from(s.num_gpu_blocks)).min(1.0)
-    };
-    scalar(
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        num(usage),
-    );
-    scalar(
-        "vllm:prompt_tokens_total",
-        "counter",
-        "Number of prefill tokens processed.",
-        num(s.prompt_tokens_total as f64),
-    );
-    scalar(
-        "vllm:generation_tokens_total",
-        "counter",
-        "Number of generation tokens processed.",
-        num(s.generation_tokens_total as f64),
-    );
-    scalar(
-        "vllm:prefix_cache_queries_total",
-        "counter",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        num(s.prefix_cache_queries_total as f64),
-    );
-    scalar(
-        "vllm:prefix_cache_hits_total",
-        "counter",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        num(s.prefix_cache_hits_total as f64),
-    );
+    for (name, kind, help, value) in scalar_rows(s) {
+        scalar(name, kind, help, num(value));
+    }
     let _ = writeln!(
         out,
         "# HELP vllm:request_success_total Count of successfully processed requests."
@@ -185,6 +141,59 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(out, "{name}_sum{{{labels}}} {}", num(h.sum));
     }
     out
+}
+
+/// The gauges and counters of one sample each: name, type, help, value.
+fn scalar_rows(s: &Snapshot) -> [(&'static str, &'static str, &'static str, f64); 7] {
+    let usage = if s.num_gpu_blocks == 0 {
+        0.0
+    } else {
+        (s.kv_blocks_used as f64 / f64::from(s.num_gpu_blocks)).min(1.0)
+    };
+    [
+        (
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests in model execution batches.",
+            s.running as f64,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "gauge",
+            "Number of requests waiting to be processed.",
+            s.waiting as f64,
+        ),
+        (
+            "vllm:kv_cache_usage_perc",
+            "gauge",
+            "KV-cache usage. 1 means 100 percent usage.",
+            usage,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            s.prompt_tokens_total as f64,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            s.generation_tokens_total as f64,
+        ),
+        (
+            "vllm:prefix_cache_queries_total",
+            "counter",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            s.prefix_cache_queries_total as f64,
+        ),
+        (
+            "vllm:prefix_cache_hits_total",
+            "counter",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            s.prefix_cache_hits_total as f64,
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -132,6 +132,7 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         dispatch_lag_ms,
         dispatch_lag_warn_ms: warn_ms,
         cache_hit_share: s.cache.share(),
+        cache_warning: None,
         turns: s
             .turns
             .as_ref()

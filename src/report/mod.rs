@@ -137,6 +137,10 @@ pub struct RunInputs {
     pub range_ratio: Option<f64>,
     /// Tokens of the prefix shared by every prompt (0 = a unique nonce starts each).
     pub shared_prefix_len: u32,
+    /// The share of requests that start with that prefix (`--prefix-hit-ratio`; absent:
+    /// every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_ratio: Option<f64>,
     /// `random`, `sharegpt:PATH`, `jsonl:PATH`, `prompt` or `golden:FILE` (`golden:builtin`).
     pub dataset: String,
     /// Whether `ignore_eos` was sent.
@@ -387,6 +391,11 @@ pub struct RateReport {
     /// prefix cache; absent when no answer reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_hit_share: Option<f64>,
+    /// Why the figures may come from a warm prefix cache (absent when nothing says so):
+    /// the engine held the run's first prompt, or a run of unique prompts read more than
+    /// a few per cent of its prompt tokens from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_warning: Option<String>,
     /// Multi-turn runs (`--turns`): turn 1, turns ≥ 2 together, and each turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<TurnsReport>,
@@ -494,6 +503,7 @@ pub mod test_support {
             len_dist: "fixed".into(),
             range_ratio: None,
             shared_prefix_len: 0,
+            prefix_hit_ratio: None,
             dataset: "random".into(),
             ignore_eos: false,
             num_requests: Some(100),
@@ -565,6 +575,7 @@ pub mod test_support {
             client_behind: false,
             dispatch_lag_warn_ms: 1.0,
             cache_hit_share: None,
+            cache_warning: None,
             turns: None,
             energy: None,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),

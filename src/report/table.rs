@@ -351,6 +351,12 @@ fn notes(reports: &[RateReport]) -> String {
             r.rate, r.repeats
         );
     }
+    for (r, why) in reports
+        .iter()
+        .filter_map(|r| Some((r, r.cache_warning.as_ref()?)))
+    {
+        let _ = writeln!(out, "WARNING: rate {}: {why}", r.rate);
+    }
     for r in reports.iter().filter(|r| r.client_behind) {
         let _ = writeln!(
             out,

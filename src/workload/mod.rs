@@ -92,6 +92,9 @@ pub struct Workload {
     replays: bool,
     /// The golden set whose questions the dataset entries are, in its order.
     golden: Option<Arc<crate::check::GoldenSet>>,
+    /// Synthetic prompts: the share of requests that start with the shared prefix (the
+    /// others are built without it), drawn per request from a stream of its own.
+    prefix_share: Option<f64>,
 }
 
 impl Workload {
@@ -115,6 +118,7 @@ impl Workload {
             preamble: None,
             replays: false,
             golden: None,
+            prefix_share: None,
         })
     }
 
@@ -148,6 +152,7 @@ impl Workload {
             preamble: None,
             replays,
             golden: None,
+            prefix_share: None,
         })
     }
 
@@ -203,6 +208,15 @@ impl Workload {
 
     /// The same workload drawn from another seed (lengths and prompt bodies; a
     /// dataset keeps its visiting order).
+    /// Synthetic prompts: only a share `share` (0..1) of the requests, drawn per request,
+    /// start with the shared prefix; the rest are as long without it, so the engine's
+    /// prefix-cache hit ratio follows `share` (a sweep over it shows TTFT against the
+    /// hit ratio).
+    pub fn with_prefix_share(mut self, share: f64) -> Self {
+        self.prefix_share = Some(share.clamp(0.0, 1.0));
+        self
+    }
+
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
@@ -324,7 +338,14 @@ impl Workload {
             PromptSource::Synthetic { input } => {
                 let input_len = input.sample(rng);
                 let max_tokens = self.output.sample(rng);
-                let (prompt, prompt_tokens) = self.prompts.synthetic(nonce, input_len, rng)?;
+                let (prompt, prompt_tokens) = match self.prefix_share {
+                    Some(share) if !shares_prefix(self.seed, index, share) => self
+                        .prompts
+                        .clone()
+                        .without_shared_prefix()
+                        .synthetic(nonce, input_len, rng)?,
+                    _ => self.prompts.synthetic(nonce, input_len, rng)?,
+                };
                 Ok(RequestSpec {
                     prompt,
                     prompt_tokens,
@@ -366,6 +387,14 @@ fn default_run_nonce(seed: u64) -> u32 {
 /// An independent RNG for (`seed`, `index`): SplitMix64 mixing (Steele, Lea & Flood,
 /// "Fast splittable pseudorandom number generators", OOPSLA 2014) of both into the seed
 /// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
+/// Whether request `index` starts with the shared prefix when a share `share` of the
+/// requests do: a draw of its own stream, so the prompts' other draws stay as they were.
+fn shares_prefix(seed: u64, index: u64, share: f64) -> bool {
+    use rand::RngExt;
+    const PREFIX_STREAM: u64 = 0x7072_6566_6978;
+    rng_for(seed ^ PREFIX_STREAM, index).random::<f64>() < share
+}
+
 pub fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed) ^ splitmix64(index.wrapping_add(0x9e37)))
 }

@@ -7,6 +7,7 @@
 mod support;
 
 mod answer_checks;
+mod bench_cache;
 mod bench_checks;
 mod bench_energy;
 mod bench_golden;
@@ -33,6 +34,7 @@ mod daemon_logs;
 mod daemon_mock;
 mod daemon_model_list;
 mod daemon_otlp;
+mod daemon_prefix_cache;
 mod daemon_reload;
 mod daemon_requests;
 mod daemon_self_check;

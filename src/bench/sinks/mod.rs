@@ -18,6 +18,19 @@ use crate::record::RequestRecord;
 use crate::runner::RunEvent;
 use crate::sink::{self, RecordSink};
 
+/// What a run's events left: the summary, the kept records, and what the GPU energy and
+/// the warm-cache check need of every record.
+pub struct Collected {
+    pub summary: Collector,
+    pub records: Vec<RequestRecord>,
+    /// Every answer's output tokens, warmup and failures included: the GPUs did that
+    /// work too (`--gpu-metrics-url`'s energy per token).
+    pub output_tokens: u64,
+    /// The first successful request's (cached, prompt) tokens as the server reported
+    /// them: a cache that already held it was warm before the run.
+    pub first_cached: Option<(u32, u32)>,
+}
+
 /// The sinks of one run.
 pub struct RunSinks<'a> {
     pub summary: Collector,
@@ -37,10 +50,9 @@ impl RunSinks<'_> {
         mut self,
         mut rx: mpsc::UnboundedReceiver<RunEvent>,
         unsent: impl Fn(u64) -> bool,
-    ) -> anyhow::Result<(Collector, Vec<RequestRecord>, u64)> {
-        // Every answer's output tokens, warmup and failures included: the GPUs did
-        // that work too (`--gpu-metrics-url`'s energy per token).
+    ) -> anyhow::Result<Collected> {
         let mut output_tokens = 0_u64;
+        let mut first: Option<(u64, Option<(u32, u32)>)> = None;
         let mut sinks: Vec<&mut (dyn RecordSink + Send)> = vec![&mut self.summary];
         if let Some(f) = self.records_file.as_mut() {
             sinks.push(f);
@@ -57,14 +69,18 @@ impl RunSinks<'_> {
             }
             if let RunEvent::Record(r) = &ev {
                 output_tokens += u64::from(r.output_tokens());
+                if r.is_success() && first.is_none_or(|(id, _)| r.id < id) {
+                    first = Some((r.id, r.usage_cached_tokens.zip(r.usage_prompt_tokens)));
+                }
             }
             sink::feed(sinks.iter_mut(), &ev, &self.slo)?;
         }
         drop(sinks);
-        Ok((
-            self.summary,
-            self.kept.map_or_else(Vec::new, |k| k.records),
+        Ok(Collected {
+            summary: self.summary,
+            records: self.kept.map_or_else(Vec::new, |k| k.records),
             output_tokens,
-        ))
+            first_cached: first.and_then(|(_, c)| c),
+        })
     }
 }

@@ -305,7 +305,7 @@ struct Series {
 }
 
 impl Series {
-    fn with<'a>(&'a self, phase: Option<Phase>) -> Vec<&'a str> {
+    fn with(&self, phase: Option<Phase>) -> Vec<&str> {
         let l = &self.labels;
         let mut v = vec![l[0].as_str(), l[1].as_str(), l[2].as_str()];
         v.extend(phase.map(Phase::as_str));
