@@ -24,7 +24,7 @@ need_tool LLMPROBE_HELM helm
 need_tool LLMPROBE_OPENSSL openssl
 bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 [ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
-objcopy --dump-section .dep-v0=/dev/null "$bin" 2>/dev/null \
+objdump -h "$bin" | grep -q ' \.dep-v0 ' \
   || skip_or_fail "$bin was not built by cargo auditable (scripts/test does so once install-tools installed it)"
 python=python3
 for candidate in "${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/venv/bin/python" python3; do
@@ -43,8 +43,11 @@ remove_containers() {
 on_exit remove_containers
 
 # --- Build ------------------------------------------------------------------------------
+# The SBOM and image id stay where scripts/image puts them by default, beside the image
+# that stays too: CI's build of this commit.
+out=${CARGO_TARGET_DIR:-${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/target}/image
 started=$(date +%s%N)
-"$repo_root/scripts/image" --binary "$bin" --out "$scratch/image" 2>"$scratch/build.log" \
+"$repo_root/scripts/image" --binary "$bin" --out "$out" 2>"$scratch/build.log" \
   || { cat "$scratch/build.log" >&2; fail "scripts/image"; }
 sed -n 's/^==> image: //p' "$scratch/build.log" | while read -r line; do say "$line"; done
 say "image built in $(( ($(date +%s%N) - started) / 1000000 )) ms"
@@ -59,9 +62,9 @@ commit=$(git rev-parse --short=12 HEAD)
 "${podman[@]}" rm "$tag-files" >/dev/null
 "$LLMPROBE_HELM" template llmprobe helm/llmprobe >"$scratch/default.yaml" 2>"$scratch/helm.err" \
   || { cat "$scratch/helm.err" >&2; fail "helm template"; }
-python3 - "$scratch" "$version" "$commit" <<'PY' || fail "the image does not keep the Dockerfile's contract"
-import io, json, re, subprocess, sys, tarfile, tomllib, zlib
-scratch, version, commit = sys.argv[1:4]
+python3 - "$scratch" "$version" "$commit" "$out" <<'PY' || fail "the image does not keep the Dockerfile's contract"
+import json, re, subprocess, sys, tarfile, tomllib, zlib
+scratch, version, commit, out = sys.argv[1:5]
 problems = []
 [image] = json.load(open(f"{scratch}/inspect.json"))
 cfg = image["Config"]
@@ -116,8 +119,9 @@ if bundle.count("BEGIN CERTIFICATE") < 100:
 # the SBOM in the image: every crate linked in is a component of the SBOM.
 binary = tar.extractfile(members["usr/local/bin/llmprobe"]).read()
 open(f"{scratch}/llmprobe", "wb").write(binary)
-subprocess.run(["objcopy", "--dump-section", f".dep-v0={scratch}/dep-v0", f"{scratch}/llmprobe"],
-               check=True, stdout=subprocess.DEVNULL)
+# The section dumped; the binary written back (objcopy's output) is a scratch copy.
+subprocess.run(["objcopy", "--dump-section", f".dep-v0={scratch}/dep-v0", f"{scratch}/llmprobe",
+                f"{scratch}/llmprobe.out"], check=True, stdout=subprocess.DEVNULL)
 deps = json.loads(zlib.decompress(open(f"{scratch}/dep-v0", "rb").read()))
 linked = {(p["name"], p["version"]) for p in deps["packages"] if p.get("kind", "runtime") == "runtime"}
 names = {n for n, _ in linked}
@@ -125,9 +129,11 @@ for needed in ("llmprobe", "tokio", "rustls", "ring", "reqwest", "hyper"):
     if needed not in names:
         problems.append(f".dep-v0 does not list {needed}")
 sbom = json.loads(tar.extractfile(members["usr/share/doc/llmprobe/sbom.cdx.json"]).read())
-beside = json.load(open(f"{scratch}/image/llmprobe-{version}.cdx.json"))
+beside = json.load(open(f"{out}/llmprobe-{version}.cdx.json"))
 if sbom != beside:
     problems.append("the SBOM in the image differs from the one written beside it")
+if open(f"{out}/image-id").read().strip() != image["Id"]:
+    problems.append(f"{out}/image-id does not name the image built")
 listed = {(c["name"], c["version"]) for c in sbom.get("components", [])}
 listed.add((sbom["metadata"]["component"]["name"], sbom["metadata"]["component"]["version"]))
 missing = sorted(linked - listed)
