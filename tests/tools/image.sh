@@ -24,7 +24,7 @@ need_tool LLMPROBE_HELM helm
 need_tool LLMPROBE_OPENSSL openssl
 bin=${LLMPROBE_BIN:-$repo_root/target/release/llmprobe}
 [ -x "$bin" ] || skip_or_fail "no llmprobe binary at $bin (set LLMPROBE_BIN)"
-objdump -h "$bin" | grep -q ' \.dep-v0 ' \
+objdump -h "$bin" 2>/dev/null | grep ' \.dep-v0 ' >/dev/null \
   || skip_or_fail "$bin was not built by cargo auditable (scripts/test does so once install-tools installed it)"
 python=python3
 for candidate in "${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/venv/bin/python" python3; do
@@ -46,11 +46,9 @@ on_exit remove_containers
 # The SBOM and image id stay where scripts/image puts them by default, beside the image
 # that stays too: CI's build of this commit.
 out=${CARGO_TARGET_DIR:-${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/target}/image
-started=$(date +%s%N)
 "$repo_root/scripts/image" --binary "$bin" --out "$out" 2>"$scratch/build.log" \
   || { cat "$scratch/build.log" >&2; fail "scripts/image"; }
 sed -n 's/^==> image: //p' "$scratch/build.log" | while read -r line; do say "$line"; done
-say "image built in $(( ($(date +%s%N) - started) / 1000000 )) ms"
 version=$(python3 -c 'import tomllib; print(tomllib.load(open("Cargo.toml", "rb"))["package"]["version"])')
 image=localhost/llmprobe:$version
 commit=$(git rev-parse --short=12 HEAD)
