@@ -26,7 +26,12 @@ pub const KIND_COLUMNS: &[Column<KindView>] = &[
         head: "last run",
         title: "how long ago the last run completed, and how often it runs",
         cell: |v| {
-            let every = covered_note(&format!("every {}", span(v.status.every)));
+            // Sub-second intervals (tests, demos) read in ms rather than as "every 0s".
+            let every = match v.status.every {
+                e if e > 0.0 && e < 1.0 => format!("every {:.0}ms", e * 1000.0),
+                e => format!("every {}", span(e)),
+            };
+            let every = covered_note(&every);
             match &v.status.last {
                 Some(run) => format!("{} ago{every}", span(v.now - run.at)),
                 None => format!("–{every}"),
