@@ -716,6 +716,79 @@ def energy_panels() -> list[dict]:
     ]
 
 
+def prefix_cache_panels() -> list[dict]:
+    """Whether a repeated prompt prefix is served from the engines' prefix cache, seen from
+    the prefix_cache scenarios' sessions (a cold probe, then warm probes reusing its
+    prefix) and from the engine's own counters; empty for targets without such a scenario.
+    Gauges over HA twins and locations: the best prober, as LlmprobePrefixCacheIneffective
+    reads them (alerts/llmprobe-alerts.yaml)."""
+    def tokens(family: str) -> str:
+        return (f"sum by ({BY}, phase) "
+                f"(increase(llmprobe_prefix_cache_{family}_tokens_total{{{SEL}}}[$__range]))")
+    return [
+        row("Prefix cache"),
+        timeseries("Prefix cache hit ratio: probes vs engine", "Probes: the warm probes' "
+                   "cached prompt tokens over their prompt tokens, as the server reports "
+                   "them, over the scenario's last sessions (absent when the server reports "
+                   "no cached tokens), with its objective: LlmprobePrefixCacheIneffective "
+                   "tickets under it for 30m. Engine: the engine's own prefix-cache hit "
+                   "ratio over its last scrape interval, over all its traffic. Both low: "
+                   "the cache is off; the engine's normal while the probes' is low: the "
+                   "router spreads sessions or the prefix changes on the way.",
+                   "percentunit",
+                   [(f"max by ({BY}) (llmprobe_prefix_cache_hit_ratio{{{SEL}}})",
+                     "probes {{target}}/{{scenario}}"),
+                    (f"min by ({BY}) (llmprobe_prefix_cache_objective_hit_ratio{{{SEL}}})",
+                     "objective {{target}}/{{scenario}}"),
+                    (f"max by (target, model) (llmprobe_engine_prefix_cache_hit_ratio{{{SEL_TM}}})",
+                     "engine {{target}}")]),
+        timeseries("Warm/cold TTFT ratio", "The warm probes' mean TTFT over the cold probes' "
+                   "of the same sessions, with its objective: LlmprobePrefixCacheIneffective "
+                   "tickets above it for 30m. The only signal from a server that reports no "
+                   "cached tokens. Near 1 with a high hit ratio: the prefix is too short to "
+                   "matter next to queueing and the network.", "percentunit",
+                   [(f"min by ({BY}) (llmprobe_prefix_cache_ttft_ratio{{{SEL}}})",
+                     "ratio {{target}}/{{scenario}}"),
+                    (f"max by ({BY}) (llmprobe_prefix_cache_objective_ttft_ratio{{{SEL}}})",
+                     "objective {{target}}/{{scenario}}")]),
+        timeseries("Cold vs warm TTFT", "TTFT quantiles of the cold probes (a prefix no "
+                   "engine has seen, prefilled whole) and of the warm ones (the same prefix "
+                   "again). The gap is what the cache saves on every repeated prefix; it "
+                   "closes when the cache stops working.", "s",
+                   [(f"histogram_quantile({q}, sum by ({BY}, phase, le) "
+                     f"(rate(llmprobe_prefix_cache_ttft_seconds_bucket{{{SEL}}}[{RATE}])))",
+                     f"p{int(q * 100)} {{{{phase}}}} {{{{target}}}}/{{{{scenario}}}}")
+                    for q in (0.5, 0.99)]),
+        timeseries("Warm probes on their session's endpoint", "Share of the warm probes "
+                   "served by the endpoint that served their session's cold probe, from the "
+                   "gateway's x-gateway-destination-endpoint-served response header (absent "
+                   "when the gateway does not send it). Under 0.9 while the hit ratio is "
+                   "low: the router spreads sessions; about 1: the cache is off or the "
+                   "prefix changes.", "percentunit",
+                   [(f"max by ({BY}) (llmprobe_prefix_cache_same_endpoint_ratio{{{SEL}}})",
+                     "{{target}}/{{scenario}}")],
+                   thresholds=[("red", None), ("green", 0.9)]),
+        timeseries("Prefix-cache probes by phase", "Cold and warm probes per second, and "
+                   "those that failed (a failed probe counts in no ratio).", "reqps",
+                   [(f"sum by ({BY}, phase) "
+                     f"(rate(llmprobe_prefix_cache_probes_total{{{SEL}}}[{RATE}]))",
+                     "{{phase}} {{target}}/{{scenario}}"),
+                    (f"sum by ({BY}, phase) "
+                     f"(rate(llmprobe_prefix_cache_failures_total{{{SEL}}}[{RATE}]))",
+                     "failed {{phase}} {{target}}/{{scenario}}")]),
+        stat("Cached prompt tokens over the range", "Cached prompt tokens over prompt "
+             "tokens, as the server reports them, by phase over the dashboard range. Cold "
+             "probes start with a fresh nonce, so theirs should be near 0.", "percentunit",
+             [(f"{tokens('cached')}\n/\n{tokens('prompt')}",
+               "{{phase}} {{target}}/{{scenario}}")], w=6, h=8, decimals=1),
+        stat("Since the last session", "Seconds since the last completed session; the "
+             "ratios above cover the last sessions, however old.", "s",
+             [(f"time() - max by ({BY}) "
+               f"(llmprobe_prefix_cache_last_session_timestamp_seconds{{{SEL}}})",
+               "{{target}}/{{scenario}}")], w=6, h=8),
+    ]
+
+
 def capacity_dashboard() -> dict:
     panels = [
         row("Concurrency"),
@@ -818,6 +891,7 @@ def capacity_dashboard() -> dict:
                     (f"sum by (target, model) (rate(llmprobe_output_tokens_total{{{SEL}}}[{RATE}]))",
                      "output {{target}}")], w=24),
         *energy_panels(),
+        *prefix_cache_panels(),
         row("Client vs server"),
         timeseries("TTFT: client vs server", "Mean TTFT of the probes and the engine's own "
                    "server-side mean (llmprobe_engine_ttft_observed_seconds_total over "

@@ -13,7 +13,10 @@
 # (its answer guard off, the point estimate or the lower bound compared instead of the
 # upper bound, no patience); so must the busy-GPUs mutants (any utilisation, tokens
 # ignored, no patience, stale figures trusted, replicas joined without `replica`, one HA
-# twin enough). Every alert carries the hierarchy's labels (severity, layer).
+# twin enough); so must the prefix-cache mutants (a comparison flipped, a fixed objective
+# instead of the configured one, no patience, one HA twin enough, locations merged, the
+# cause told at the wrong same-endpoint ratio). Every alert carries the hierarchy's labels
+# (severity, layer).
 source "$(dirname "$0")/lib/common.bash"
 need_tool LLMPROBE_PROMTOOL promtool
 promtool=$LLMPROBE_PROMTOOL
@@ -114,6 +117,17 @@ mutate gpus-busy-no-patience '/alert: LlmprobeGpusBusyNoTokens/,/for:/s/for: 10m
 mutate gpus-busy-stale-figures 's/_gpu_scrape_success) == 1$/_gpu_scrape_success) >= 0/' $e
 mutate gpus-busy-replica-join-without-replica '/alert: LlmprobeGpusBusyNoTokens/,/for:/s/and on (target, model, replica)$/and on (target, model)/' $e
 mutate gpus-busy-one-twin 's/min by (target, model) (llmprobe_engine_gpu_utilization_ratio)/max by (target, model) (llmprobe_engine_gpu_utilization_ratio)/' $e
+# Prefix cache ineffective (alerts/tests/prefix-cache.test.yaml).
+pc=alerts/tests/prefix-cache.test.yaml
+mutate prefix-hit-comparison-flipped 's/^\( *\)< on (target, model, scenario, location)$/\1> on (target, model, scenario, location)/' $pc
+mutate prefix-ttft-comparison-flipped 's/^\( *\)> on (target, model, scenario, location)$/\1< on (target, model, scenario, location)/' $pc
+mutate prefix-hit-objective-fixed 's/min by (target, model, scenario, location) (llmprobe_prefix_cache_objective_hit_ratio)$/0 * max by (target, model, scenario, location) (llmprobe_prefix_cache_hit_ratio) + 0.8/' $pc
+mutate prefix-ttft-objective-fixed 's/max by (target, model, scenario, location) (llmprobe_prefix_cache_objective_ttft_ratio)$/0 * min by (target, model, scenario, location) (llmprobe_prefix_cache_ttft_ratio) + 0.3/' $pc
+mutate prefix-no-patience '/alert: LlmprobePrefixCacheIneffective/,/for:/s/for: 30m/for: 0m/' $pc
+mutate prefix-hit-one-twin 's/max by (target, model, scenario, location) (llmprobe_prefix_cache_hit_ratio)$/min by (target, model, scenario, location) (llmprobe_prefix_cache_hit_ratio)/' $pc
+mutate prefix-ttft-one-twin 's/min by (target, model, scenario, location) (llmprobe_prefix_cache_ttft_ratio)$/max by (target, model, scenario, location) (llmprobe_prefix_cache_ttft_ratio)/' $pc
+mutate prefix-across-locations 's/by (target, model, scenario, location) (llmprobe_prefix_cache_\(hit\|ttft\)_ratio)$/by (target, model, scenario) (llmprobe_prefix_cache_\1_ratio)/' $pc
+mutate prefix-cause-threshold 's/{{ if lt \$same 0.9 -}}/{{ if lt $same 0.4 -}}/' $pc
 # Many probers (alerts/tests/many-probers.test.yaml).
 mp=alerts/tests/many-probers.test.yaml
 mutate quorum-ignored 's/>= on (target, model, scenario) llmprobe:slo_locations_needed:count$/>= on (target, model, scenario) 0 * llmprobe:slo_locations_needed:count + 1/' $mp
