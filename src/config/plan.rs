@@ -106,14 +106,13 @@ pub struct CapacityPlan {
 
 impl CapacityPlan {
     /// The roofline's tokens per second of one replica at a batch of `running`
-    /// sequences (rounded; `None` when idle): the capacity model's own figure.
-    pub fn roofline_tokens_per_second(&self, running: f64) -> Option<f64> {
-        let batch = running.round();
-        (batch >= 1.0).then(|| {
-            self.step
-                .point(batch as u64, u64::from(self.gpus_per_replica), 0.0)
-                .tokens_per_second_aggregate
-        })
+    /// sequences (rounded; at least one: an idle engine is measured against what one
+    /// sequence could get): the capacity model's own figure.
+    pub fn roofline_tokens_per_second(&self, running: f64) -> f64 {
+        let batch = running.round().max(1.0);
+        self.step
+            .point(batch as u64, u64::from(self.gpus_per_replica), 0.0)
+            .tokens_per_second_aggregate
     }
 }
 

@@ -184,7 +184,10 @@ pub fn window(prev: Option<(&GpuReading, Duration)>, cur: &GpuReading) -> Window
         )
         .unwrap_or(u32::MAX),
         memory_used_bytes: sum(|g| g.memory_used_bytes),
-        energy_joules: prev.and_then(|(p, elapsed)| energy_between(p, cur, elapsed)),
+        // No GPU matched: no energy, rather than zero joules per token.
+        energy_joules: prev
+            .filter(|_| !cur.gpus.is_empty())
+            .and_then(|(p, elapsed)| energy_between(p, cur, elapsed)),
         ..Window::default()
     }
 }
@@ -310,6 +313,14 @@ mod tests {
         assert!((both - (4_000.0 + 689.12)).abs() < 1e-6, "{both}");
         let vllm = energy_between(&t0, &t1.select(&pod("vllm-0")), ten).unwrap();
         assert!((vllm - 4_000.0).abs() < 1e-6, "{vllm}");
+    }
+
+    #[test]
+    fn no_gpu_matched_is_no_energy_not_zero() {
+        let t0 = parse(T0).unwrap();
+        let none = t0.select(&pod("no-such-pod"));
+        let w = window(Some((&t0, Duration::from_secs(10))), &none);
+        assert_eq!((w.gpus, w.energy_joules, w.power_watts), (0, None, None));
     }
 
     #[test]

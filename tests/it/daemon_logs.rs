@@ -88,9 +88,12 @@ async fn redirected_logs_carry_no_colour_codes() {
         "--mock-fault",
         "http_500:0.5",
     ]);
+    // Half the probes fail: chat-short's first failure comes soon, whichever scenario's
+    // comes first.
     d.wait_for_log("probe failed", |l| {
-        l.iter()
-            .any(|l| l.contains("WARN") && l.contains("probe failed"))
+        l.iter().any(|l| {
+            l.contains("WARN") && l.contains("probe failed") && l.contains("scenario=chat-short")
+        })
     })
     .await;
     let lines = d.terminate();
