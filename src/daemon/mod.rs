@@ -12,6 +12,7 @@ pub mod budget;
 pub mod demo;
 pub mod energy;
 pub mod engine_scrape;
+pub mod router_scrape;
 pub mod failure_lines;
 pub mod failure_log;
 pub mod fleet;
@@ -476,6 +477,9 @@ impl Control {
                 if n.engine_metrics_url.is_none() {
                     metrics.remove_engine(&old.name, &old.model);
                     self.shared.status.remove_engine(&old.name);
+                }
+                if n.router_metrics_url.is_none() {
+                    metrics.remove_router(&old.name, &old.model);
                 }
             }
             _ => {
