@@ -420,6 +420,7 @@ pub const ROUTER_SLO_VIOLATIONS: Family = counter(
     "llmprobe_router_slo_violations_total",
     "Requests the picker counted as violating their latency objective, by objective.",
 )
+.float()
 .scope(Scope::Router)
 .extra("sli", router_slis);
 

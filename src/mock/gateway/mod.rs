@@ -151,6 +151,9 @@ pub async fn start(cfg: GatewayConfig, listen: SocketAddr) -> anyhow::Result<Gat
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // reqwest is built without a default TLS provider; upstreams are plain HTTP, but
+    // the builder needs one installed all the same.
+    crate::client::tls::install_crypto_provider();
     let http = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
