@@ -324,10 +324,7 @@ mod tests {
             Some("http://127.0.0.1:12/metrics")
         );
         assert!(fleet.llm_d_slo_headers);
-        assert_eq!(
-            fleet.client.llm_d.objective.as_deref(),
-            Some("demo-probes")
-        );
+        assert_eq!(fleet.client.llm_d.objective.as_deref(), Some("demo-probes"));
     }
 
     #[test]

@@ -116,7 +116,15 @@ pub fn scrape_loop(
                 break;
             }
             failures.set_interval(*summary_interval.borrow_and_update());
-            publish_one(&plan, &metrics, &key, &mut failures, &mut prev, result, ended);
+            publish_one(
+                &plan,
+                &metrics,
+                &key,
+                &mut failures,
+                &mut prev,
+                result,
+                ended,
+            );
         }
     })
 }

@@ -211,9 +211,8 @@ pub fn interval(prev: Option<&RouterSnapshot>, cur: &RouterSnapshot) -> RouterIn
         let count = delta(p.prefix_hit_count, cur.prefix_hit_count)?;
         (count > 0.0).then(|| sum / count)
     });
-    let violations = |cur: Option<f64>, prev: Option<f64>| {
-        cur.map(|_| delta(prev, cur).unwrap_or(0.0))
-    };
+    let violations =
+        |cur: Option<f64>, prev: Option<f64>| cur.map(|_| delta(prev, cur).unwrap_or(0.0));
     RouterInterval {
         prefix_hit_ratio: prefix,
         ttft_slo_violations: violations(
@@ -325,7 +324,10 @@ inference_objective_request_slo_violation_total{model_name=\"m\",target_model_na
         // The effective stage gates dispatch; the most saturated pool shows.
         assert_eq!(s.flow_control_saturation, Some(1.2));
         assert_eq!(s.flow_control_queue_size, Some(5.0));
-        assert_eq!((s.prefix_hit_sum, s.prefix_hit_count), (Some(2.7), Some(6.0)));
+        assert_eq!(
+            (s.prefix_hit_sum, s.prefix_hit_count),
+            (Some(2.7), Some(6.0))
+        );
         assert_eq!(s.ttft_slo_violations, Some(5.0));
         assert_eq!(s.tpot_slo_violations, Some(2.0));
     }
@@ -340,7 +342,10 @@ inference_objective_request_slo_violation_total{model_name=\"m\",target_model_na
         assert_eq!(s.queue_size, Some(7.0));
         assert_eq!(s.flow_control_saturation, Some(0.3));
         assert_eq!(s.flow_control_queue_size, Some(9.0));
-        assert_eq!((s.prefix_hit_sum, s.prefix_hit_count), (Some(1.0), Some(10.0)));
+        assert_eq!(
+            (s.prefix_hit_sum, s.prefix_hit_count),
+            (Some(1.0), Some(10.0))
+        );
         assert_eq!(s.ttft_slo_violations, Some(50.0));
         assert_eq!(s.tpot_slo_violations, None);
     }

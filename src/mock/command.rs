@@ -115,7 +115,11 @@ pub struct MockArgs {
     pub gateway: Option<u32>,
     /// How the gateway picks an engine: round-robin, or header:NAME (a consistent hash
     /// of that request header's value; requests without it go round-robin).
-    #[arg(long, default_value = "round-robin", value_name = "round-robin|header:NAME")]
+    #[arg(
+        long,
+        default_value = "round-robin",
+        value_name = "round-robin|header:NAME"
+    )]
     pub gateway_route: String,
     /// Drop a share of requests as the router does: REASON[:P] (repeatable), answered
     /// 429 (503 for rejected-no-endpoints, 500 for rejected-internal) with

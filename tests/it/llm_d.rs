@@ -178,18 +178,17 @@ targets:
             "llmprobe_router_ready_endpoints",
             &[("target", "asked")],
         );
-        let failed = value(
-            &s,
-            "llmprobe_router_scrape_success",
-            &[("target", "plain")],
-        );
+        let failed = value(&s, "llmprobe_router_scrape_success", &[("target", "plain")]);
         (routed >= 10 && ready.is_some() && failed.is_some()).then_some(s)
     })
     .await;
 
     let seen = log(&asked).await;
     let routed: u64 = seen.routed.iter().sum();
-    for h in ["x-llm-d-inference-objective", "x-llm-d-inference-fairness-id"] {
+    for h in [
+        "x-llm-d-inference-objective",
+        "x-llm-d-inference-fairness-id",
+    ] {
         assert_eq!(seen.with_header.get(h), Some(&routed), "{h}: {seen:?}");
     }
     // Only scenario `s` has objectives; both of its are sent, in whole ms rounded up.
@@ -200,7 +199,10 @@ targets:
     assert_eq!(last["x-llm-d-inference-objective"], "probes");
     assert_eq!(last["x-llm-d-inference-fairness-id"], "llmprobe");
     if let Some(v) = last.get("x-llm-d-slo-ttft-ms") {
-        assert_eq!((v.as_str(), last["x-llm-d-slo-tpot-ms"].as_str()), ("250", "3"));
+        assert_eq!(
+            (v.as_str(), last["x-llm-d-slo-tpot-ms"].as_str()),
+            ("250", "3")
+        );
     }
     let none = log(&plain).await;
     assert!(none.routed.iter().sum::<u64>() > 0);
@@ -209,7 +211,10 @@ targets:
     let at = |name: &str, target: &str| value(&samples, name, &[("target", target)]);
     assert_eq!(at("llmprobe_router_scrape_success", "asked"), Some(1.0));
     assert_eq!(at("llmprobe_router_ready_endpoints", "asked"), Some(2.0));
-    assert_eq!(at("llmprobe_router_flow_control_queue_size", "asked"), Some(0.0));
+    assert_eq!(
+        at("llmprobe_router_flow_control_queue_size", "asked"),
+        Some(0.0)
+    );
     let kv = at("llmprobe_router_kv_cache_usage_ratio", "asked").unwrap();
     assert!((0.0..=1.0).contains(&kv), "{kv}");
     assert_eq!(at("llmprobe_router_scrape_success", "plain"), Some(0.0));

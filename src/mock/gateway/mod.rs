@@ -243,7 +243,11 @@ fn dropped(reason: &str) -> Response {
             "server_error",
         )
     } else if reason == "rejected-internal" {
-        (StatusCode::INTERNAL_SERVER_ERROR, "Internal", "server_error")
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal",
+            "server_error",
+        )
     } else {
         (
             StatusCode::TOO_MANY_REQUESTS,
