@@ -7,7 +7,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::locate::Path;
-use super::validate::Violation;
 use crate::client::llm_d::{LlmdHeaders, ceil_ms};
 use crate::latency::{Latency, Slo};
 
@@ -34,7 +33,7 @@ pub struct LlmdConfig {
 const MAX_VALUE_BYTES: usize = 253;
 
 /// Checks the block at `path` (the `llm_d` key).
-pub fn check(c: &LlmdConfig, path: &Path) -> Result<(), Violation> {
+pub fn check(c: &LlmdConfig, path: &Path) -> Result<(), (Path, String)> {
     for (key, value) in [("objective", &c.objective), ("fairness_id", &c.fairness_id)] {
         let Some(v) = value else { continue };
         if v.is_empty() || v.len() > MAX_VALUE_BYTES {
