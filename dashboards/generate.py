@@ -386,8 +386,8 @@ def slo_dashboard() -> dict:
                     (f"sum by ({BY}) (rate(llmprobe_goodput_requests_total{{{SEL}}}[{RATE}]))",
                      "good {{target}}/{{scenario}}")]),
         timeseries("Failures by reason", "Failed probes per second by reason (http_4xx, "
-                   "http_429, http_5xx, connect, tls, timeout, stream_error, empty_output, "
-                   "cancelled).", "reqps",
+                   "http_429, http_5xx, gateway_rejected, gateway_evicted, connect, tls, "
+                   "timeout, stream_error, empty_output, cancelled).", "reqps",
                    [(f"sum by ({BY}, reason) "
                      f"(rate(llmprobe_request_failures_total{{{SEL}}}[{RATE}]))",
                      "{{reason}} {{target}}/{{scenario}}")]),

@@ -34,6 +34,13 @@ pub enum Outcome {
     /// HTTP 5xx.
     #[serde(rename = "http_5xx")]
     Http5xx,
+    /// An llm-d / Gateway API Inference Extension gateway refused the request before
+    /// any engine saw it (`x-llm-d-request-dropped-reason: rejected-…`: saturated, no
+    /// endpoints, TTL expired in its queue, shutting down; `client::llm_d`).
+    GatewayRejected,
+    /// Such a gateway dispatched the request and then took it back
+    /// (`x-llm-d-request-dropped-reason: evicted…`).
+    GatewayEvicted,
     /// The TCP connection could not be made, or was closed/reset before a response.
     Connect,
     /// TLS handshake or certificate failure.
@@ -51,12 +58,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every variant, in a stable order (for pre-registering metric label values).
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 13] = [
         Outcome::Ok,
         Outcome::Http3xx,
         Outcome::Http4xx,
         Outcome::Http429,
         Outcome::Http5xx,
+        Outcome::GatewayRejected,
+        Outcome::GatewayEvicted,
         Outcome::Connect,
         Outcome::Tls,
         Outcome::Timeout,
@@ -73,6 +82,8 @@ impl Outcome {
             Outcome::Http4xx => "http_4xx",
             Outcome::Http429 => "http_429",
             Outcome::Http5xx => "http_5xx",
+            Outcome::GatewayRejected => "gateway_rejected",
+            Outcome::GatewayEvicted => "gateway_evicted",
             Outcome::Connect => "connect",
             Outcome::Tls => "tls",
             Outcome::Timeout => "timeout",
@@ -1106,6 +1117,8 @@ mod tests {
                 "http_4xx",
                 "http_429",
                 "http_5xx",
+                "gateway_rejected",
+                "gateway_evicted",
                 "connect",
                 "tls",
                 "timeout",

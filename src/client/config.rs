@@ -105,6 +105,11 @@ pub struct ClientConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub tool: Option<crate::check::ToolOffer>,
+    /// The llm-d gateway headers (objectives, objective, fairness ID); set from a
+    /// target's `llm_d:` block, never configured here. Empty: none sent.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub llm_d: super::llm_d::LlmdHeaders,
 }
 
 impl Default for ClientConfig {
@@ -131,6 +136,7 @@ impl Default for ClientConfig {
             limits: Limits::default(),
             response_schema: None,
             tool: None,
+            llm_d: super::llm_d::LlmdHeaders::default(),
         }
     }
 }

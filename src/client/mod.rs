@@ -23,6 +23,7 @@
 pub mod chunk;
 pub mod config;
 mod json_call;
+pub mod llm_d;
 pub mod protocol;
 pub mod request;
 pub mod sse;
@@ -210,6 +211,12 @@ impl Client {
                 Err(_) => crate::usage_bail!("api_key contains characters not allowed in a header"),
             };
             v.set_sensitive(true);
+            headers.insert(name, v);
+        }
+        for (name, value) in cfg.llm_d.pairs() {
+            let Ok(v) = HeaderValue::from_str(&value) else {
+                crate::usage_bail!("the value of header {name} is not a valid header value");
+            };
             headers.insert(name, v);
         }
         for (name, value) in &cfg.headers {
@@ -570,12 +577,23 @@ impl Client {
                 .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
         }
         if !status.is_success() {
+            // A gateway that dropped the request says why: that decides the failure
+            // reason, and its exact value goes into the error text.
+            let dropped = resp
+                .headers()
+                .get(llm_d::DROPPED_REASON_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty() && v.len() <= 128);
             let snippet = read_snippet(
                 resp,
                 total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
             )
             .await;
             let mut msg = format!("HTTP {status}");
+            if let Some(value) = &dropped {
+                msg.push_str(&format!(" ({}: {value})", llm_d::DROPPED_REASON_HEADER));
+            }
             if !snippet.is_empty() {
                 msg.push_str(": ");
                 msg.push_str(&snippet);
@@ -588,10 +606,11 @@ impl Client {
             {
                 msg.push_str(&format!(" ({hint})"));
             }
-            return Err(Failure::new(
-                Outcome::from_http_status(status.as_u16()),
-                msg,
-            ));
+            let outcome = dropped
+                .as_deref()
+                .and_then(llm_d::dropped_outcome)
+                .unwrap_or_else(|| Outcome::from_http_status(status.as_u16()));
+            return Err(Failure::new(outcome, msg));
         }
         if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
             let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();

@@ -10,6 +10,7 @@ pub mod error;
 pub mod golden;
 pub mod gpu;
 pub mod kinds;
+pub mod llm_d;
 pub mod locate;
 mod messages;
 pub mod otlp;

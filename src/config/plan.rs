@@ -76,6 +76,11 @@ pub struct TargetPlan {
     pub price: Option<TokenPrice>,
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
+    /// The endpoint picker's `/metrics` in front of the engines.
+    pub router_metrics_url: Option<String>,
+    /// Whether each scenario's TTFT and TPOT objectives go to the gateway as llm-d
+    /// headers (the target's objective and fairness ID are in `client.llm_d`).
+    pub llm_d_slo_headers: bool,
     /// Where the engine's GPU telemetry is read, and which GPUs are its.
     pub gpu: Option<super::gpu::GpuPlan>,
     /// How the replicas behind the front door are discovered and probed (the daemon's
@@ -389,6 +394,7 @@ fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String
     for t in &mut shown.targets {
         t.base_url = redact_url(&t.base_url);
         t.engine_metrics_url = t.engine_metrics_url.as_deref().map(redact_url);
+        t.router_metrics_url = t.router_metrics_url.as_deref().map(redact_url);
         if let Some(g) = &mut t.gpu_metrics {
             g.url = match &g.url {
                 super::gpu::OneOrMore::One(u) => super::gpu::OneOrMore::One(redact_url(u)),
@@ -468,6 +474,7 @@ fn target(
         limits: t.limits,
         response_schema: None,
         tool: None,
+        llm_d: super::llm_d::headers(t.llm_d.as_ref()),
     };
     // The client's message quotes the URL; show it as `/config` would.
     client.validate().map_err(|e| {
@@ -503,6 +510,8 @@ fn target(
         }),
         capacity,
         engine_metrics_url: t.engine_metrics_url.clone(),
+        router_metrics_url: t.router_metrics_url.clone(),
+        llm_d_slo_headers: t.llm_d.as_ref().is_some_and(|l| l.slo_headers),
         gpu: t
             .gpu_metrics
             .as_ref()

@@ -341,6 +341,16 @@ pub struct Target {
     /// TTFT; for llama.cpp, `/props` on the same server gives its slot count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_metrics_url: Option<String>,
+    /// The `/metrics` of the llm-d / Gateway API Inference Extension endpoint picker
+    /// in front of the target's engines, scraped every `engine_scrape_interval` for
+    /// its pool's view: ready endpoints, mean KV-cache use and queue, flow-control
+    /// saturation and queue, prefix-index hit ratio, SLO violations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_metrics_url: Option<String>,
+    /// The llm-d gateway headers the probes carry (latency objectives, objective,
+    /// fairness ID); none unless asked for here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_d: Option<super::llm_d::LlmdConfig>,
     /// GPU telemetry (NVIDIA dcgm-exporter) of the engine's GPUs: power, energy per
     /// output token, tokens per joule, live cost by part and efficiency against the
     /// capacity model's roofline. Needs `engine_metrics_url` or `replicas_from`.

@@ -169,6 +169,12 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
     if let Some(u) = &t.engine_metrics_url {
         url(u, &path.key("engine_metrics_url"))?;
     }
+    if let Some(u) = &t.router_metrics_url {
+        url(u, &path.key("router_metrics_url"))?;
+    }
+    if let Some(l) = &t.llm_d {
+        super::llm_d::check(l, &path.key("llm_d"))?;
+    }
     scenarios(t, path)
 }
 

@@ -3,13 +3,16 @@
 //! SLOs, one with answer checks, one asking the built-in golden set, a price, a capacity block, the mock's vLLM-format
 //! `/metrics` as the engine, its GPU telemetry for the energy figures), a second target on the Responses API whose answers reason
 //! first (TTFA and reasoning tokens), a third whose two replicas (two more mocks, one
-//! slower) are discovered from a static list (the replica and fleet series), and a
+//! slower) are discovered from a static list (the replica and fleet series) behind the
+//! mock gateway as their front door (an llm-d gateway's headers and its endpoint
+//! picker's `/metrics`: the router series), and a
 //! fingerprint scenario on the first replica against a baseline recorded from it at
 //! start (the fingerprint series; the same engine, so no drift).
 
 use std::net::SocketAddr;
 
 use super::source::ConfigSource;
+use crate::mock::gateway::{GatewayConfig, GatewayServer, Route};
 use crate::mock::{MockConfig, MockFlags, MockServer};
 
 /// Probes per second of the demo target (shared by its scenarios): enough for
@@ -25,6 +28,8 @@ const SLOW_REPLICA_FACTOR: u32 = 3;
 pub struct DemoMocks {
     pub engine: MockServer,
     pub replicas: Vec<MockServer>,
+    /// The gateway in front of the replicas: the fleet target's front door.
+    pub gateway: GatewayServer,
     /// The fingerprint baseline recorded at start, removed at shutdown.
     pub baseline: std::path::PathBuf,
 }
@@ -36,6 +41,7 @@ impl DemoMocks {
 
     pub async fn shutdown(self) {
         let _ = std::fs::remove_file(&self.baseline);
+        self.gateway.shutdown().await;
         self.engine.shutdown().await;
         for r in self.replicas {
             r.shutdown().await;
@@ -69,15 +75,33 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource
         };
         replicas.push(crate::mock::start(replica, loopback).await?);
     }
+    let seed = cfg.seed;
     let engine = crate::mock::start(cfg, loopback).await?;
     let replica_urls: Vec<String> = replicas.iter().map(MockServer::base_url).collect();
-    let mut text = config_text(&engine.base_url(), &model, &replica_urls);
+    let gateway = crate::mock::gateway::start(
+        GatewayConfig {
+            upstreams: replica_urls.clone(),
+            route: Route::Header("x-session-token".to_string()),
+            drops: Vec::new(),
+            model: model.clone(),
+            seed,
+        },
+        loopback,
+    )
+    .await?;
+    let mut text = demo_text(
+        &engine.base_url(),
+        &model,
+        &replica_urls,
+        Some(&gateway.base_url()),
+    );
     let baseline = record_baseline(&replica_urls[0], &model).await?;
     text.push_str(&fingerprint_target(&replica_urls[0], &model, &baseline));
     Ok((
         DemoMocks {
             engine,
             replicas,
+            gateway,
             baseline,
         },
         ConfigSource::Inline {
@@ -149,8 +173,13 @@ fn demo_kv_blocks(model: &str, block_size: u32) -> anyhow::Result<u32> {
 }
 
 /// The demo config for a mock at `base_url`, with a fleet target when there are
-/// `replicas` (their base URLs).
+/// `replicas` (their base URLs), its front door the first mock.
 pub fn config_text(base_url: &str, model: &str, replicas: &[String]) -> String {
+    demo_text(base_url, model, replicas, None)
+}
+
+/// [`config_text`], the fleet's front door the mock `gateway` when there is one.
+fn demo_text(base_url: &str, model: &str, replicas: &[String], gateway: Option<&str>) -> String {
     // Each kind that runs on its own shows its series with a scenario of its own.
     let kind_scenarios = super::kinds::demo_scenarios();
     let mut text = format!(
@@ -209,17 +238,36 @@ targets:
 "#
     );
     if !replicas.is_empty() {
-        text.push_str(&fleet_target(base_url, model, replicas));
+        text.push_str(&fleet_target(base_url, model, replicas, gateway));
     }
     text
 }
 
 /// A target whose replicas are discovered from a static list; the front door is the
-/// first mock, as a router would be.
-fn fleet_target(base_url: &str, model: &str, replicas: &[String]) -> String {
+/// mock gateway in front of them (else the first mock), as a router would be.
+fn fleet_target(base_url: &str, model: &str, replicas: &[String], gateway: Option<&str>) -> String {
+    let front = match gateway {
+        Some(g) => format!(
+            r#"base_url: {g}
+    # The gateway's endpoint picker, and the llm-d headers it reads.
+    router_metrics_url: {g}/metrics
+    llm_d: {{slo_headers: true, objective: demo-probes, fairness_id: llmprobe}}"#
+        ),
+        None => format!("base_url: {base_url}"),
+    };
+    // Prefix-cache sessions through the gateway, which keeps each on one replica by its
+    // `x-session-token`. The mocks' TTFT is theirs (50 or 150 ms) plus 20 µs per prompt
+    // token their cache does not hold: a 4,096-token prefix adds about 82 ms to a cold
+    // probe and about 1 ms to a warm one.
+    let cache = if gateway.is_some() {
+        "      - name: cache\n        prefix_cache: {prefix_tokens: 4096, every: 5s, \
+         max_ttft_ratio: 0.7, affinity: {header: x-session-token}}\n"
+    } else {
+        ""
+    };
     format!(
         r#"  - name: mock-fleet
-    base_url: {base_url}
+    {front}
     model: {model}
     rate: 1/s
     timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
@@ -228,7 +276,7 @@ fn fleet_target(base_url: &str, model: &str, replicas: &[String]) -> String {
         input_tokens: 64
         output_tokens: 16
         slo: {{ttft: 100ms, e2e: 500ms}}
-    capacity:
+{cache}    capacity:
       preset: llama-3.1-8b
       gpu: h100
       tp: 1
@@ -261,10 +309,11 @@ mod tests {
     #[test]
     fn demo_config_is_valid() {
         let plan = crate::config::plan::load_str(
-            &config_text(
+            &demo_text(
                 "http://127.0.0.1:9",
                 "mock-llm",
                 &["http://127.0.0.1:10".into(), "http://127.0.0.1:11".into()],
+                Some("http://127.0.0.1:12"),
             ),
             "demo",
         )
@@ -281,7 +330,14 @@ mod tests {
         );
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
-        assert!(plan.targets[2].replicas.is_some());
+        let fleet = &plan.targets[2];
+        assert!(fleet.replicas.is_some());
+        assert_eq!(
+            fleet.router_metrics_url.as_deref(),
+            Some("http://127.0.0.1:12/metrics")
+        );
+        assert!(fleet.llm_d_slo_headers);
+        assert_eq!(fleet.client.llm_d.objective.as_deref(), Some("demo-probes"));
     }
 
     #[test]

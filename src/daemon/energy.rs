@@ -58,7 +58,7 @@ impl EnergyTracker {
                 w.roofline_tokens_per_second = plan
                     .capacity
                     .as_ref()
-                    .and_then(|c| c.roofline_tokens_per_second(e.snapshot.running.unwrap_or(0.0)));
+                    .map(|c| c.roofline_tokens_per_second(e.snapshot.running.unwrap_or(0.0)));
                 w
             })
             .collect();

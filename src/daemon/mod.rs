@@ -17,6 +17,7 @@ pub mod failure_log;
 pub mod fleet;
 pub mod kinds;
 pub mod pipeline;
+pub mod router_scrape;
 pub mod scenario;
 pub mod self_check;
 pub mod server;
@@ -476,6 +477,9 @@ impl Control {
                 if n.engine_metrics_url.is_none() {
                     metrics.remove_engine(&old.name, &old.model);
                     self.shared.status.remove_engine(&old.name);
+                }
+                if n.router_metrics_url.is_none() {
+                    metrics.remove_router(&old.name, &old.model);
                 }
             }
             _ => {

@@ -102,6 +102,19 @@ pub fn start(
             publish: publish.clone(),
         })?));
     }
+    if let Some(url) = plan.router_metrics_url.clone().filter(|_| front_door) {
+        tasks.push(tokio::spawn(super::router_scrape::scrape_loop(
+            super::router_scrape::RouterScraper {
+                plan: plan.clone(),
+                url,
+                metrics: shared.metrics.clone(),
+                interval: shared.engine_scrape_interval.clone(),
+                summary_interval: shared.failure_summary_interval.clone(),
+                stop: stop.clone(),
+                publish: publish.clone(),
+            },
+        )?));
+    }
     let members = super::fleet::Members::default();
     if let Some(replicas) = plan.replicas.clone() {
         tasks.push(tokio::spawn(super::fleet::run(

@@ -86,7 +86,7 @@ impl Figure {
                 "Grams CO2e per million output tokens: energy per output token x 1e6 / 3.6e6 x grams_co2_per_kwh."
             }
             Figure::RooflineTokensPerSecond => {
-                "The capacity model's decode roofline at the live batch (running requests): tokens per second its memory bandwidth and compute allow."
+                "The capacity model's decode roofline at the live batch (running requests, at least 1): tokens per second its memory bandwidth and compute allow."
             }
             Figure::RooflineEfficiency => {
                 "Measured generation tokens per second / the roofline's at the live batch."

@@ -28,8 +28,12 @@
 //!   backend), `tgi_batch_current_max_tokens` (the share of it the running batch holds),
 //!   `tgi_request_generated_tokens` (a histogram of tokens per finished request: its
 //!   `_sum` is a generated-tokens counter). TGI exports no TTFT histogram.
+//!
+//! `router` reads the endpoint picker in front of the engines (llm-d, the Gateway API
+//! Inference Extension) the same way.
 
 pub mod gpu;
+pub mod router;
 mod scrape_error;
 pub mod text;
 

@@ -53,6 +53,9 @@ pub enum Scope {
     /// Probe results of one discovered replica × scenario (labels + `replica`),
     /// removed when the replica leaves the set.
     Replica,
+    /// Endpoint-picker series of a target (`target, model`), removed when its
+    /// `router_metrics_url` goes.
+    Router,
     /// Engine-scrape series of one discovered replica (`target, model, replica`).
     ReplicaEngine,
     /// A target's fleet sums and discovery state, removed with its `replicas_from`.
@@ -114,7 +117,9 @@ impl Family {
     pub fn labels(&self) -> Vec<&'static str> {
         let mut labels = match self.scope {
             Scope::Scenario | Scope::Kind => PROBE_LABELS.to_vec(),
-            Scope::Capacity | Scope::Engine | Scope::Fleet => TARGET_LABELS.to_vec(),
+            Scope::Capacity | Scope::Engine | Scope::Router | Scope::Fleet => {
+                TARGET_LABELS.to_vec()
+            }
             Scope::Replica => REPLICA_PROBE_LABELS.to_vec(),
             Scope::ReplicaEngine | Scope::ReplicaInfo => REPLICA_LABELS.to_vec(),
             Scope::Daemon | Scope::Process => Vec::new(),
@@ -375,6 +380,56 @@ pub const CAP_COST: Family = capacity(
     "Capacity model: dollars per million output tokens at full batch.",
 )
 .unit("dollars");
+
+// The endpoint picker in front of a target's engines (llm-d, the Gateway API Inference
+// Extension), per target.
+
+const fn router(name: &'static str, help: &'static str) -> Family {
+    gauge(name, help).scope(Scope::Router)
+}
+
+pub const ROUTER_SUCCESS: Family = router(
+    "llmprobe_router_scrape_success",
+    "Whether the last scrape of the endpoint picker's /metrics succeeded.",
+);
+pub const ROUTER_READY: Family = router(
+    "llmprobe_router_ready_endpoints",
+    "Ready endpoints in the picker's pool.",
+);
+pub const ROUTER_KV_USAGE: Family = router(
+    "llmprobe_router_kv_cache_usage_ratio",
+    "The pool's mean KV-cache utilisation as the picker sees it, 0..1.",
+)
+.unit("ratio");
+pub const ROUTER_QUEUE: Family = router(
+    "llmprobe_router_queue_size",
+    "The pool's mean engine queue length per endpoint as the picker sees it.",
+);
+pub const ROUTER_SATURATION: Family = router(
+    "llmprobe_router_flow_control_saturation",
+    "Flow control's effective pool saturation (1 is the point where it holds requests back).",
+);
+pub const ROUTER_FLOW_QUEUE: Family = router(
+    "llmprobe_router_flow_control_queue_size",
+    "Requests held in the picker's flow-control queues.",
+);
+pub const ROUTER_PREFIX_HIT: Family = router(
+    "llmprobe_router_prefix_hit_ratio",
+    "Mean prefix-index hit ratio of the picker's lookups since the last scrape.",
+)
+.unit("ratio");
+pub const ROUTER_SLO_VIOLATIONS: Family = counter(
+    "llmprobe_router_slo_violations_total",
+    "Requests the picker counted as violating their latency objective, by objective.",
+)
+.float()
+.scope(Scope::Router)
+.extra("sli", router_slis);
+
+/// The `sli` values of `llmprobe_router_slo_violations_total`.
+pub fn router_slis() -> Vec<&'static str> {
+    vec!["ttft", "tpot"]
+}
 
 // The engine scrape, per target. Headroom is a capacity figure, but it is derived from
 // the live engine numbers when there are any, so it goes with them.
@@ -725,6 +780,16 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             ENG_GPU_SUCCESS,
         ])
         .chain(energy_families(Scope::Engine))
+        .chain([
+            ROUTER_SUCCESS,
+            ROUTER_READY,
+            ROUTER_KV_USAGE,
+            ROUTER_QUEUE,
+            ROUTER_SATURATION,
+            ROUTER_FLOW_QUEUE,
+            ROUTER_PREFIX_HIT,
+            ROUTER_SLO_VIOLATIONS,
+        ])
         .chain([
             REPLICA_REQUESTS,
             REPLICA_FAILURES,

@@ -26,6 +26,7 @@ use super::fleet::FleetSeries;
 use super::histograms::{LatencyHistograms, SharedCollector};
 use super::openmetrics;
 use super::registry::{Registered, children, set_or_remove};
+use super::router::{RouterGauges, RouterVecs};
 use super::self_check::SelfCheckSeries;
 use super::series::{CheckSeries, GoldenSeries, ScenarioSeries, SpendSeries, TokenPrice};
 use crate::clock::unix_now;
@@ -224,6 +225,7 @@ pub struct Metrics {
     probe: ProbeVecs,
     capacity: CapacityVecs,
     engine: EngineVecs,
+    router: RouterVecs,
     daemon: DaemonGauges,
     histograms: Arc<LatencyHistograms>,
     /// The replicas' latency histograms (the fleet's), for their exemplars.
@@ -266,6 +268,7 @@ impl Metrics {
             probe: ProbeVecs::new(&registered)?,
             capacity: CapacityVecs::new(&registered)?,
             engine: EngineVecs::new(&registered)?,
+            router: RouterVecs::new(&registered)?,
             fleet: FleetSeries::new(&registered, replica_histograms.clone(), replica_info)?,
             replica_histograms,
             daemon: DaemonGauges::new(&registered)?,
@@ -532,10 +535,21 @@ impl Metrics {
         self.engine.energy.set(&l, figures);
     }
 
-    /// Removes every capacity and engine series of a target.
+    /// Publishes one scrape of the target's endpoint picker.
+    pub fn set_router(&self, target: &str, model: &str, success: bool, g: &RouterGauges) {
+        self.router.set(target, model, success, g);
+    }
+
+    /// Removes the endpoint-picker series of a target.
+    pub fn remove_router(&self, target: &str, model: &str) {
+        self.registered.remove(Scope::Router, &[target, model]);
+    }
+
+    /// Removes every capacity, engine and endpoint-picker series of a target.
     pub fn remove_target(&self, target: &str, model: &str) {
         self.remove_capacity(target, model);
         self.remove_engine(target, model);
+        self.remove_router(target, model);
     }
 
     /// Removes the capacity-model gauges of a target (headroom stays: it may come from

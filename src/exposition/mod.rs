@@ -6,7 +6,7 @@
 //! `openmetrics` the OpenMetrics text format, `metrics` binds the families to what sets
 //! them (`fleet` those of discovered replicas and their sums, `self_check` the
 //! self-check's; a scenario kind registers its own through `Metrics::kind_series`) and
-//! `series` is the per-probe hot path; `energy` sets the energy catalogue's gauges.
+//! `series` is the per-probe hot path; `router` the endpoint picker's series; `energy` sets the energy catalogue's gauges.
 //! `cgroup` reads the process' CPU throttling at each scrape.
 //! Nothing here serves HTTP, renders pages, probes or schedules.
 
@@ -20,6 +20,7 @@ pub mod histograms;
 pub mod metrics;
 pub mod openmetrics;
 pub mod registry;
+pub mod router;
 pub mod self_check;
 pub mod series;
 
@@ -28,5 +29,6 @@ pub use families::{Family, Scope};
 pub use fleet::{FleetGauges, FleetSeries, ReplicaEngineGauges};
 pub use metrics::{CapacityGauges, EngineGauges, Metrics, SkipReason};
 pub use registry::Registered;
+pub use router::RouterGauges;
 pub use self_check::{SelfCheckSeries, SelfProbe};
 pub use series::{CheckSeries, ScenarioSeries, TokenPrice};

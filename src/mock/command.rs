@@ -111,6 +111,25 @@ pub struct MockArgs {
     /// GPUs the engine runs on; power and energy are split evenly (with --gpu-metrics).
     #[arg(long, default_value_t = 1)]
     pub gpus: u32,
+    /// Serve an llm-d-like gateway at --listen in front of N mock engines (each with
+    /// these flags, on 127.0.0.1 ports of their own): it routes by --gateway-route,
+    /// names the engine that served in `x-gateway-destination-endpoint-served`, drops
+    /// by --gateway-drop and serves an endpoint picker's /metrics.
+    #[arg(long, value_name = "N")]
+    pub gateway: Option<u32>,
+    /// How the gateway picks an engine: round-robin, or header:NAME (a consistent hash
+    /// of that request header's value; requests without it go round-robin).
+    #[arg(
+        long,
+        default_value = "round-robin",
+        value_name = "round-robin|header:NAME"
+    )]
+    pub gateway_route: String,
+    /// Drop a share of requests as the router does: REASON[:P] (repeatable), answered
+    /// 429 (503 for rejected-no-endpoints, 500 for rejected-internal) with
+    /// `x-llm-d-request-dropped-reason: REASON`.
+    #[arg(long, value_name = "REASON[:P]")]
+    pub gateway_drop: Vec<String>,
 }
 
 impl MockArgs {
@@ -159,16 +178,67 @@ impl MockArgs {
 pub async fn run(args: &MockArgs) -> anyhow::Result<ExitCode> {
     let config = args.to_config()?;
     tracing::debug!(?config, "mock configuration");
-    let server = start(config, args.listen).await?;
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "llmprobe mock listening on http://{}", server.addr())
-            .and_then(|()| out.flush())
-            .context("writing the listening line to stdout")?;
+    if let Some(n) = args.gateway {
+        return run_gateway(args, config, n).await;
     }
+    let server = start(config, args.listen).await?;
+    listening(server.addr())?;
     wait_for_signal().await?;
     tracing::info!("signal received, mock shutting down");
     server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the line scripts parse.
+fn listening(addr: SocketAddr) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "llmprobe mock listening on http://{addr}")
+        .and_then(|()| out.flush())
+        .context("writing the listening line to stdout")
+}
+
+/// The most engines `--gateway` starts.
+const MAX_GATEWAY_ENGINES: u32 = 64;
+
+/// `--gateway N`: N engines on loopback ports and the gateway at `--listen`.
+async fn run_gateway(args: &MockArgs, config: MockConfig, n: u32) -> anyhow::Result<ExitCode> {
+    if !(1..=MAX_GATEWAY_ENGINES).contains(&n) {
+        return Err(UsageError::new(format!(
+            "--gateway {n}: the number of engines must be 1 to {MAX_GATEWAY_ENGINES}"
+        ))
+        .into());
+    }
+    let route: super::gateway::Route = args.gateway_route.parse()?;
+    let drops = args
+        .gateway_drop
+        .iter()
+        .map(|d| d.parse())
+        .collect::<Result<Vec<super::gateway::Drop>, UsageError>>()?;
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut engines = Vec::new();
+    for _ in 0..n {
+        engines.push(start(config.clone(), loopback).await?);
+    }
+    let upstreams: Vec<String> = engines.iter().map(|e| e.base_url()).collect();
+    tracing::info!(engines = ?upstreams, "mock engines behind the gateway");
+    let gateway = super::gateway::start(
+        super::gateway::GatewayConfig {
+            upstreams,
+            route,
+            drops,
+            model: config.model.clone(),
+            seed: config.seed,
+        },
+        args.listen,
+    )
+    .await?;
+    listening(gateway.addr())?;
+    wait_for_signal().await?;
+    tracing::info!("signal received, mock shutting down");
+    gateway.shutdown().await;
+    for e in engines {
+        e.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

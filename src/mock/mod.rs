@@ -9,7 +9,8 @@
 //! Here: the configuration, the engine's timing and state (`engine.rs` with its
 //! jitter, prefix cache, emission notes, `/metrics` and trace log) and request parsing;
 //! in directories: each API's wire shape (`protocol/`), what an answer says
-//! (`answer/`), the faults (`fault/`) and the HTTP server (`serve/`).
+//! (`answer/`), the faults (`fault/`), the HTTP server (`serve/`) and the gateway that
+//! fronts several mocks as an llm-d gateway would (`gateway/`).
 //!
 //! This file only declares the parts and re-exports their public items; the parts
 //! import each other directly (a directory through its `mod.rs`), never through here,
@@ -21,6 +22,7 @@ mod config;
 mod emissions;
 mod engine;
 mod fault;
+pub mod gateway;
 pub mod gpu;
 mod jitter;
 mod metrics;

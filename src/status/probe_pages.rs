@@ -55,6 +55,10 @@ pub struct ProbePage {
     /// The W3C trace ID the probe sent (`traceparent`), to find the engine's span.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The endpoint a gateway says served the probe
+    /// (`x-gateway-destination-endpoint-served`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_endpoint: Option<String>,
 }
 
 /// Where a probe was sent: the key its page is kept under.
@@ -109,6 +113,7 @@ impl ProbePage {
             error: error.map(|e| bounded(&e, ERROR_CHARS)),
             checks: r.checks.clone(),
             trace_id: r.trace_id.clone(),
+            served_endpoint: r.served_endpoint.clone(),
         }
     }
 }
@@ -316,6 +321,11 @@ mod tests {
             Some(ERROR_CHARS + 1)
         );
         assert_eq!(p.outcome, "http_5xx");
+        assert_eq!(p.served_endpoint, None);
+        let mut routed = record(100);
+        routed.served_endpoint = Some("10.0.0.7:8000".into());
+        let p = ProbePage::of(&routed, &key("t", "s"), "m", true, None, 1.0);
+        assert_eq!(p.served_endpoint.as_deref(), Some("10.0.0.7:8000"));
     }
 
     #[test]

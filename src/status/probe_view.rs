@@ -69,6 +69,9 @@ pub fn probe_page(p: &ProbePage) -> String {
             p.max_tokens
         ),
     );
+    if let Some(e) = &p.served_endpoint {
+        row("served by", format!("<code>{}</code> (gateway)", escape(e)));
+    }
     row("streamed", p.streamed.to_string());
     row(
         "trace ID",

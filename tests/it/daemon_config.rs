@@ -111,6 +111,22 @@ const BAD: &[(&str, &str)] = &[
         "bad_engine_url.yaml:5:25: targets[0].engine_metrics_url: \"not a url\" is not a URL: relative URL without a base",
     ),
     (
+        "bad_router_url",
+        "bad_router_url.yaml:5:25: targets[0].router_metrics_url: \"epp:9090/metrics\" must be an http:// or https:// URL with a host",
+    ),
+    (
+        "llm_d_bad_objective",
+        "llm_d_bad_objective.yaml:7:18: targets[0].llm_d.objective: \"premium chat\" cannot be a header value: only visible ASCII characters, no spaces",
+    ),
+    (
+        "llm_d_empty_fairness_id",
+        "llm_d_empty_fairness_id.yaml:5:26: targets[0].llm_d.fairness_id: must be 1 to 253 characters, got 0",
+    ),
+    (
+        "llm_d_unknown_key",
+        "llm_d_unknown_key.yaml:6:7: targets[0].llm_d: unknown field `slo_header`, expected one of `slo_headers`, `objective`, `fairness_id`",
+    ),
+    (
         "bad_header_name",
         "bad_header_name.yaml:6:16: targets[0].headers.X Bad: \"X Bad\" is not a valid HTTP header name",
     ),
@@ -216,7 +232,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `gpu_metrics`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`",
     ),
     (
         "zero_grace_period",

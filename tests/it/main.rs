@@ -51,6 +51,7 @@ mod faults_daemon;
 mod fingerprint;
 mod golden_accuracy;
 mod golden_behaviour;
+mod llm_d;
 mod mock_cli;
 mod mock_faults;
 mod mock_http;

@@ -45,14 +45,8 @@ impl ScenarioKind for PrefixCache {
         &FAMILIES
     }
 
-    fn demo_scenario(&self) -> Option<&'static str> {
-        // The demo mock's TTFT is 50 ms plus 20 µs per uncached prompt token: a
-        // 4,096-token prefix makes a cold probe about 130 ms and a warm one about 51 ms.
-        Some(
-            "{name: cache, prefix_cache: {prefix_tokens: 4096, every: 5s, max_ttft_ratio: 0.5, \
-             affinity: {header: x-session-token}}}",
-        )
-    }
+    // The demo builds its own: through its gateway, which keeps a session on one
+    // replica by its `x-session-token` (src/daemon/demo.rs).
 
     fn start(&self, at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>> {
         let plan = at.target.plan;
