@@ -6,7 +6,8 @@
 # 1. One llama-server with its prompt cache (the default): cold probes read (almost)
 #    nothing from the cache, warm probes read their prefix from it; the warm hit ratio and
 #    the warm/cold TTFT ratio meet the scenario's objectives and the status row says
-#    "cache effective".
+#    "cache effective". With `engine_metrics_url` (steps 1 and 3) the engine scrape works
+#    and gives no engine prefix-cache ratio: llama.cpp's metrics count no cache hits.
 # 2. Two llama-servers behind nginx, which names the replica that served each request in
 #    `x-gateway-destination-endpoint-served` ($upstream_addr):
 #    a. `hash $http_x_session_token consistent` and the scenario's
@@ -108,15 +109,19 @@ curl -sf "$prom/-/ready" >/dev/null || { tail -20 "$scratch/prometheus.log" >&2;
 # what Prometheus makes of the alert's expressions, are judged by EXPECT (on, affinity,
 # spread, off).
 probe_step() {
-  local name=$1 base=$2 expect=$3 affinity=${4:-} t0=$SECONDS reuse=true
+  local name=$1 base=$2 expect=$3 affinity=${4:-} t0=$SECONDS reuse=true engine=
   # llama-server announces keep-alive and closes the connection after every streamed
   # answer; back-to-back probes then fail now and again with "connection closed before
   # message completed" although the client retries a request on a stale pooled
   # connection (src/client/stale.rs): straight to llama-server, a connection per probe.
   # nginx keeps its clients' connections open as it says.
-  case $expect in on | off) reuse=false ;; esac
+  # The engine's own view, where the probes reach one llama-server: its `llamacpp:`
+  # metrics count no prefix-cache hits, so llmprobe_engine_prefix_cache_hit_ratio stays
+  # absent beside a working scrape.
+  case $expect in on | off) reuse=false engine="engine_metrics_url: $base/metrics" ;; esac
   cat >"$scratch/daemon-$name.yaml" <<EOF
 listen: 127.0.0.1:$daemon_port
+engine_scrape_interval: 2s
 targets:
   - name: $name
     base_url: $base
@@ -124,6 +129,7 @@ targets:
     endpoint: chat
     timeouts: {first_token: 300s, idle: 120s, total: 600s}
     reuse_connections: $reuse
+    $engine
     scenarios:
       - name: cache
         prefix_cache:
@@ -246,6 +252,11 @@ if expect == "spread":
     if hit is None or hit > 0.6 * kept:
         errors.append(f"hit ratio {hit}, want at most 0.6 of the {kept:.3f} with affinity")
     want_row, fires = "ineffective: the router spreads sessions", True
+if expect in ("on", "off"):
+    scraped, engine_hit = val("llmprobe_engine_scrape_success"), val("llmprobe_engine_prefix_cache_hit_ratio")
+    print(f"{target}: engine scrape success {scraped}, engine prefix-cache hit ratio {fmt(engine_hit)}")
+    if scraped != 1 or engine_hit is not None:
+        errors.append(f"engine scrape success {scraped}, engine hit ratio {engine_hit}: want 1 and none from llama.cpp")
 if expect == "off":
     if hit is not None and hit > 0.1:
         errors.append(f"hit ratio {hit}, want at most 0.1 (or none) with the prompt cache off")
