@@ -37,6 +37,11 @@
 #    logged), and so must the daemon's fingerprint scenario beside its probes (step 3). Then vLLM serves the same tiny Llama built with another seed (same
 #    config and tokenizer, other weights): `compare` must exit 3 and the daemon's scenario
 #    must publish llmprobe_fingerprint_drift 1.
+# 7. Prefix caching: a daemon's prefix_cache scenario with `engine_metrics_url`, the
+#    client's warm hit ratio beside vLLM's own prefix-cache counters, with vLLM's default
+#    prefix caching (after step 5) and with --no-enable-prefix-caching (the start of step
+#    6's other model); and `bench` with the same fixed prompt twice, the second run
+#    warning that the engine's cache was warm.
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
@@ -113,24 +118,26 @@ server_alive() {
   fail "the engine under test died ($1)"
 }
 
-# start_vllm DIR: vLLM serving the model in DIR as $served on a free loopback port; sets
-# $base, $server_pid, $server_pgid and $start_time. Fails when it dies or is not ready in
-# time.
+# start_vllm DIR [FLAGS...]: vLLM serving the model in DIR as $served on a free loopback
+# port, with FLAGS beside the ones every start has; sets $base, $server_pid, $server_pgid
+# and $start_time. Fails when it dies or is not ready in time.
 start_vllm() {
   local dir=$1 port
+  shift
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   base=http://127.0.0.1:$port
-  say "starting vLLM $vllm_version on $base ($(basename "$dir"), --max-num-seqs $max_seqs)"
+  say "starting vLLM $vllm_version on $base ($(basename "$dir"), --max-num-seqs $max_seqs${*:+, $*})"
   # Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
   # reuses it), its IPC sockets in the scratch directory (TMPDIR; each start leaves some).
   # setsid: a process group of its own, for stop_server (from a shell without job control
-  # setsid does not fork, so $! is vLLM itself).
+  # setsid does not fork, so $! is vLLM itself). --enable-prompt-tokens-details: usage
+  # carries prompt_tokens_details.cached_tokens (step 7), absent without it.
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
     VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
     TMPDIR="$scratch" setsid "$vllm_bin" serve "$dir" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
     --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
-    >"$scratch/vllm.log" 2>&1 </dev/null &
+    --enable-prompt-tokens-details "$@" >"$scratch/vllm.log" 2>&1 </dev/null &
   server_pid=$!
   server_pgid=$server_pid
   local t_start=$SECONDS elapsed
@@ -659,14 +666,169 @@ for p in ours:
 print(f"PASS: otlp metrics: {len(points)} points received, GenAI names and attributes present; "
       f"operations {ops}; gen_ai.client.operation.duration counts {dict(sorted(last.items()))}")
 EOF
+# 7. Prefix caching, the client's view beside vLLM's own counters: a daemon sends
+#    prefix-cache sessions (a cold probe with a prefix no cache holds, then two warm probes
+#    with the same prefix and new questions) with `engine_metrics_url`; with vLLM's
+#    default prefix caching the warm probes' hit ratio (usage
+#    prompt_tokens_details.cached_tokens, which --enable-prompt-tokens-details turns on)
+#    must exceed 0.5 and the engine's own ratio (llmprobe_engine_prefix_cache_hit_ratio,
+#    Δvllm:prefix_cache_hits_total / Δvllm:prefix_cache_queries_total between scrapes) must
+#    have been above 0; with --no-enable-prefix-caching (the start of step 6's other
+#    model, which fingerprinting does not mind) both must be 0 or absent. The cold probes
+#    read at most 10 % of their prompt from the cache either way.
+pc_sessions=6
+# prefix_cache_step NAME EXPECT: that daemon as target NAME until $pc_sessions sessions are
+# done, its engine view sampled every second; EXPECT is on or off.
+prefix_cache_step() {
+  local name=$1 expect=$2 pid t0=$SECONDS
+  curl -sf --max-time 10 "$base/metrics" >"$scratch/vllm-metrics-$name-before.txt" || fail "GET $base/metrics"
+  cat >"$scratch/daemon-$name.yaml" <<EOF
+listen: 127.0.0.1:0
+engine_scrape_interval: 1s
+targets:
+  - name: $name
+    base_url: $base
+    model: $served
+    endpoint: chat
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    engine_metrics_url: $base/metrics
+    scenarios:
+      - name: cache
+        prefix_cache: {prefix_tokens: 600, every: 1s, warm_probes: 2, window: 100}
+EOF
+  "$bin" daemon --config "$scratch/daemon-$name.yaml" >"$scratch/daemon-$name.out" 2>"$scratch/daemon-$name.err" &
+  pid=$!
+  stop_on_exit "$pid"
+  wait_for_daemon "$pid" "$scratch/daemon-$name.out" "$scratch/daemon-$name.err"
+  python3 - "$url" "$name" "$pc_sessions" 2 >"$scratch/engine-ratio-$name.json" <<'EOF' || { tail -20 "$scratch/daemon-$name.err" >&2; fail "$name: the sessions did not complete"; }
+import json, re, sys, time, urllib.request
+url, target, n, w = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+samples = []
+deadline = time.monotonic() + 600
+while True:
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    def vals(name, **want):
+        out = []
+        for labels, v in re.findall(r'^' + name + r'\{([^}]*)\} (\S+)$', text, re.M):
+            l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+            if l.get("target") == target and all(l.get(k) == x for k, x in want.items()):
+                out.append(float(v))
+        return out
+    samples += vals("llmprobe_engine_prefix_cache_hit_ratio")
+    done = {p: sum(vals("llmprobe_prefix_cache_probes_total", phase=p)) - sum(vals("llmprobe_prefix_cache_failures_total", phase=p))
+            for p in ("cold", "warm")}
+    if done["cold"] >= n and done["warm"] >= n * w:
+        break
+    if time.monotonic() > deadline:
+        sys.exit(f"after 10 minutes: {done}")
+    time.sleep(1)
+print(json.dumps(samples))
+EOF
+  curl -sf --max-time 10 "$url/metrics" >"$scratch/metrics-$name.txt" || fail "GET $url/metrics"
+  curl -sf --max-time 10 "$base/metrics" >"$scratch/vllm-metrics-$name-after.txt" || fail "GET $base/metrics"
+  kill "$pid"
+  wait "$pid" || fail "$name: the daemon exited non-zero on SIGTERM"
+  python3 - "$scratch" "$name" "$expect" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || fail "$name: prefix caching"
+import json, re, sys
+scratch, target, expect = sys.argv[1:4]
+def parse(path):
+    out = []
+    for line in open(path):
+        m = re.match(r'^([\w:]+)(?:\{([^}]*)\})? (\S+)$', line.strip())
+        if m:
+            out.append((m.group(1), dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")), float(m.group(3))))
+    return out
+ours = [(n, l, v) for n, l, v in parse(f"{scratch}/metrics-{target}.txt") if l.get("target") == target]
+def val(name, **want):
+    hits = [v for n, l, v in ours if n == name and all(l.get(k) == x for k, x in want.items())]
+    return sum(hits) if hits else None
+def vllm(path, name):
+    return sum(v for n, l, v in parse(path) if n == name)
+delta = {k: vllm(f"{scratch}/vllm-metrics-{target}-after.txt", f"vllm:prefix_cache_{k}_total")
+            - vllm(f"{scratch}/vllm-metrics-{target}-before.txt", f"vllm:prefix_cache_{k}_total")
+         for k in ("queries", "hits")}
+samples = json.load(open(f"{scratch}/engine-ratio-{target}.json"))
+tokens = {p: (val("llmprobe_prefix_cache_cached_tokens_total", phase=p) or 0,
+              val("llmprobe_prefix_cache_prompt_tokens_total", phase=p) or 0) for p in ("cold", "warm")}
+probes = {p: val("llmprobe_prefix_cache_probes_total", phase=p) for p in ("cold", "warm")}
+failed = val("llmprobe_prefix_cache_failures_total") or 0
+hit, ttft = val("llmprobe_prefix_cache_hit_ratio"), val("llmprobe_prefix_cache_ttft_ratio")
+mean = {p: val("llmprobe_prefix_cache_ttft_seconds_sum", phase=p) / val("llmprobe_prefix_cache_ttft_seconds_count", phase=p)
+        for p in ("cold", "warm")}
+fmt = lambda v: "-" if v is None else f"{v:.3f}"
+above = [s for s in samples if s > 0]
+print(f"{target}: {probes['cold']:.0f} cold and {probes['warm']:.0f} warm probes, {failed:.0f} failed; "
+      f"cached/prompt tokens cold {tokens['cold'][0]:.0f}/{tokens['cold'][1]:.0f}, "
+      f"warm {tokens['warm'][0]:.0f}/{tokens['warm'][1]:.0f}; hit ratio {fmt(hit)}; mean TTFT cold "
+      f"{mean['cold'] * 1e3:.0f} ms, warm {mean['warm'] * 1e3:.0f} ms, ratio {fmt(ttft)}; engine ratio "
+      f"{len(samples)} samples, {len(above)} above 0, max {fmt(max(samples) if samples else None)}; vLLM's "
+      f"counters over the run: {delta['hits']:.0f} hits of {delta['queries']:.0f} queried tokens "
+      f"({fmt(delta['hits'] / delta['queries'] if delta['queries'] else None)})")
+errors = []
+if failed:
+    errors.append(f"{failed:.0f} failed probes")
+if not tokens["cold"][1] or tokens["cold"][0] > 0.1 * tokens["cold"][1]:
+    errors.append(f"cold probes' cached/prompt tokens {tokens['cold']}, want at most 10 %")
+if expect == "on":
+    if hit is None or hit <= 0.5:
+        errors.append(f"hit ratio {hit}, want above 0.5")
+    if not above:
+        errors.append(f"the engine's prefix-cache hit ratio was never above 0: {samples}")
+else:
+    if hit is not None and hit > 0.05:
+        errors.append(f"hit ratio {hit}, want 0 (or none) without prefix caching")
+    if above or delta["hits"]:
+        errors.append(f"the engine's ratio {samples}, hits {delta['hits']}: want 0 or absent")
+if errors:
+    print("\n".join(f"FAIL: {target}: {e}" for e in errors))
+    sys.exit(1)
+print(f"PASS: {target}")
+EOF
+  say "$name: $((SECONDS - t0)) s"
+}
+say "daemon: prefix-cache sessions, vLLM's prefix caching on (its default)"
+prefix_cache_step vllm-prefix-cache-on on
+
+# bench's warm-cache warning: the same fixed prompt (--no-nonce) twice; the first run's first
+# request finds nothing cached, the second run's finds the prompt the first left behind.
+t_fixed=$SECONDS
+python3 -c 'import random; r = random.Random(); w = "amber basalt cedar dune ember fjord grove harbor inlet juniper kelp lagoon".split(); print(r.randrange(10**9), " ".join(r.choice(w) for _ in range(300)))' \
+  >"$scratch/fixed-prompt.txt"
+for run in 1 2; do
+  timeout 300 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --no-nonce \
+    --prompt "$(cat "$scratch/fixed-prompt.txt")" --rate 2 --num-requests 4 --output-len 4 --seed 7 \
+    --timeout 60s --json-out "$scratch/summary-fixed-$run.jsonl" --no-progress \
+    >"$scratch/bench-fixed-$run.out" 2>"$scratch/bench-fixed-$run.err" ||
+    { cat "$scratch/bench-fixed-$run.out" "$scratch/bench-fixed-$run.err" >&2; fail "bench with a fixed prompt, run $run"; }
+done
+python3 - "$scratch" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || fail "bench's warm-cache warning"
+import json, sys
+scratch = sys.argv[1]
+errors = []
+for run, want in ((1, False), (2, True)):
+    s = [json.loads(l) for l in open(f"{scratch}/summary-fixed-{run}.jsonl") if l.strip()][0]
+    printed = [l for l in open(f"{scratch}/bench-fixed-{run}.out") if l.startswith("WARNING") and "prefix cache" in l]
+    print(f"bench run {run} of a fixed prompt: cache_hit_share {s.get('cache_hit_share')}, "
+          f"cache_warning {s.get('cache_warning')!r}, {len(printed)} warning lines")
+    if bool(s.get("cache_warning")) != want or bool(printed) != want:
+        errors.append(f"run {run}: cache_warning {s.get('cache_warning')!r}, printed {printed}, want {'one' if want else 'none'}")
+if errors:
+    print("\n".join(f"FAIL: {e}" for e in errors))
+    sys.exit(1)
+print("PASS: bench warns of a warm cache on the second identical run only")
+EOF
+say "bench's warm-cache warning: $((SECONDS - t_fixed)) s"
 first_start=$start_time
 
 # Another model: the same tiny Llama (config, tokenizer, template) with weights drawn from
 # another seed. `fingerprint compare` and the daemon's fingerprint scenario must flag it.
+# This start also turns prefix caching off, for step 7's second half: a fingerprint
+# compares logprobs of short prompts, whatever the cache, and a third start of vLLM
+# only for that would cost minutes.
 stop_server
 other=$("$vllm_py" tests/tools/lib/vllm_tiny_model.py --cache "$(dirname "$model")" --seed 1) ||
   fail "building the seed-1 tiny model failed"
-start_vllm "$other"
+start_vllm "$other" --no-enable-prefix-caching
 rc=0
 "$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
   >"$scratch/fp-other.json" 2>"$scratch/fp-other.err" || rc=$?
@@ -694,5 +856,7 @@ kill "$daemon_pid"
 wait "$daemon_pid" || fail "the fingerprint daemon exited non-zero on SIGTERM"
 [ "$drift" = 1 ] || { tail -20 "$scratch/daemon-other.err" >&2; fail "daemon fingerprint of another seed: drift '$drift', want 1"; }
 say "PASS: fingerprint: a model that differs only in its seed is flagged (compare exit 3, daemon drift 1)"
+say "daemon: prefix-cache sessions, vLLM started with --no-enable-prefix-caching"
+prefix_cache_step vllm-prefix-cache-off off
 say "vLLM start ${first_start} s, then ${start_time} s for the seed-1 model, engine RSS ${rss_mb} MB, total $((SECONDS - t_begin)) s"
 say "PASS"
