@@ -4,9 +4,14 @@
 //! close the connection right after a streamed response. A request sent on that
 //! connection in the instant before its FIN arrives fails with "connection closed before
 //! message completed", although the server never saw it. curl and the OpenAI SDKs retry
-//! such a request on a new connection; so does the client, once, and only when the
-//! failed attempt opened no connection of its own (so it was a pooled one). A server
-//! that closes a *fresh* connection without answering still fails the probe.
+//! such a request on a new connection; so does the client, once, and only when it had
+//! opened a connection before the attempt (so the attempt may have taken a pooled one).
+//! Whether it did cannot be told from the count of connections during the attempt: while
+//! a request waits for a connection, the pool both dials a new one and takes the first
+//! idle one that comes back, so the dial may finish (and count) while the request goes
+//! out on the pooled connection. A client's first request, which can only go on a fresh
+//! connection, is never retried: a server that closes it without answering fails the
+//! probe.
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -42,16 +47,14 @@ pub async fn send(
     connects: &ConnectCounter,
     reuse: bool,
 ) -> reqwest::Result<reqwest::Response> {
-    let before = connects.get();
+    let pooled = connects.get() > 0;
     match request.send().await {
-        // Only a pooled connection can be stale: without reuse there is nothing to
-        // retry. The retry is built only when it is sent.
-        Err(e) if reuse && closed_before_response(&e) && connects.get() == before => {
-            match retry() {
-                Some(again) => again.send().await,
-                None => Err(e),
-            }
-        }
+        // Only a pooled connection can be stale: without reuse, or before the first
+        // connection, there is nothing to retry. The retry is built only when it is sent.
+        Err(e) if reuse && pooled && closed_before_response(&e) => match retry() {
+            Some(again) => again.send().await,
+            None => Err(e),
+        },
         sent => sent,
     }
 }

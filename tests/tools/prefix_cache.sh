@@ -109,16 +109,14 @@ curl -sf "$prom/-/ready" >/dev/null || { tail -20 "$scratch/prometheus.log" >&2;
 # what Prometheus makes of the alert's expressions, are judged by EXPECT (on, affinity,
 # spread, off).
 probe_step() {
-  local name=$1 base=$2 expect=$3 affinity=${4:-} t0=$SECONDS reuse=true engine=
+  local name=$1 base=$2 expect=$3 affinity=${4:-} t0=$SECONDS engine=
   # llama-server announces keep-alive and closes the connection after every streamed
-  # answer; back-to-back probes then fail now and again with "connection closed before
-  # message completed" although the client retries a request on a stale pooled
-  # connection (src/client/stale.rs): straight to llama-server, a connection per probe.
-  # nginx keeps its clients' connections open as it says.
+  # answer: the back-to-back probes of a session reuse pooled connections it has closed,
+  # and the client's one retry on a new connection (src/client/stale.rs) must hide that.
   # The engine's own view, where the probes reach one llama-server: its `llamacpp:`
   # metrics count no prefix-cache hits, so llmprobe_engine_prefix_cache_hit_ratio stays
   # absent beside a working scrape.
-  case $expect in on | off) reuse=false engine="engine_metrics_url: $base/metrics" ;; esac
+  case $expect in on | off) engine="engine_metrics_url: $base/metrics" ;; esac
   cat >"$scratch/daemon-$name.yaml" <<EOF
 listen: 127.0.0.1:$daemon_port
 engine_scrape_interval: 2s
@@ -128,7 +126,6 @@ targets:
     model: gemma-3-270m
     endpoint: chat
     timeouts: {first_token: 300s, idle: 120s, total: 600s}
-    reuse_connections: $reuse
     $engine
     scenarios:
       - name: cache
