@@ -197,7 +197,7 @@ impl Engine {
         };
         self.running.fetch_add(1, Ordering::SeqCst);
         if let Some(p) = &self.power {
-            p.change(true);
+            p.joined(start);
         }
         self.prompt_tokens_total
             .fetch_add(u64::from(prompt_tokens), Ordering::Relaxed);

@@ -4,8 +4,9 @@
 //! Power model (whole engine, split evenly over `gpus` GPUs):
 //! P(running) = min(idle_watts + watts_per_request × running, tdp_watts × gpus).
 //! Energy is P integrated exactly over time: the meter adds P × elapsed at every change
-//! of the running count. Each request adds less power than it adds tokens, so energy per
-//! token falls as the batch grows, as on a real GPU. Utilisation is
+//! of the running count, a request's share from its schedule's time zero (when it got
+//! its slot), as the engine's own timing counts it. Each request adds less power than it
+//! adds tokens, so energy per token falls as the batch grows, as on a real GPU. Utilisation is
 //! min(100, 25 × running) %, framebuffer used 20,480 MiB plus 1 MiB per KV block held.
 //! Names, units and labels follow dcgm-exporter's defaults (`etc/default-counters.csv`
 //! of NVIDIA/dcgm-exporter) with its Kubernetes mapping on: `pod` is the mock's own
@@ -95,6 +96,19 @@ impl PowerMeter {
 
     pub fn model(&self) -> PowerModel {
         self.model
+    }
+
+    /// A request joined the batch at `since` (its schedule's time zero, a moment before
+    /// the engine got round to counting it): its power from then on, not from now.
+    pub fn joined(&self, since: Instant) {
+        let mut m = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        m.joules += self.model.watts(m.running) * (now - m.since).as_secs_f64();
+        m.since = now;
+        let before = self.model.watts(m.running);
+        m.running += 1;
+        let added = self.model.watts(m.running) - before;
+        m.joules += added * now.saturating_duration_since(since).as_secs_f64();
     }
 
     /// The batch grew (`+1`) or shrank (`-1`) now.
@@ -203,6 +217,17 @@ mod tests {
         assert_eq!(r.joules, 600.0 + 700.0 + 100.0);
         assert_eq!(r.watts, 100.0);
         assert_eq!(r.running, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_counted_late_draws_power_from_its_start() {
+        let meter = PowerMeter::new(PowerModel::default());
+        let start = Instant::now();
+        tokio::time::advance(std::time::Duration::from_secs(2)).await;
+        // Counted 2 s after its start: 60 W × 2 s, plus its 40 W over those 2 s.
+        meter.joined(start);
+        let r = meter.read();
+        assert_eq!((r.joules, r.running), (200.0, 1));
     }
 
     #[test]
