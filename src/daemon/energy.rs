@@ -10,8 +10,9 @@ use tokio::time::Instant;
 
 use crate::config::TargetPlan;
 use crate::energy::{Prices, Window};
-use crate::engine_metrics::EngineSnapshot;
 use crate::engine_metrics::gpu::{self, GpuMatch, GpuReading};
+use crate::engine_metrics::{EngineSnapshot, ScrapeError};
+use crate::secret::{Secret, scrub};
 
 /// One engine of a round: its key (a replica's `host:port`, or `""` for a target's own
 /// engine), its GPUs' match, its scrape and its generation rate.
@@ -23,11 +24,13 @@ pub struct Engine<'a> {
 }
 
 /// What the next round needs of the last: the GPU reading, each engine's token counter
-/// then, and when.
+/// then, and when; and the last GPU telemetry problem logged (logged again only when it
+/// changes, and its end once).
 #[derive(Default)]
 pub struct EnergyTracker {
     prev: Option<(GpuReading, Instant)>,
     tokens: BTreeMap<String, f64>,
+    warned: Option<String>,
 }
 
 impl EnergyTracker {
@@ -40,6 +43,9 @@ impl EnergyTracker {
         at: Instant,
         engines: &[Engine<'_>],
     ) -> Vec<Window> {
+        if self.warned.take().is_some() {
+            tracing::info!(target = %plan.name, "GPU telemetry readable again");
+        }
         let prev = self
             .prev
             .as_ref()
@@ -72,9 +78,21 @@ impl EnergyTracker {
         windows
     }
 
-    /// The GPU telemetry could not be read: the next round starts a new window.
-    pub fn failed(&mut self) {
-        *self = EnergyTracker::default();
+    /// The GPU telemetry of `plan` could not be read: the next round starts a new
+    /// window, and the problem is logged when it is a new one.
+    pub fn failed(&mut self, plan: &TargetPlan, e: &ScrapeError) {
+        self.prev = None;
+        self.tokens.clear();
+        let error = scrub(&format!("{e:#}"), plan.secrets.iter().map(Secret::expose));
+        if self.warned.as_deref() != Some(error.as_str()) {
+            tracing::warn!(
+                target = %plan.name,
+                reason = e.reason.as_str(),
+                error = %error,
+                "GPU telemetry unreadable: no energy figures until it answers"
+            );
+            self.warned = Some(error);
+        }
     }
 }
 

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::energy::{self as energy_round, EnergyTracker};
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
+use super::scrape_ticks::{Ticks, scrape_client};
 use crate::config::TargetPlan;
 use crate::engine_metrics::gpu::{self, GpuReading};
 use crate::engine_metrics::{self, EngineSnapshot, ScrapeError};
@@ -183,26 +184,16 @@ pub fn scrape_loop(
         url,
         metrics,
         status,
-        mut interval,
+        interval,
         mut summary_interval,
         ttft_window,
         stop,
         publish,
     } = scraper;
-    let http = reqwest::Client::builder()
-        .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
-        .no_proxy()
-        .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
-        .build()?;
+    let http = scrape_client(&plan.client.tls)?;
     Ok(async move {
-        let ticker = |every: Duration| {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tick
-        };
-        let mut every = *interval.borrow_and_update();
-        let mut tick = ticker(every);
-        let mut watching = true;
+        // A reload that changes the interval changes it here: the scraper keeps running.
+        let mut ticks = Ticks::new(interval);
         let mut publisher = Publisher {
             key: FailureKey::target(&plan.name),
             failures: FailureLog::new(*summary_interval.borrow_and_update()),
@@ -213,7 +204,6 @@ pub fn scrape_loop(
             prev: None,
             slots_warned: None,
             energy: EnergyTracker::default(),
-            gpu_warned: None,
             last_generation_tps: None,
         };
         let gpu_urls = publisher.plan.gpu.as_ref().map(|g| g.urls.clone());
@@ -221,21 +211,10 @@ pub fn scrape_loop(
             tokio::select! {
                 biased;
                 () = stop.cancelled() => break,
-                changed = interval.changed(), if watching => {
-                    if changed.is_ok() {
-                        // A reload changed the interval: the scraper keeps running.
-                        every = *interval.borrow_and_update();
-                        tick = ticker(every);
-                    } else {
-                        // The control task is gone: the interval stays as it is.
-                        watching = false;
-                    }
-                    continue;
-                }
-                _ = tick.tick() => {}
+                () = ticks.tick() => {}
             }
             // A scrape must end before the next one is due.
-            let timeout = every.min(Duration::from_secs(10));
+            let timeout = ticks.every().min(Duration::from_secs(10));
             let started = Instant::now();
             let both = async {
                 tokio::join!(
@@ -278,8 +257,6 @@ struct Publisher {
     energy: EnergyTracker,
     /// The generation rate of the last successful scrape, for its energy round.
     last_generation_tps: Option<f64>,
-    /// The last GPU telemetry problem logged: logged again only when it changes.
-    gpu_warned: Option<String>,
 }
 
 /// Reads the GPU telemetry at `urls`, if the target has any.
@@ -302,9 +279,6 @@ impl Publisher {
         let _batch = self.metrics.batch();
         match gpus {
             Ok(reading) => {
-                if self.gpu_warned.take().is_some() {
-                    tracing::info!(target = %name, "GPU telemetry readable again");
-                }
                 // The engine's scrape of this round, if it worked.
                 let engine = self
                     .prev
@@ -328,21 +302,8 @@ impl Publisher {
                     .set_engine_energy(name, model, true, figures.as_ref());
             }
             Err(e) => {
-                self.energy.failed();
+                self.energy.failed(&self.plan, &e);
                 self.metrics.set_engine_energy(name, model, false, None);
-                let error = scrub(
-                    &format!("{e:#}"),
-                    self.plan.secrets.iter().map(Secret::expose),
-                );
-                if self.gpu_warned.as_deref() != Some(error.as_str()) {
-                    tracing::warn!(
-                        target = %name,
-                        reason = e.reason.as_str(),
-                        error = %error,
-                        "GPU telemetry unreadable: no energy figures until it answers"
-                    );
-                    self.gpu_warned = Some(error);
-                }
             }
         }
     }

@@ -19,6 +19,7 @@ pub mod kinds;
 pub mod pipeline;
 pub mod router_scrape;
 pub mod scenario;
+pub mod scrape_ticks;
 pub mod self_check;
 pub mod server;
 pub mod shared;

@@ -9,11 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
+use super::scrape_ticks::{Ticks, scrape_client};
 use crate::config::TargetPlan;
 use crate::engine_metrics::ScrapeError;
 use crate::engine_metrics::router::{self, RouterSnapshot};
@@ -64,25 +65,14 @@ pub fn scrape_loop(
         plan,
         url,
         metrics,
-        mut interval,
+        interval,
         mut summary_interval,
         stop,
         publish,
     } = scraper;
-    let http = reqwest::Client::builder()
-        .tls_backend_preconfigured(crate::client::tls::client_config(&plan.client.tls)?)
-        .no_proxy()
-        .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
-        .build()?;
+    let http = scrape_client(&plan.client.tls)?;
     Ok(async move {
-        let ticker = |every: Duration| {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            tick
-        };
-        let mut every = *interval.borrow_and_update();
-        let mut tick = ticker(every);
-        let mut watching = true;
+        let mut ticks = Ticks::new(interval);
         let key = FailureKey::target(&plan.name);
         let mut failures = FailureLog::new(*summary_interval.borrow_and_update());
         let mut prev: Option<RouterSnapshot> = None;
@@ -90,19 +80,10 @@ pub fn scrape_loop(
             tokio::select! {
                 biased;
                 () = stop.cancelled() => break,
-                changed = interval.changed(), if watching => {
-                    if changed.is_ok() {
-                        every = *interval.borrow_and_update();
-                        tick = ticker(every);
-                    } else {
-                        watching = false;
-                    }
-                    continue;
-                }
-                _ = tick.tick() => {}
+                () = ticks.tick() => {}
             }
             // A scrape must end before the next one is due.
-            let timeout = every.min(Duration::from_secs(10));
+            let timeout = ticks.every().min(Duration::from_secs(10));
             let result = tokio::select! {
                 biased;
                 () = stop.cancelled() => break,

@@ -92,9 +92,10 @@ pub struct Workload {
     replays: bool,
     /// The golden set whose questions the dataset entries are, in its order.
     golden: Option<Arc<crate::check::GoldenSet>>,
-    /// Synthetic prompts: the share of requests that start with the shared prefix (the
-    /// others are built without it), drawn per request from a stream of its own.
-    prefix_share: Option<f64>,
+    /// Synthetic prompts: the share of requests that start with the shared prefix, and
+    /// the generator of the others (without it), drawn per request from a stream of its
+    /// own.
+    prefix_share: Option<(f64, PromptGenerator)>,
 }
 
 impl Workload {
@@ -213,7 +214,8 @@ impl Workload {
     /// prefix-cache hit ratio follows `share` (a sweep over it shows TTFT against the
     /// hit ratio).
     pub fn with_prefix_share(mut self, share: f64) -> Self {
-        self.prefix_share = Some(share.clamp(0.0, 1.0));
+        let unprefixed = self.prompts.clone().without_shared_prefix();
+        self.prefix_share = Some((share.clamp(0.0, 1.0), unprefixed));
         self
     }
 
@@ -338,14 +340,13 @@ impl Workload {
             PromptSource::Synthetic { input } => {
                 let input_len = input.sample(rng);
                 let max_tokens = self.output.sample(rng);
-                let (prompt, prompt_tokens) = match self.prefix_share {
-                    Some(share) if !shares_prefix(self.seed, index, share) => self
-                        .prompts
-                        .clone()
-                        .without_shared_prefix()
-                        .synthetic(nonce, input_len, rng)?,
-                    _ => self.prompts.synthetic(nonce, input_len, rng)?,
+                let prompts = match &self.prefix_share {
+                    Some((share, unprefixed)) if !shares_prefix(self.seed, index, *share) => {
+                        unprefixed
+                    }
+                    _ => &self.prompts,
                 };
+                let (prompt, prompt_tokens) = prompts.synthetic(nonce, input_len, rng)?;
                 Ok(RequestSpec {
                     prompt,
                     prompt_tokens,

@@ -21,16 +21,7 @@ use tokio::time::Instant;
 async fn read(base: &str) -> (GpuReading, EngineSnapshot) {
     let get = |path: &str| {
         let url = format!("{base}{path}");
-        async move {
-            client()
-                .get(url)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
+        async move { crate::support::daemon::get(&url).await.1 }
     };
     let gpus = gpu::parse(&get("/gpu/metrics").await).unwrap();
     let engine = engine_metrics::parse(&get("/metrics").await).unwrap();

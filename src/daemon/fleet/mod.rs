@@ -12,14 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::failure_lines::{self, Activity, Attempt};
 use super::failure_log::{FailureKey, FailureLog};
 use super::pipeline::Budget;
+use super::scrape_ticks::{Ticks, scrape_client};
 use super::shared::Shared;
 use crate::config::{ReplicaPlan, TargetPlan};
 use crate::discovery::{Refresh, Refresher, ReplicaSet};
@@ -88,11 +89,7 @@ pub fn remove_all(shared: &Shared, plan: &TargetPlan, members: &Members) {
 
 /// Builds the fleet task of a target.
 pub fn run(ctx: FleetContext) -> anyhow::Result<impl std::future::Future<Output = ()> + Send> {
-    let http = reqwest::Client::builder()
-        .tls_backend_preconfigured(crate::client::tls::client_config(&ctx.plan.client.tls)?)
-        .no_proxy()
-        .user_agent(concat!("llmprobe/", env!("CARGO_PKG_VERSION")))
-        .build()?;
+    let http = scrape_client(&ctx.plan.client.tls)?;
     let source = ctx.replicas.source(&http)?;
     let look = ctx.replicas.interval.min(MAX_LOOK);
     let refresher = Refresher::new(source, ctx.replicas.rules.clone(), look);
@@ -125,32 +122,22 @@ impl Fleet {
         // Dropping the set when this task ends (or is aborted) stops the refresher.
         let mut refresher_task = JoinSet::new();
         refresher_task.spawn(refresher.run(self.ctx.replicas.interval, tx));
-        let mut interval: watch::Receiver<Duration> =
-            self.ctx.shared.engine_scrape_interval.clone();
-        let mut tick = ticker(*interval.borrow_and_update());
-        let mut watching = true;
+        let mut ticks = Ticks::new(self.ctx.shared.engine_scrape_interval.clone());
         loop {
             tokio::select! {
                 biased;
                 () = self.ctx.stop.cancelled() => break,
-                changed = interval.changed(), if watching => {
-                    match changed {
-                        Ok(()) => tick = ticker(*interval.borrow_and_update()),
-                        Err(_) => watching = false,
-                    }
-                    continue;
-                }
                 look = looks.recv() => match look {
                     Some(look) => {
                         if self.on_look(look) {
                             // A changed set is scraped at once: new replicas show
                             // their gauges and the fleet its new sums.
-                            tick.reset_immediately();
+                            ticks.reset_immediately();
                         }
                     }
                     None => break,
                 },
-                _ = tick.tick() => self.scrape_round().await,
+                () = ticks.tick() => self.scrape_round().await,
             }
         }
         self.wait_for_replicas().await;
@@ -344,10 +331,4 @@ impl Fleet {
             while r.tasks.join_next().await.is_some() {}
         }
     }
-}
-
-fn ticker(every: Duration) -> tokio::time::Interval {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    tick
 }

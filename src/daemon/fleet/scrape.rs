@@ -40,8 +40,6 @@ pub struct ReplicaScrapes {
     /// rate: the engines of its energy round.
     answered: BTreeMap<String, (EngineSnapshot, Option<f64>)>,
     energy: EnergyTracker,
-    /// The last GPU telemetry problem logged: logged again only when it changes.
-    gpu_warned: Option<String>,
 }
 
 impl ReplicaScrapes {
@@ -52,7 +50,6 @@ impl ReplicaScrapes {
             failures: None,
             answered: BTreeMap::new(),
             energy: EnergyTracker::default(),
-            gpu_warned: None,
         }
     }
 
@@ -93,9 +90,6 @@ impl ReplicaScrapes {
         let labels = ctx.labels();
         match gpus {
             Ok(reading) => {
-                if self.gpu_warned.take().is_some() {
-                    tracing::info!(target = %ctx.plan.name, "GPU telemetry readable again");
-                }
                 let engines: Vec<energy::Engine<'_>> = self
                     .answered
                     .iter()
@@ -121,24 +115,11 @@ impl ReplicaScrapes {
                 fleet.set_fleet_energy(labels, true, Some(&figures(&sum, &prices)));
             }
             Err(e) => {
-                self.energy.failed();
+                self.energy.failed(&ctx.plan, &e);
                 for replica in matches.keys() {
                     fleet.set_replica_energy(labels, replica, None);
                 }
                 fleet.set_fleet_energy(labels, false, None);
-                let error = scrub(
-                    &format!("{e:#}"),
-                    ctx.plan.secrets.iter().map(Secret::expose),
-                );
-                if self.gpu_warned.as_deref() != Some(error.as_str()) {
-                    tracing::warn!(
-                        target = %ctx.plan.name,
-                        reason = e.reason.as_str(),
-                        error = %error,
-                        "GPU telemetry unreadable: no energy figures until it answers"
-                    );
-                    self.gpu_warned = Some(error);
-                }
             }
         }
     }

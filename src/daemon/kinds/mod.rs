@@ -154,6 +154,12 @@ impl RunLog {
     }
 }
 
+/// The `remove_row` of a kind whose scenarios have the generic status rows
+/// (`status::kind_status`).
+pub fn remove_kind_row(board: &crate::status::StatusBoard, target: &str, scenario: &str) {
+    board.remove_kind(target, scenario);
+}
+
 /// Retires the scenarios `names(old)` that `names(new)` does not continue, for a kind
 /// with a loop of its own: their series of `families` and, by `remove_row`, their
 /// status rows.

@@ -49,10 +49,7 @@ impl ScenarioKind for ModelList {
             let plans = p.kinds.model_lists.iter();
             plans.map(|f| f.scenario.as_str()).collect()
         }
-        let remove_row = |board: &crate::status::StatusBoard, target: &str, scenario: &str| {
-            board.remove_kind(target, scenario);
-        };
-        super::retire_own(shared, (old, new), &FAMILIES, names, remove_row);
+        super::retire_own(shared, (old, new), &FAMILIES, names, super::remove_kind_row);
     }
 }
 
