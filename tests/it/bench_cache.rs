@@ -40,7 +40,8 @@ fn a_run_against_a_cache_warmed_by_the_previous_one_warns() {
     };
     // The first run fills the cache: its own first request was cold.
     let (first, first_json) = run("first.jsonl");
-    assert!(!first.contains("WARNING"), "{first}");
+    // Only the cache warning is asserted absent: a busy machine may add a dispatch-lag one.
+    assert!(!first.contains("prefix cache already held"), "{first}");
     assert!(first_json.get("cache_warning").is_none(), "{first_json}");
     // The same prompts again: the engine answers the first from its cache.
     let (second, second_json) = run("second.jsonl");
