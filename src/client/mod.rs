@@ -26,6 +26,7 @@ mod json_call;
 pub mod llm_d;
 pub mod protocol;
 pub mod request;
+pub mod retry_after;
 pub mod sse;
 mod stale;
 pub mod tls;
@@ -571,10 +572,8 @@ impl Client {
         rec.http_status = Some(status.as_u16());
         rec.served_endpoint = served_endpoint(resp.headers());
         if matches!(status.as_u16(), 429 | 503) {
-            rec.retry_after = resp
-                .headers()
-                .get(header::RETRY_AFTER)
-                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
+            rec.retry_after =
+                retry_after::from_headers(resp.headers(), std::time::SystemTime::now());
         }
         if !status.is_success() {
             // A gateway that dropped the request says why: that decides the failure
@@ -1065,17 +1064,6 @@ fn fmt_dur(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
-/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
-fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(text).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1116,33 +1104,6 @@ mod tests {
         };
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
-    }
-}
-
-#[cfg(test)]
-mod retry_after_tests {
-    use super::*;
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-    #[test]
-    fn seconds_and_http_dates() {
-        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
-        assert_eq!(
-            parse_retry_after(b"120", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(parse_retry_after(b" 0 ", now), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after(b"Wed, 21 Oct 2015 07:28:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after(b"Wed, 21 Oct 2015 07:27:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after(b"soon", now), None);
-        assert_eq!(parse_retry_after(b"-5", now), None);
-        assert_eq!(parse_retry_after(&[0xff, 0xfe], SystemTime::now()), None);
     }
 }
 

@@ -1,0 +1,49 @@
+//! The limits sink: a probe the server refused with 429 and a retry delay pauses its
+//! target (`daemon/limits.rs`); an answered probe's dollars count toward the day's
+//! spend. Both are shown on the status page.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::daemon::limits::TargetLimits;
+use crate::exposition::TokenPrice;
+use crate::record::{Outcome, RequestRecord};
+use crate::sink::{RecordSink, Verdict};
+use crate::status::StatusBoard;
+
+pub struct LimitsSink {
+    pub target: String,
+    pub limits: Arc<TargetLimits>,
+    /// The target's price, which the day's spend is counted at (the same figure as
+    /// `llmprobe_probe_cost_dollars_total`).
+    pub price: Option<TokenPrice>,
+    pub board: Arc<StatusBoard>,
+}
+
+impl RecordSink for LimitsSink {
+    fn record(&mut self, r: &RequestRecord, _verdict: Verdict) -> anyhow::Result<()> {
+        if let Some(price) = &self.price
+            && r.answered()
+        {
+            let dollars = price.cost(r.prompt_tokens(), r.output_tokens());
+            self.limits.spend(crate::clock::unix_now(), dollars);
+        }
+        // Only a 429 pauses: a 503's delay is an outage, which the probes must keep
+        // measuring. A 429 without a (readable) delay is counted and probing goes on.
+        if let (Outcome::Http429, Some(delay)) = (r.outcome, r.retry_after) {
+            let now = Instant::now();
+            let until = self.limits.pause(now, delay);
+            let unix_until = crate::clock::unix_now() + (until - now).as_secs_f64();
+            self.board
+                .update_hold(&self.target, |h| h.rate_limited_until = Some(unix_until));
+            tracing::info!(
+                target = %self.target,
+                asked = ?delay,
+                pause = ?(until - now),
+                "rate-limited (429 with a retry delay); skipping the target's arrivals until then"
+            );
+        }
+        Ok(())
+    }
+}
