@@ -11,6 +11,7 @@ use crate::rate::Rate;
 use crate::record::RequestRecord;
 use crate::report::RateReport;
 use crate::report::gate::{self, GateResult};
+use crate::report::stop::StoppedEarly;
 
 /// What one run at one rate produced.
 #[derive(Debug, Clone)]
@@ -49,8 +50,12 @@ pub async fn run_plan<E: Executor>(
     let search = match plan {
         RatePlan::Fixed(rates) => {
             for &rate in rates {
-                runs.push(exec.run_rate(rate).await?);
-                if exec.interrupted() {
+                let run = exec.run_rate(rate).await?;
+                let stopped = run.report.stopped_early.is_some();
+                runs.push(run);
+                // A run stopped by --max-error-rate ends the sweep: higher rates of a
+                // failing endpoint only cost more.
+                if stopped || exec.interrupted() {
                     break;
                 }
             }
@@ -64,23 +69,32 @@ pub async fn run_plan<E: Executor>(
             eprintln!(
                 "searching for the highest rate passing {gates} (precision {precision}, limit {limit} req/s)"
             );
-            let runs = &mut runs;
+            let (runs_ref, stopped) = (&mut runs, &mut false);
             let result = search::find_max_rate(start.per_second(), precision, limit, async |r| {
                 let rate = Rate::new(r).unwrap_or(start);
                 if exec.interrupted() {
                     anyhow::bail!("interrupted");
                 }
                 let run = exec.run_rate(rate).await?;
+                if run.report.stopped_early.is_some() {
+                    // Ends the search as it ends a sweep; the verdict names the run.
+                    runs_ref.push(run);
+                    *stopped = true;
+                    anyhow::bail!("stopped early");
+                }
                 let passed = run.report.gates_passed();
                 eprintln!(
                     "probe {rate} req/s: {}",
                     if passed { "pass" } else { "FAIL" }
                 );
-                runs.push(run);
+                runs_ref.push(run);
                 Ok(passed)
             })
-            .await?;
-            Some(result)
+            .await;
+            match result {
+                Err(_) if *stopped => None,
+                result => Some(result?),
+            }
         }
     };
     Ok(PlanResult { runs, search })
@@ -100,6 +114,8 @@ pub enum Verdict {
     AtLimit { max: f64 },
     /// The search found no passing rate down to its floor.
     NothingPasses,
+    /// `--max-error-rate` stopped a run (and with it the sweep or the search).
+    StoppedEarly { rate: String, stopped: StoppedEarly },
     /// A gate failed at a fixed rate (the first one, in run order).
     GateFailed { rate: String, gate: GateResult },
     /// Every gate passed at every rate (or there were none).
@@ -112,7 +128,9 @@ impl Verdict {
         match self {
             Verdict::Interrupted => exit::FAILURE,
             Verdict::MaxRate { .. } | Verdict::AtLimit { .. } | Verdict::Passed => exit::OK,
-            Verdict::NothingPasses | Verdict::GateFailed { .. } => exit::SLO_FAILED,
+            Verdict::NothingPasses | Verdict::GateFailed { .. } | Verdict::StoppedEarly { .. } => {
+                exit::SLO_FAILED
+            }
         }
     }
 
@@ -141,6 +159,12 @@ impl Verdict {
                     g.gate
                 );
             }
+            Verdict::StoppedEarly { rate, stopped } => {
+                eprintln!(
+                    "Error: rate {rate}: {}; the rest of the run and of the plan was not sent",
+                    stopped.describe()
+                );
+            }
             Verdict::Passed => {}
         }
     }
@@ -162,6 +186,14 @@ impl PlanResult {
     pub fn verdict(&self, interrupted: bool) -> Verdict {
         if interrupted {
             return Verdict::Interrupted;
+        }
+        if let Some(r) = self.runs.iter().find(|r| r.report.stopped_early.is_some())
+            && let Some(stopped) = r.report.stopped_early
+        {
+            return Verdict::StoppedEarly {
+                rate: r.report.rate.to_string(),
+                stopped,
+            };
         }
         if let Some(s) = &self.search {
             return match (s.max_rate, s.hit_limit) {
