@@ -15,6 +15,15 @@ pub const MAX_PAUSE: Duration = Duration::from_secs(3600);
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
 
+/// The wall clock the day's spend is kept by, as Unix seconds: the system's in the
+/// daemon, a test's own to cross midnight at will.
+pub type WallClock = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// The system's wall clock.
+pub fn system_clock() -> WallClock {
+    Arc::new(crate::clock::unix_now)
+}
+
 /// The UTC day of a Unix time: days since 1970-01-01.
 pub fn utc_day(unix: f64) -> i64 {
     (unix / SECONDS_PER_DAY).floor() as i64

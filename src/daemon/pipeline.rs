@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::budget::TokenBudget;
 use super::engine_scrape::TtftWindow;
 use super::failure_log::{FailureKey, FailureLog};
-use super::limits::TargetLimits;
+use super::limits::{TargetLimits, system_clock};
 use super::scenario::{
     Gate, ScenarioProber, run_config, scenario_client, scenario_workload, stagger_offset,
 };
@@ -100,6 +100,7 @@ impl Pipeline<'_> {
                     .budget_per_day
                     .map(|b| (b, self.target.shared.status.clone())),
                 tokens: self.target.budget.clone().map(|b| (b, estimate)),
+                clock: system_clock(),
             }
             .admission(),
         );
@@ -177,6 +178,7 @@ impl Pipeline<'_> {
             limits,
             price: plan.price,
             board: shared.status.clone(),
+            clock: system_clock(),
         }));
         if let Some(window) = self.ttft_window {
             sinks.push(Box::new(TtftSink(window)));

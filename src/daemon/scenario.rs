@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::TokenBudget;
-use super::limits::TargetLimits;
+use super::limits::{TargetLimits, WallClock};
 use crate::client::ClientConfig;
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::exposition::ScenarioSeries;
@@ -125,12 +125,14 @@ pub struct Gate {
     /// Dollars per UTC day, and where a spent budget is shown.
     pub budget_per_day: Option<(f64, Arc<StatusBoard>)>,
     pub tokens: Option<(Arc<Mutex<TokenBudget>>, u64)>,
+    /// Whose day the spend is counted in (the system's; a test's own).
+    pub clock: WallClock,
 }
 
 impl Gate {
     /// The runner's admission hook.
     pub fn admission(self) -> runner::Admission {
-        Box::new(move |_d: &Dispatch| self.admit(Instant::now(), crate::clock::unix_now()))
+        Box::new(move |_d: &Dispatch| self.admit(Instant::now(), (self.clock)()))
     }
 
     /// Admits an arrival at `now` (monotonic) and `unix` (the wall clock's day).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::daemon::limits::TargetLimits;
+use crate::daemon::limits::{TargetLimits, WallClock};
 use crate::exposition::TokenPrice;
 use crate::record::{Outcome, RequestRecord};
 use crate::sink::{RecordSink, Verdict};
@@ -19,6 +19,8 @@ pub struct LimitsSink {
     /// `llmprobe_probe_cost_dollars_total`).
     pub price: Option<TokenPrice>,
     pub board: Arc<StatusBoard>,
+    /// Whose day the spend is counted in (the admission's).
+    pub clock: WallClock,
 }
 
 impl RecordSink for LimitsSink {
@@ -27,14 +29,14 @@ impl RecordSink for LimitsSink {
             && r.answered()
         {
             let dollars = price.cost(r.prompt_tokens(), r.output_tokens());
-            self.limits.spend(crate::clock::unix_now(), dollars);
+            self.limits.spend((self.clock)(), dollars);
         }
         // Only a 429 pauses: a 503's delay is an outage, which the probes must keep
         // measuring. A 429 without a (readable) delay is counted and probing goes on.
         if let (Outcome::Http429, Some(delay)) = (r.outcome, r.retry_after) {
             let now = Instant::now();
             let until = self.limits.pause(now, delay);
-            let unix_until = crate::clock::unix_now() + (until - now).as_secs_f64();
+            let unix_until = (self.clock)() + (until - now).as_secs_f64();
             self.board
                 .update_hold(&self.target, |h| h.rate_limited_until = Some(unix_until));
             tracing::info!(
