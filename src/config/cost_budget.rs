@@ -56,3 +56,64 @@ pub fn check(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::Turns;
+    use crate::schedule::{ThinkDist, ThinkTime};
+
+    fn scenario(rate_hz: f64, input: u32, output: u32, turns: u32) -> ScenarioPlan {
+        let plan = crate::config::plan::load_str(
+            "targets: [{name: t, base_url: 'http://127.0.0.1:1', model: m}]",
+            "t.yaml",
+        )
+        .unwrap();
+        ScenarioPlan {
+            rate_hz,
+            input_tokens: input,
+            output_tokens: output,
+            turns: (turns > 1).then_some(Turns {
+                count: turns,
+                think: ThinkTime {
+                    mean: std::time::Duration::from_secs(1),
+                    dist: ThinkDist::Exponential,
+                },
+            }),
+            ..plan.targets[0].scenarios[0].clone()
+        }
+    }
+
+    #[test]
+    fn a_conversation_resends_its_history() {
+        // Turns 1..3 send 100, 210 and 320 prompt tokens; 10 output tokens each.
+        assert_eq!(
+            tokens_per_arrival(&scenario(1.0, 100, 10, 3)),
+            (630.0, 30.0)
+        );
+        assert_eq!(
+            tokens_per_arrival(&scenario(1.0, 100, 10, 1)),
+            (100.0, 10.0)
+        );
+    }
+
+    #[test]
+    fn a_day_of_probes_at_their_price() {
+        let price = TokenPrice {
+            input_per_million: 3.0,
+            output_per_million: 15.0,
+        };
+        // One probe a minute of 1000 + 100 tokens: 1440 × $0.0045.
+        let s = [scenario(1.0 / 60.0, 1000, 100, 1)];
+        assert!((expected_per_day(&s, &price) - 6.48).abs() < 1e-9);
+        let path = Path::root().key("targets").index(0);
+        assert!(check(Some(6.48 + 1e-6), Some(&price), &s, &path).is_ok());
+        let (at, msg) = check(Some(6.0), Some(&price), &s, &path).unwrap_err();
+        assert_eq!(at, path.key("budget_per_day"));
+        assert!(
+            msg.starts_with("the probes are expected to spend $6.48 per day"),
+            "{msg}"
+        );
+        assert!(check(None, Some(&price), &s, &path).is_ok());
+    }
+}

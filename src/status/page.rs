@@ -654,6 +654,30 @@ mod tests {
     }
 
     #[test]
+    fn a_held_target_says_until_when() {
+        let board = board();
+        board.update_hold("prod/eu", |h| {
+            h.rate_limited_until = Some(6_330.0);
+            h.budget_spent = Some(crate::status::board::BudgetHold {
+                spent: 5.004,
+                budget: 5.0,
+                resumes_at: 86_400.0,
+            });
+        });
+        let page = status_page(&board, 6_300.0, true);
+        assert!(page.contains("rate-limited until 01:45:30 UTC"), "{page}");
+        assert!(page.contains(
+            "budget spent: $5.00 of $5.00 today</span> · probing resumes at 00:00:00 UTC"
+        ));
+        let target = target_page(&board, "prod/eu", 6_300.0, true).unwrap();
+        assert!(target.contains("rate-limited until 01:45:30 UTC"));
+        // Once its time has passed, a hold is over and not shown.
+        let later = status_page(&board, 6_330.0, true);
+        assert!(!later.contains("rate-limited") && later.contains("budget spent"));
+        assert!(!status_page(&board, 86_400.0, true).contains("budget spent"));
+    }
+
+    #[test]
     fn a_fleet_says_what_its_engines_hold() {
         let board = board();
         board.replica("prod/eu", "llama", "10.0.0.7:8000");

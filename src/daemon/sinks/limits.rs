@@ -49,3 +49,46 @@ impl RecordSink for LimitsSink {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn refused(status: u16, retry_after: Option<Duration>) -> RequestRecord {
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.http_status = Some(status);
+        r.outcome = Outcome::from_http_status(status);
+        r.retry_after = retry_after;
+        r
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_a_429_with_a_delay_pauses() {
+        let limits = Arc::new(TargetLimits::default());
+        let board = StatusBoard::new();
+        let mut sink = LimitsSink {
+            target: "t".into(),
+            limits: limits.clone(),
+            price: None,
+            board: board.clone(),
+            clock: Arc::new(|| 1000.0),
+        };
+        let verdict = Verdict {
+            good: false,
+            probe_id: None,
+        };
+        let now = Instant::now();
+        // A 503's delay is an outage to keep measuring; a 429 without one goes on.
+        sink.record(&refused(503, Some(Duration::from_secs(5))), verdict)
+            .unwrap();
+        sink.record(&refused(429, None), verdict).unwrap();
+        assert!(!limits.paused(now));
+        assert_eq!(board.hold("t"), None);
+        sink.record(&refused(429, Some(Duration::from_secs(5))), verdict)
+            .unwrap();
+        assert!(limits.paused(now + Duration::from_millis(4999)));
+        assert!(!limits.paused(now + Duration::from_secs(5)));
+        assert_eq!(board.hold("t").unwrap().rate_limited_until, Some(1005.0));
+    }
+}
