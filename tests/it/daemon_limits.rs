@@ -180,3 +180,90 @@ async fn a_429_that_asks_for_days_pauses_at_most_an_hour() {
     assert_eq!(skipped.len(), 36_000);
     assert!(skipped.iter().all(|(_, r)| *r == SkipReason::RateLimited));
 }
+
+mod live {
+    //! The daemon against the mock answering every probe with 429 and a Retry-After of
+    //! a day: the first refusals pause the target (capped at an hour), every later
+    //! arrival is skipped as `rate_limited` and never sent, the status page says until
+    //! when, and a reload that restarts the target keeps the pause.
+
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use crate::support::daemon::*;
+    use llmprobe::mock::MockConfig;
+
+    fn config(base: &str, rate: &str) -> String {
+        format!(
+            "grace_period: 1s\ntargets:\n  - name: hosted\n    base_url: {base}\n    \
+             model: mock-llm\n    rate: {rate}\n    max_inflight: 64\n"
+        )
+    }
+
+    /// (probes sent and answered, arrivals skipped as rate-limited).
+    async fn counts(addr: SocketAddr) -> (f64, f64) {
+        let s = scrape(addr).await;
+        let l = [("target", "hosted")];
+        (
+            sum(&s, "llmprobe_requests_total", &l),
+            sum(
+                &s,
+                "llmprobe_probes_skipped_total",
+                &[("target", "hosted"), ("reason", "rate_limited")],
+            ),
+        )
+    }
+
+    async fn skips_reach(addr: SocketAddr, n: f64) -> (f64, f64) {
+        wait_for(Duration::from_secs(30), || async {
+            let c = counts(addr).await;
+            (c.1 >= n).then_some(c)
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_429_pauses_the_target_across_a_reload() {
+        let mock = MockConfig {
+            faults: vec!["http_429=86400".parse().unwrap()],
+            ..MockConfig::default()
+        };
+        let (m, d) = with_mock(mock, |base| config(base, "20/s")).await;
+        let addr = d.addr();
+        // Probes in flight when the first refusal came back still end (refused too);
+        // after a second of skips nothing is in flight any more.
+        let (sent, _) = skips_reach(addr, 20.0).await;
+        let page = get(&format!("http://{addr}/")).await.1;
+        assert!(page.contains("rate-limited until "), "{page}");
+        // Forty more arrivals later, still nothing more sent, and all that was sent
+        // was refused.
+        let (still, _) = skips_reach(addr, 60.0).await;
+        assert_eq!(still, sent);
+        let s = scrape(addr).await;
+        let refused = sum(
+            &s,
+            "llmprobe_request_failures_total",
+            &[("target", "hosted"), ("reason", "http_429")],
+        );
+        assert!(
+            sent >= 1.0 && refused == sent,
+            "{sent} sent, {refused} refused"
+        );
+
+        // A reload that changes the target restarts it: the pause is kept.
+        std::fs::write(d.path(), config(&m.base_url(), "25/s")).unwrap();
+        d.reload().await.unwrap();
+        let (_, skipped) = counts(addr).await;
+        let (after, _) = skips_reach(addr, skipped + 20.0).await;
+        // The restarted target kept its series and its pause: still nothing sent.
+        assert_eq!(after, sent);
+        assert!(
+            get(&format!("http://{addr}/"))
+                .await
+                .1
+                .contains("rate-limited until ")
+        );
+        d.shutdown().await.unwrap();
+        m.shutdown().await;
+    }
+}
