@@ -232,6 +232,8 @@ mod tests {
         ran: Vec<f64>,
         /// Interrupt after this many runs.
         interrupt_after: Option<usize>,
+        /// Runs above this rate stop early (`--max-error-rate`).
+        stops_above: f64,
     }
 
     impl Fake {
@@ -241,6 +243,7 @@ mod tests {
                 gates: gates.iter().map(|g| g.parse().unwrap()).collect(),
                 ran: Vec::new(),
                 interrupt_after: None,
+                stops_above: f64::INFINITY,
             }
         }
     }
@@ -253,6 +256,9 @@ mod tests {
                 report.goodput_ratio = Some(0.5);
             }
             report.gates = self.gates.iter().map(|g| g.check(&report)).collect();
+            if rate.per_second() > self.stops_above {
+                report.stopped_early = crate::report::stop::MaxErrorRate(0.1).check(10, 2);
+            }
             Ok(RateRun {
                 report,
                 records: Vec::new(),
@@ -279,6 +285,42 @@ mod tests {
         assert_eq!(rows, vec![8.0, 2.0, 32.0]);
         assert_eq!(r.verdict(false), Verdict::Passed);
         assert_eq!(r.verdict(false).exit_code(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_run_stopped_early_ends_the_sweep_and_the_search_and_exits_3() {
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        fake.stops_above = 10.0;
+        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran, vec![4.0, 16.0]);
+        let v = r.verdict(false);
+        let Verdict::StoppedEarly { rate, stopped } = &v else {
+            panic!("{v:?}");
+        };
+        assert_eq!(
+            (rate.as_str(), stopped.requests, stopped.failed),
+            ("16", 10, 2)
+        );
+        assert_eq!(v.exit_code(), exit::SLO_FAILED);
+        // An interrupt still wins.
+        assert_eq!(r.verdict(true), Verdict::Interrupted);
+
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        fake.stops_above = 10.0;
+        let plan = RatePlan::FindMax {
+            start: Rate::new(4.0).unwrap(),
+            precision: Precision::PerSecond(1.0),
+            limit: 1000.0,
+        };
+        let r = run_plan(&plan, "goodput-ratio>=0.8", &mut fake)
+            .await
+            .unwrap();
+        // The search doubles from 4 and ends at the first run that stopped.
+        assert_eq!(fake.ran, vec![4.0, 8.0, 16.0]);
+        assert!(r.search.is_none());
+        assert!(matches!(r.verdict(false), Verdict::StoppedEarly { .. }));
     }
 
     #[tokio::test]
