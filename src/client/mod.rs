@@ -93,6 +93,8 @@ impl std::fmt::Debug for Client {
 struct Failure {
     outcome: Outcome,
     message: String,
+    /// The delay a rate-limit refusal named ([`ChunkError::RateLimited`]).
+    retry_after: Option<Duration>,
 }
 
 impl Failure {
@@ -100,6 +102,7 @@ impl Failure {
         Failure {
             outcome,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -434,6 +437,7 @@ impl Client {
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
+                rec.retry_after = f.retry_after.or(rec.retry_after);
                 rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
             }
             Ok(()) if !self.cfg.endpoint.generates() && st.embeddings == 0 => {
@@ -589,6 +593,11 @@ impl Client {
                 total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
             )
             .await;
+            // A 429 whose headers name no delay may name one in its body (the
+            // protocol's own error shape).
+            if status.as_u16() == 429 && rec.retry_after.is_none() {
+                rec.retry_after = self.protocol.retry_delay(snippet.as_bytes());
+            }
             let mut msg = format!("HTTP {status}");
             if let Some(value) = &dropped {
                 msg.push_str(&format!(" ({}: {value})", llm_d::DROPPED_REASON_HEADER));
@@ -1000,6 +1009,19 @@ fn decode_failure(e: ChunkError, data: &[u8], streamed: bool) -> Failure {
             "malformed {what} ({msg}): {}",
             truncate_text(&String::from_utf8_lossy(data), 256)
         )),
+        ChunkError::RateLimited {
+            message,
+            retry_after,
+        } => Failure {
+            retry_after,
+            ..Failure::new(
+                Outcome::Http429,
+                format!(
+                    "rate limited {place}: {}",
+                    truncate_text(&message, ERROR_BODY_BYTES)
+                ),
+            )
+        },
     }
 }
 
@@ -1067,6 +1089,23 @@ fn fmt_dur(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_limit_inside_the_answer_is_a_429_with_its_delay() {
+        let e = ChunkError::RateLimited {
+            message: "Too many tokens, please wait (ThrottlingException)".into(),
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        let f = decode_failure(e, b"", true);
+        assert_eq!(f.outcome, Outcome::Http429);
+        assert_eq!(f.retry_after, Some(Duration::from_secs(7)));
+        assert_eq!(
+            f.message,
+            "rate limited in stream: Too many tokens, please wait (ThrottlingException)"
+        );
+        // The APIs that exist today say it in headers only.
+        assert_eq!(protocol::of(Endpoint::Chat).retry_delay(b"{}"), None);
+    }
 
     #[test]
     fn truncation_respects_char_boundaries() {
