@@ -304,12 +304,7 @@ impl BenchOptions {
             self_check: a.self_check,
             gpu_metrics: parse_gpu_sources(&a.gpu_metrics_url, a.mock)?,
             respect_retry_after: a.respect_retry_after,
-            max_error_rate: a
-                .max_error_rate
-                .as_deref()
-                .map(|v| parse_ratio(v.trim()).map(MaxErrorRate))
-                .transpose()
-                .map_err(|e| flag("--max-error-rate", e))?,
+            max_error_rate: parse_max_error_rate(a.max_error_rate.as_deref())?,
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,
@@ -489,6 +484,13 @@ fn parse_warmup(s: &str) -> Result<Warmup> {
 /// The most `--repeat` runs: beyond it the interval hardly narrows (it shrinks as
 /// 1/√n) while the run time grows linearly.
 pub const MAX_REPEAT: u32 = 1000;
+
+/// `--max-error-rate`: a ratio, as gates write one.
+fn parse_max_error_rate(v: Option<&str>) -> Result<Option<MaxErrorRate>> {
+    v.map(|v| parse_ratio(v.trim()).map(MaxErrorRate))
+        .transpose()
+        .map_err(|e| flag("--max-error-rate", e))
+}
 
 fn parse_repeat(n: u32) -> Result<u32> {
     if !(1..=MAX_REPEAT).contains(&n) {

@@ -1086,6 +1086,18 @@ fn fmt_dur(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
+/// The Gateway API Inference Extension's response header naming the endpoint that
+/// served a request (`pkg/epp/metadata/consts.go` of its repository).
+pub const SERVED_ENDPOINT_HEADER: &str = "x-gateway-destination-endpoint-served";
+
+/// The served endpoint a gateway names, if it names one that looks like an address
+/// (printable ASCII, at most 256 bytes): it becomes part of a page, never a label.
+fn served_endpoint(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let v = headers.get(SERVED_ENDPOINT_HEADER)?.to_str().ok()?.trim();
+    (!v.is_empty() && v.len() <= 256 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| v.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1144,16 +1156,4 @@ mod tests {
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
     }
-}
-
-/// The Gateway API Inference Extension's response header naming the endpoint that
-/// served a request (`pkg/epp/metadata/consts.go` of its repository).
-pub const SERVED_ENDPOINT_HEADER: &str = "x-gateway-destination-endpoint-served";
-
-/// The served endpoint a gateway names, if it names one that looks like an address
-/// (printable ASCII, at most 256 bytes): it becomes part of a page, never a label.
-fn served_endpoint(headers: &reqwest::header::HeaderMap) -> Option<String> {
-    let v = headers.get(SERVED_ENDPOINT_HEADER)?.to_str().ok()?.trim();
-    (!v.is_empty() && v.len() <= 256 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .then(|| v.to_string())
 }
