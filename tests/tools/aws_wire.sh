@@ -12,9 +12,10 @@ need_tool LLMPROBE_BOTOCORE_PYTHON python
 "$LLMPROBE_BOTOCORE_PYTHON" -c 'import botocore.auth, botocore.eventstream' 2>/dev/null \
   || skip_or_fail "botocore not importable by $LLMPROBE_BOTOCORE_PYTHON (run scripts/install-tools)"
 
-# `cargo test --all-targets` (scripts/test) builds the examples, this one among them.
+# Built every time (`cargo test --all-targets` builds examples as tests, not this
+# binary), so it never runs stale: a link of the library `cargo test` has built already.
+cargo build --quiet --example aws_wire || fail "cannot build the aws_wire example"
 wire=${CARGO_TARGET_DIR:-target}/debug/examples/aws_wire
-[ -x "$wire" ] || cargo build --quiet --example aws_wire || fail "cannot build the aws_wire example"
 
 "$LLMPROBE_BOTOCORE_PYTHON" tests/tools/lib/sigv4_botocore.py "$wire" || fail "llmprobe and botocore disagree"
 say "ok"

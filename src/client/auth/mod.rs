@@ -15,3 +15,5 @@ pub mod jwt;
 #[cfg(test)]
 mod jwt_tests;
 pub mod sigv4;
+#[cfg(test)]
+mod sigv4_tests;
