@@ -15,5 +15,3 @@ pub mod jwt;
 #[cfg(test)]
 mod jwt_tests;
 pub mod sigv4;
-#[cfg(test)]
-mod sigv4_tests;
