@@ -217,6 +217,8 @@ pub struct BenchOptions {
     pub response_schema: Option<serde_json::Value>,
     /// `--expect-tool-call`: the function the requests offer.
     pub tool: Option<ToolOffer>,
+    /// `--document` and `--top-n`: what rerank and score requests rank.
+    pub documents: crate::client::Documents,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<Latency>,
@@ -327,6 +329,10 @@ impl BenchOptions {
             checks: parsed.checks,
             response_schema: parsed.response_schema,
             tool: parsed.tool,
+            documents: crate::client::Documents {
+                texts: Arc::new(a.documents.clone()),
+                top_n: a.top_n,
+            },
             gates,
             percentile_metrics,
             percentiles,
@@ -719,6 +725,7 @@ fn parse_checks(a: &BenchArgs, gates: &[Gate]) -> Result<ParsedChecks> {
         min_output_tokens: a.min_output_tokens,
         max_repetition: a.max_repetition,
         structured_output: a.structured_output,
+        expect_top_document: a.expect_top_document,
     };
     let checks = spec.compile().map_err(|e| {
         let name = match e.field {
@@ -917,6 +924,7 @@ impl Syntax for Flags {
             Part::NoNonce => "--no-nonce".into(),
             Part::Turns => "--turns".into(),
             Part::Golden => "--golden".into(),
+            Part::Documents => "--document".into(),
         }
     }
 
@@ -950,6 +958,8 @@ fn probe_spec(
         structured_output: a.structured_output,
         prompt: prompt_source(a),
         turns: turns.map_or(1, |t| t.count),
+        documents: a.documents.len(),
+        top_document: a.expect_top_document,
     }
 }
 

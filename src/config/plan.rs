@@ -149,6 +149,8 @@ pub struct ScenarioPlan {
     pub nonce: bool,
     /// What a `messages:` question sends before its last user message.
     pub preamble: Option<Preamble>,
+    /// What rerank and score probes rank (`documents:`, `top_n:`).
+    pub documents: crate::client::Documents,
     /// Sampling temperature, when the scenario sets one.
     pub temperature: Option<f64>,
     /// The request's sampling `seed`, when the scenario sets one.
@@ -474,6 +476,8 @@ fn target(
         limits: t.limits,
         response_schema: None,
         tool: None,
+        // Per scenario: its `documents:`.
+        documents: Default::default(),
         llm_d: super::llm_d::headers(t.llm_d.as_ref()),
     };
     // The client's message quotes the URL; show it as `/config` would.
@@ -618,6 +622,10 @@ fn scenario(
         prompt: None,
         nonce: s.nonce,
         preamble: None,
+        documents: crate::client::Documents {
+            texts: std::sync::Arc::new(s.documents.clone()),
+            top_n: s.top_n,
+        },
         temperature: s.temperature,
         sampling_seed: s.seed,
         turns: (s.turns > 1).then(|| Turns {

@@ -28,6 +28,7 @@ impl Syntax for Yaml {
             Part::NoNonce => "nonce: false".into(),
             Part::Turns => "turns".into(),
             Part::Golden => "golden".into(),
+            Part::Documents => "documents".into(),
         }
     }
 
@@ -56,6 +57,8 @@ pub fn check_probe(
         structured_output: s.checks.structured_output,
         prompt: prompt_source(s),
         turns: s.turns,
+        documents: s.documents.len(),
+        top_document: s.checks.expect_top_document,
     };
     spec.validate(&Yaml).map_err(|refusal| {
         let at = match refusal.part {
@@ -83,6 +86,7 @@ pub fn check_probe(
             Part::NoNonce => sp.key("nonce"),
             Part::Turns => sp.key("turns"),
             Part::Golden => sp.key("golden"),
+            Part::Documents => sp.key("documents"),
             // Not offered: never refused here.
             Part::Dataset | Part::DatasetPath | Part::Trace => sp.clone(),
         };

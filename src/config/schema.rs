@@ -463,6 +463,14 @@ pub struct Scenario {
     /// `system`); the unique nonce starts the last user message unless `nonce: false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<ChatMessage>>,
+    /// The documents a `rerank` or `score` target's probes rank against the prompt (the
+    /// query, `text_1`), in order: the first is document 0 (`checks.expect_top_document`).
+    /// Needed by those endpoints, refused by the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<String>,
+    /// Rerank's `top_n`: how many results to ask for (default: the server's, all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_n: Option<u32>,
     /// Sampling temperature of this scenario's requests (default: the target's, 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -722,6 +730,8 @@ impl Default for Scenario {
             prompt: None,
             prompt_file: None,
             messages: None,
+            documents: Vec::new(),
+            top_n: None,
             temperature: None,
             seed: None,
             nonce: true,

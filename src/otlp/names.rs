@@ -109,6 +109,8 @@ mod tests {
             (Endpoint::Responses, "chat", "openai"),
             (Endpoint::Messages, "chat", "anthropic"),
             (Endpoint::Embeddings, "embeddings", "openai"),
+            (Endpoint::Rerank, "rerank", "cohere"),
+            (Endpoint::Score, "score", "vllm"),
         ];
         for (e, operation, provider) in want {
             assert_eq!(

@@ -34,6 +34,8 @@ pub enum Part {
     NoNonce,
     Turns,
     Golden,
+    /// The documents a rerank or score request ranks.
+    Documents,
 }
 
 /// How a front end spells the parts.

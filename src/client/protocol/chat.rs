@@ -52,6 +52,7 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: true,
+    documents: false,
     structured_output: Some(Field {
         key: "response_format",
         shown: "response_format",

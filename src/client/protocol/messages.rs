@@ -145,6 +145,7 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: false,
+    documents: false,
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,

@@ -199,6 +199,7 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: true,
+    documents: false,
     structured_output: Some(Field {
         key: "text",
         shown: "text.format",
