@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::prompt::push_words;
+use crate::workload::prompt::WORDS;
 
 /// The relevance of each document of a request, in the request's order, and how many
 /// results it asked for.
@@ -70,18 +71,19 @@ pub fn pair_words(query: &str, docs: &[&str]) -> Vec<u64> {
     out
 }
 
-/// Lower-cased words without the punctuation around them.
+/// Lower-cased content words without the punctuation around them.
 fn words(text: &str) -> BTreeSet<String> {
     text.split_whitespace()
         .map(|w| {
             w.trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase()
         })
-        .filter(|w| !w.is_empty())
+        .filter(|w| !w.is_empty() && !WORDS.contains(&w.as_str()))
         .collect()
 }
 
-/// Each document's relevance: the share of the query's distinct words it contains.
+/// Each document's relevance: the share of the query's distinct content words it
+/// contains (0 for every document of a query without any).
 pub fn scores(query: &str, docs: &[&str]) -> Vec<f64> {
     let q = words(query);
     docs.iter()
