@@ -38,6 +38,7 @@ mod daemon_otlp;
 mod daemon_prefix_cache;
 mod daemon_reload;
 mod daemon_requests;
+mod daemon_rerank;
 mod daemon_self_check;
 mod daemon_shards;
 mod daemon_turns;
