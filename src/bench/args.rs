@@ -192,6 +192,26 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub prompt_file: Option<PathBuf>,
+    /// Send N generated PNG images (data: URLs) with every prompt, for a
+    /// vision-language model (chat, responses, messages); each request's differ.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "image_file",
+        help_heading = "Workload"
+    )]
+    pub images: Option<u32>,
+    /// The generated images' size in pixels.
+    #[arg(
+        long,
+        value_name = "WxH",
+        default_value = "512x512",
+        help_heading = "Workload"
+    )]
+    pub image_size: String,
+    /// Send this image file (PNG, JPEG, GIF or WebP) with every prompt instead.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub image_file: Option<PathBuf>,
     /// A document a rerank or score request ranks against the prompt (its query);
     /// repeat the flag for each document, in order (the first is document 0).
     #[arg(long = "document", value_name = "TEXT", help_heading = "Workload")]

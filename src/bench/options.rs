@@ -219,6 +219,8 @@ pub struct BenchOptions {
     pub tool: Option<ToolOffer>,
     /// `--document` and `--top-n`: what rerank and score requests rank.
     pub documents: crate::client::Documents,
+    /// `--images`/`--image-size` or `--image-file`: what each prompt carries.
+    pub images: crate::workload::image::Images,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<Latency>,
@@ -333,6 +335,7 @@ impl BenchOptions {
                 texts: Arc::new(a.documents.clone()),
                 top_n: a.top_n,
             },
+            images: parse_images(a)?,
             gates,
             percentile_metrics,
             percentiles,
@@ -705,6 +708,28 @@ fn parse_tool_call(a: &BenchArgs) -> Result<Option<ToolCallSpec>> {
     }))
 }
 
+/// `--images N --image-size WxH`, or `--image-file F` read.
+fn parse_images(a: &BenchArgs) -> Result<crate::workload::image::Images> {
+    use crate::workload::image::Images;
+    if let Some(file) = &a.image_file {
+        return Images::file(file).map_err(|e| flag("--image-file", e));
+    }
+    let Some(count) = a.images else {
+        return Ok(Images::None);
+    };
+    let (w, h) = a
+        .image_size
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
+        .ok_or_else(|| {
+            flag(
+                "--image-size",
+                format!("{:?} is not WxH (e.g. 512x512)", a.image_size),
+            )
+        })?;
+    Images::generated(count, w, h).map_err(|e| flag("--images", e))
+}
+
 /// The answer-check flags, compiled. A check the protocol cannot carry, and a
 /// `check-failure-ratio` gate without any check, are refused.
 fn parse_checks(a: &BenchArgs, gates: &[Gate]) -> Result<ParsedChecks> {
@@ -925,6 +950,7 @@ impl Syntax for Flags {
             Part::Turns => "--turns".into(),
             Part::Golden => "--golden".into(),
             Part::Documents => "--document".into(),
+            Part::Images => "--images".into(),
         }
     }
 
@@ -960,6 +986,7 @@ fn probe_spec(
         turns: turns.map_or(1, |t| t.count),
         documents: a.documents.len(),
         top_document: a.expect_top_document,
+        images: a.images.is_some() || a.image_file.is_some(),
     }
 }
 

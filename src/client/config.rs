@@ -119,6 +119,12 @@ pub struct ClientConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub documents: Documents,
+    /// The images the new user message carries (chat, responses, messages); set from a
+    /// scenario's `images:` or `image_file:` (bench `--images`, `--image-file`), never
+    /// configured here.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub images: crate::workload::image::Images,
     /// The llm-d gateway headers (objectives, objective, fairness ID); set from a
     /// target's `llm_d:` block, never configured here. Empty: none sent.
     #[serde(skip)]
@@ -151,6 +157,7 @@ impl Default for ClientConfig {
             response_schema: None,
             tool: None,
             documents: Documents::default(),
+            images: crate::workload::image::Images::None,
             llm_d: super::llm_d::LlmdHeaders::default(),
         }
     }

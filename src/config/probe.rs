@@ -29,6 +29,7 @@ impl Syntax for Yaml {
             Part::Turns => "turns".into(),
             Part::Golden => "golden".into(),
             Part::Documents => "documents".into(),
+            Part::Images => "images".into(),
         }
     }
 
@@ -59,6 +60,7 @@ pub fn check_probe(
         turns: s.turns,
         documents: s.documents.len(),
         top_document: s.checks.expect_top_document,
+        images: s.images.is_some() || s.image_file.is_some(),
     };
     spec.validate(&Yaml).map_err(|refusal| {
         let at = match refusal.part {
@@ -87,6 +89,8 @@ pub fn check_probe(
             Part::Turns => sp.key("turns"),
             Part::Golden => sp.key("golden"),
             Part::Documents => sp.key("documents"),
+            Part::Images if s.image_file.is_some() => sp.key("image_file"),
+            Part::Images => sp.key("images"),
             // Not offered: never refused here.
             Part::Dataset | Part::DatasetPath | Part::Trace => sp.clone(),
         };

@@ -76,6 +76,7 @@ pub fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConf
         response_schema: scenario.checks.response_schema(),
         tool: scenario.checks.tool_offer(),
         documents: scenario.documents.clone(),
+        images: scenario.images.clone(),
         llm_d: crate::config::llm_d::with_slo(
             &plan.client.llm_d,
             plan.llm_d_slo_headers,

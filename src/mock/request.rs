@@ -22,8 +22,11 @@ pub struct GenRequest {
     pub stream: bool,
     /// `max_completion_tokens`, else `max_tokens`, else absent.
     pub max_tokens: Option<u32>,
-    /// Whitespace-separated words of the prompt/messages (an approximation).
+    /// Whitespace-separated words of the prompt/messages (an approximation), plus the
+    /// image tokens of its image parts.
     pub prompt_tokens: u32,
+    /// Tiles of the images the request carries (each charged its prefill).
+    pub image_tiles: u32,
     /// Those words, hashed in order (what the prefix cache compares).
     pub prompt_words: Vec<u64>,
     pub include_usage: bool,
@@ -87,6 +90,8 @@ pub fn parse_request(
         _ => (false, false),
     };
     let prompt_words = protocol.prompt_words(obj)?;
+    let image_tiles = super::protocol::image::tiles(&v);
+    let image_tokens = image_tiles.saturating_mul(super::protocol::image::TOKENS_PER_TILE);
     let ranking = protocol.ranking(obj)?;
     let inputs = match (&ranking, obj.get("input")) {
         (Some(r), _) => r.scores.len(),
@@ -97,7 +102,10 @@ pub fn parse_request(
         model,
         stream,
         max_tokens,
-        prompt_tokens: u32::try_from(prompt_words.len()).unwrap_or(u32::MAX),
+        prompt_tokens: u32::try_from(prompt_words.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(image_tokens),
+        image_tiles,
         prompt_words,
         include_usage,
         continuous_usage,

@@ -37,6 +37,8 @@ pub struct ProbeSpec {
     pub documents: usize,
     /// The document the top-document check expects first, when it is configured.
     pub top_document: Option<u32>,
+    /// Whether the prompt carries images.
+    pub images: bool,
 }
 
 impl ProbeSpec {
@@ -51,6 +53,7 @@ impl ProbeSpec {
         self.objectives_are_measurable(syntax)?;
         self.checks_are_carried(syntax)?;
         self.documents_are_ranked(syntax)?;
+        self.images_are_carried(syntax)?;
         self.prompt
             .validate(self.endpoint, self.input_tokens, self.turns, syntax)?;
         self.conversations_carry_on(syntax)
@@ -197,6 +200,21 @@ impl ProbeSpec {
         }
     }
 
+    /// Images go in a user message of the APIs that take image parts.
+    fn images_are_carried(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        if self.images && !self.endpoint.api().images {
+            return refuse(
+                Part::Images,
+                format!(
+                    "{} cannot carry images ({} can)",
+                    endpoint_named(self.endpoint, syntax),
+                    names_of(|a| a.images)
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// A conversation needs answers to carry on with.
     fn conversations_carry_on(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
         if self.turns > 1 && !self.endpoint.api().generates {
@@ -286,6 +304,21 @@ mod tests {
             msg(text, &Yaml),
             "checks.expect_regex: cannot check endpoint rerank: it generates no text (only checks.expect_model and checks.expect_top_document can)"
         );
+        let images = ProbeSpec {
+            images: true,
+            ..spec(Endpoint::Completions)
+        };
+        assert_eq!(
+            msg(images, &Flags),
+            "--images: --endpoint completions cannot carry images (chat, responses and messages can)"
+        );
+        for e in Endpoint::ALL {
+            let images = ProbeSpec {
+                images: true,
+                ..spec(e)
+            };
+            assert_eq!(images.validate(&Yaml).is_ok(), e.api().images, "{e:?}");
+        }
         let chat = ProbeSpec {
             checks: vec![CheckKind::ExpectTopDocument],
             ..spec(Endpoint::Chat)

@@ -36,6 +36,8 @@ pub enum Part {
     Golden,
     /// The documents a rerank or score request ranks.
     Documents,
+    /// The images a request carries.
+    Images,
 }
 
 /// How a front end spells the parts.

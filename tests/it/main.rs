@@ -18,6 +18,7 @@ mod bench_trace;
 mod bench_trace_turns;
 mod bench_turns;
 mod capacity_cli;
+mod client_images;
 mod client_protocol_streams;
 mod client_protocols;
 mod client_rerank;

@@ -60,6 +60,7 @@ const API: Api = Api {
     generates: false,
     message_list: false,
     tools: false,
+    images: false,
     documents: false,
     structured_output: None,
     stream_options: false,

@@ -71,6 +71,8 @@ pub struct Api {
     pub message_list: bool,
     /// A function can be offered (a tool-call check).
     pub tools: bool,
+    /// The new user message can carry images (a vision-language model).
+    pub images: bool,
     /// The request ranks documents against its prompt (rerank, score): it needs a
     /// scenario's `documents`, and the answer's top document can be checked.
     pub documents: bool,

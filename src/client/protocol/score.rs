@@ -44,6 +44,7 @@ const API: Api = Api {
     generates: false,
     message_list: false,
     tools: false,
+    images: false,
     documents: true,
     structured_output: None,
     stream_options: false,

@@ -6,6 +6,7 @@
 mod chat;
 mod completions;
 mod embeddings;
+pub mod image;
 mod messages;
 mod openai;
 mod prompt;
