@@ -32,6 +32,7 @@ mod daemon_config_replicas;
 mod daemon_engine;
 mod daemon_fingerprint;
 mod daemon_fleet;
+mod daemon_images;
 mod daemon_logs;
 mod daemon_mock;
 mod daemon_model_list;
