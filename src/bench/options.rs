@@ -331,10 +331,7 @@ impl BenchOptions {
             checks: parsed.checks,
             response_schema: parsed.response_schema,
             tool: parsed.tool,
-            documents: crate::client::Documents {
-                texts: Arc::new(a.documents.clone()),
-                top_n: a.top_n,
-            },
+            documents: documents(a),
             images: parse_images(a)?,
             gates,
             percentile_metrics,
@@ -706,6 +703,14 @@ fn parse_tool_call(a: &BenchArgs) -> Result<Option<ToolCallSpec>> {
         parameters,
         tool_choice,
     }))
+}
+
+/// `--document` and `--top-n`.
+fn documents(a: &BenchArgs) -> crate::client::Documents {
+    crate::client::Documents {
+        texts: Arc::new(a.documents.clone()),
+        top_n: a.top_n,
+    }
 }
 
 /// `--images N --image-size WxH`, or `--image-file F` read.

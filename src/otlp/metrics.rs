@@ -44,11 +44,14 @@ struct GenaiTokens {
     cache_read_total: Counter<u64>,
 }
 
+/// One latency's instruments under the names `semconv` asks for, each with the probes
+/// it takes.
+type LatencyInstruments = (Latency, &'static Otlp, Vec<(Probes, Histogram<f64>)>);
+
 /// Every instrument of the export.
 #[derive(Debug)]
 pub struct Instruments {
-    /// Each latency's instruments under the names `semconv` asks for.
-    latencies: Vec<(Latency, &'static Otlp, Vec<(Probes, Histogram<f64>)>)>,
+    latencies: Vec<LatencyInstruments>,
     /// v1.41.0's `gen_ai.client.token.usage`.
     tokens: Option<Histogram<u64>>,
     genai_tokens: Option<GenaiTokens>,
