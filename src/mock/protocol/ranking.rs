@@ -103,16 +103,18 @@ mod tests {
 
     #[test]
     fn the_document_sharing_most_query_words_ranks_first() {
-        let s = scores(
-            "Where do Cats sleep?",
-            &[
-                "Dogs bark.",
-                "cats sleep on sofas",
-                "Where is Paris",
-                "cats",
-            ],
-        );
-        assert_eq!(s, [0.0, 0.5, 0.25, 0.25]);
+        // "in", "the" and "of" are common words: not counted.
+        let query = "Cats sleep in Paris, the capital of France?";
+        let docs = [
+            "Dogs bark.",
+            "cats sleep on sofas",
+            "Paris is lovely",
+            "CATS!",
+        ];
+        let s = scores(query, &docs);
+        assert_eq!(s, [0.0, 0.4, 0.2, 0.2]);
+        // A nonce in front changes nothing.
+        assert_eq!(scores(&format!("the of and to is {query}"), &docs), s);
         let r = Ranking {
             scores: s,
             top_n: None,
