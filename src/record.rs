@@ -201,11 +201,12 @@ pub enum CheckKind {
     MinOutputTokens,
     MaxRepetition,
     ExpectToolCall,
+    ExpectTopDocument,
 }
 
 impl CheckKind {
     /// Every kind, in a stable order (the order checks run and are reported in).
-    pub const ALL: [CheckKind; 8] = [
+    pub const ALL: [CheckKind; 9] = [
         CheckKind::ExpectRegex,
         CheckKind::ExpectNotRegex,
         CheckKind::ExpectJsonSchema,
@@ -214,6 +215,7 @@ impl CheckKind {
         CheckKind::MinOutputTokens,
         CheckKind::MaxRepetition,
         CheckKind::ExpectToolCall,
+        CheckKind::ExpectTopDocument,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -226,6 +228,7 @@ impl CheckKind {
             CheckKind::MinOutputTokens => "min_output_tokens",
             CheckKind::MaxRepetition => "max_repetition",
             CheckKind::ExpectToolCall => "expect_tool_call",
+            CheckKind::ExpectTopDocument => "expect_top_document",
         }
     }
 

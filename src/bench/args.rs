@@ -192,6 +192,38 @@ pub struct BenchArgs {
         help_heading = "Workload"
     )]
     pub prompt_file: Option<PathBuf>,
+    /// Send N generated PNG images (data: URLs) with every prompt, for a
+    /// vision-language model (chat, responses, messages); each request's differ.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "image_file",
+        help_heading = "Workload"
+    )]
+    pub images: Option<u32>,
+    /// The generated images' size in pixels.
+    #[arg(
+        long,
+        value_name = "WxH",
+        default_value = "512x512",
+        help_heading = "Workload"
+    )]
+    pub image_size: String,
+    /// Send this image file (PNG, JPEG, GIF or WebP) with every prompt instead.
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub image_file: Option<PathBuf>,
+    /// A document a rerank or score request ranks against the prompt (its query);
+    /// repeat the flag for each document, in order (the first is document 0).
+    #[arg(long = "document", value_name = "TEXT", help_heading = "Workload")]
+    pub documents: Vec<String>,
+    /// Rerank's `top_n`: how many results to ask for (default: the server's, all).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "documents",
+        help_heading = "Workload"
+    )]
+    pub top_n: Option<u32>,
     /// Ask a golden set's questions (a JSONL file, or `builtin`) instead of prompts, in
     /// an order seeded by --seed, cycling; each answer is judged by its question's rule
     /// and the report gives the accuracy with its 95 % Wilson interval, whose lower
@@ -250,6 +282,10 @@ pub struct BenchArgs {
     /// repeat an earlier one.
     #[arg(long, value_name = "R", help_heading = "Answer checks")]
     pub max_repetition: Option<f64>,
+    /// Rerank and score: the document (0-based index among the --document flags) that
+    /// must be ranked first.
+    #[arg(long, value_name = "N", help_heading = "Answer checks")]
+    pub expect_top_document: Option<u32>,
     /// Offer the function NAME in every request (chat and responses `tools`) and check
     /// that the answer calls it with arguments valid against --tool-schema.
     #[arg(long, value_name = "NAME", help_heading = "Answer checks")]

@@ -220,6 +220,10 @@ pub struct BenchOptions {
     pub response_schema: Option<serde_json::Value>,
     /// `--expect-tool-call`: the function the requests offer.
     pub tool: Option<ToolOffer>,
+    /// `--document` and `--top-n`: what rerank and score requests rank.
+    pub documents: crate::client::Documents,
+    /// `--images`/`--image-size` or `--image-file`: what each prompt carries.
+    pub images: crate::workload::image::Images,
     pub gates: Vec<Gate>,
 
     pub percentile_metrics: Vec<Latency>,
@@ -331,6 +335,8 @@ impl BenchOptions {
             checks: parsed.checks,
             response_schema: parsed.response_schema,
             tool: parsed.tool,
+            documents: documents(a),
+            images: parse_images(a)?,
             gates,
             percentile_metrics,
             percentiles,
@@ -710,6 +716,36 @@ fn parse_tool_call(a: &BenchArgs) -> Result<Option<ToolCallSpec>> {
     }))
 }
 
+/// `--document` and `--top-n`.
+fn documents(a: &BenchArgs) -> crate::client::Documents {
+    crate::client::Documents {
+        texts: Arc::new(a.documents.clone()),
+        top_n: a.top_n,
+    }
+}
+
+/// `--images N --image-size WxH`, or `--image-file F` read.
+fn parse_images(a: &BenchArgs) -> Result<crate::workload::image::Images> {
+    use crate::workload::image::Images;
+    if let Some(file) = &a.image_file {
+        return Images::file(file).map_err(|e| flag("--image-file", e));
+    }
+    let Some(count) = a.images else {
+        return Ok(Images::None);
+    };
+    let (w, h) = a
+        .image_size
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)))
+        .ok_or_else(|| {
+            flag(
+                "--image-size",
+                format!("{:?} is not WxH (e.g. 512x512)", a.image_size),
+            )
+        })?;
+    Images::generated(count, w, h).map_err(|e| flag("--images", e))
+}
+
 /// The answer-check flags, compiled. A check the protocol cannot carry, and a
 /// `check-failure-ratio` gate without any check, are refused.
 fn parse_checks(a: &BenchArgs, gates: &[Gate]) -> Result<ParsedChecks> {
@@ -730,6 +766,7 @@ fn parse_checks(a: &BenchArgs, gates: &[Gate]) -> Result<ParsedChecks> {
         min_output_tokens: a.min_output_tokens,
         max_repetition: a.max_repetition,
         structured_output: a.structured_output,
+        expect_top_document: a.expect_top_document,
     };
     let checks = spec.compile().map_err(|e| {
         let name = match e.field {
@@ -928,6 +965,8 @@ impl Syntax for Flags {
             Part::NoNonce => "--no-nonce".into(),
             Part::Turns => "--turns".into(),
             Part::Golden => "--golden".into(),
+            Part::Documents => "--document".into(),
+            Part::Images => "--images".into(),
         }
     }
 
@@ -961,6 +1000,9 @@ fn probe_spec(
         structured_output: a.structured_output,
         prompt: prompt_source(a),
         turns: turns.map_or(1, |t| t.count),
+        documents: a.documents.len(),
+        top_document: a.expect_top_document,
+        images: a.images.is_some() || a.image_file.is_some(),
     }
 }
 

@@ -177,6 +177,8 @@ impl Bench {
         let cfg = ClientConfig {
             response_schema: opts.response_schema.clone(),
             tool: opts.tool.clone(),
+            documents: opts.documents.clone(),
+            images: opts.images.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
             model: opts.model.clone(),

@@ -45,6 +45,8 @@ pub struct Answer<'a> {
     pub output_tokens: u32,
     /// The function calls the answer made (kept only when a check reads them).
     pub tool_calls: &'a [ToolCall],
+    /// Rerank and score: the index of the document ranked first.
+    pub top_document: Option<u32>,
 }
 
 /// One compiled check.
@@ -62,6 +64,7 @@ enum Check {
         name: String,
         parameters: Box<jsonschema::Validator>,
     },
+    TopDocument(u32),
 }
 
 impl Check {
@@ -75,6 +78,7 @@ impl Check {
             Check::MinOutputTokens(_) => CheckKind::MinOutputTokens,
             Check::MaxRepetition(_) => CheckKind::MaxRepetition,
             Check::ToolCall { .. } => CheckKind::ExpectToolCall,
+            Check::TopDocument(_) => CheckKind::ExpectTopDocument,
         }
     }
 
@@ -153,6 +157,11 @@ impl Check {
                 }
             }
             Check::ToolCall { name, parameters } => tool::judge(name, parameters, a.tool_calls),
+            Check::TopDocument(want) => match a.top_document {
+                Some(got) if got == *want => Ok(()),
+                Some(got) => Err(format!("document {got} ranked first, not document {want}")),
+                None => Err("the answer ranked no document".into()),
+            },
             _ => Ok(()),
         }
     }

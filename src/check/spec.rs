@@ -55,6 +55,10 @@ pub struct CheckSpec {
     /// validate against its `parameters` schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_tool_call: Option<ToolCallSpec>,
+    /// Rerank and score: the document (its 0-based index in `documents`) that must be
+    /// ranked first: the highest score, the lower index on a tie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_top_document: Option<u32>,
 }
 
 /// `expect_tool_call`: the function offered and expected to be called.
@@ -217,6 +221,7 @@ impl CheckSpec {
             CheckKind::MinOutputTokens => self.min_output_tokens.is_some(),
             CheckKind::MaxRepetition => self.max_repetition.is_some(),
             CheckKind::ExpectToolCall => self.expect_tool_call.is_some(),
+            CheckKind::ExpectTopDocument => self.expect_top_document.is_some(),
         };
         CheckKind::ALL.into_iter().filter(|k| set(*k)).collect()
     }
@@ -280,6 +285,9 @@ impl CheckSpec {
                 name: t.name.clone(),
                 parameters: Box::new(v),
             });
+        }
+        if let Some(n) = self.expect_top_document {
+            items.push(Check::TopDocument(n));
         }
         Ok(Checks { items })
     }

@@ -13,6 +13,7 @@ fn answer(text: &str) -> Answer<'_> {
         finish_reason: Some("stop"),
         output_tokens: 5,
         tool_calls: &[],
+        top_document: None,
     }
 }
 

@@ -77,6 +77,8 @@ impl From<DaemonArgs> for RunOptions {
             overrides: Overrides {
                 location: a.location,
                 shard: a.shard,
+                // Read once, here: the export keeps its names for the process' life.
+                semconv_opt_in: std::env::var(crate::otlp::semconv::OPT_IN_VAR).ok(),
             },
         }
     }

@@ -27,16 +27,24 @@ pub enum Endpoint {
     Messages,
     /// `POST /v1/embeddings` with the prompt as `input`; never streamed.
     Embeddings,
+    /// `POST /v1/rerank` (Cohere/Jina style) with the prompt as `query` and the
+    /// scenario's `documents`; never streamed.
+    Rerank,
+    /// `POST /v1/score` (vLLM) with the prompt as `text_1` and the scenario's
+    /// `documents` as `text_2`; never streamed.
+    Score,
 }
 
 impl Endpoint {
     /// Every endpoint, in a stable order.
-    pub const ALL: [Endpoint; 5] = [
+    pub const ALL: [Endpoint; 7] = [
         Endpoint::Chat,
         Endpoint::Completions,
         Endpoint::Responses,
         Endpoint::Messages,
         Endpoint::Embeddings,
+        Endpoint::Rerank,
+        Endpoint::Score,
     ];
 }
 
@@ -105,6 +113,18 @@ pub struct ClientConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub tool: Option<crate::check::ToolOffer>,
+    /// The documents a rerank or score request ranks against its prompt, and how many
+    /// results to ask for; set from a scenario's `documents:` (bench `--document`),
+    /// never configured here. Empty: none sent.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub documents: Documents,
+    /// The images the new user message carries (chat, responses, messages); set from a
+    /// scenario's `images:` or `image_file:` (bench `--images`, `--image-file`), never
+    /// configured here.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub images: crate::workload::image::Images,
     /// The llm-d gateway headers (objectives, objective, fairness ID); set from a
     /// target's `llm_d:` block, never configured here. Empty: none sent.
     #[serde(skip)]
@@ -136,9 +156,20 @@ impl Default for ClientConfig {
             limits: Limits::default(),
             response_schema: None,
             tool: None,
+            documents: Documents::default(),
+            images: crate::workload::image::Images::None,
             llm_d: super::llm_d::LlmdHeaders::default(),
         }
     }
+}
+
+/// What a rerank or score request ranks: documents (shared by every request of a
+/// scenario) and, for rerank, `top_n`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Documents {
+    pub texts: std::sync::Arc<Vec<String>>,
+    /// Rerank's `top_n`: how many results to return (none: the server's default, all).
+    pub top_n: Option<u32>,
 }
 
 /// Timeouts, each reported by name when it fires (outcome `timeout`).

@@ -43,7 +43,9 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::{Instant, Sleep, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name};
+pub use config::{
+    ClientConfig, Documents, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name,
+};
 
 use crate::check::{Answer, Checks, MAX_ANSWER_BYTES};
 use crate::record::{Outcome, RequestRecord, TokenSource};
@@ -133,8 +135,10 @@ struct StreamState {
     /// With a tokenizer: the whole generated text, so N_out is counted on it at the end
     /// (per-chunk counts over-count where tokens merge across chunk boundaries).
     text: String,
-    /// Embeddings: vectors in the answer.
-    embeddings: usize,
+    /// Embeddings, rerank, score: vectors or ranked documents in the answer.
+    items: usize,
+    /// Rerank, score: the index of the document ranked first.
+    top_document: Option<u32>,
     /// The answer the checks read: kept only when one reads text, and only its first
     /// [`MAX_ANSWER_BYTES`].
     answer: AnswerText,
@@ -356,7 +360,8 @@ impl Client {
             response_bytes: 0,
             done: false,
             text: String::new(),
-            embeddings: 0,
+            items: 0,
+            top_document: None,
             answer: AnswerText {
                 keep: keep_answer || self.checks.as_ref().is_some_and(|c| c.needs_text()),
                 ..AnswerText::default()
@@ -441,9 +446,13 @@ impl Client {
                 rec.retry_after = f.retry_after.or(rec.retry_after);
                 rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
             }
-            Ok(()) if !self.cfg.endpoint.generates() && st.embeddings == 0 => {
+            Ok(()) if !self.cfg.endpoint.generates() && st.items == 0 => {
                 rec.outcome = Outcome::EmptyOutput;
-                rec.error = Some("the answer carried no embedding vector".into());
+                rec.error = Some(if self.cfg.endpoint.api().documents {
+                    "the answer ranked no document".into()
+                } else {
+                    "the answer carried no embedding vector".into()
+                });
             }
             Ok(()) if self.cfg.endpoint.generates() && rec.chunks.is_empty() => {
                 rec.outcome = Outcome::EmptyOutput;
@@ -464,6 +473,7 @@ impl Client {
                 model: st.model.as_deref(),
                 finish_reason: rec.finish_reason.as_deref(),
                 output_tokens: rec.output_tokens(),
+                top_document: st.top_document,
             };
             rec.checks = checks.judge(&answer, self.secrets());
         }
@@ -922,7 +932,8 @@ impl Client {
             st.keep_model(model);
         }
         st.answer.push(&answer.answer);
-        st.embeddings = answer.embeddings;
+        st.items = answer.items;
+        st.top_document = answer.top_document;
         // A call's arguments are generated text like the answer's.
         let tool_bytes: usize = answer.tool_calls.iter().map(|c| c.arguments.len()).sum();
         let tokens = match &self.token_counter {

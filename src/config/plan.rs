@@ -151,6 +151,10 @@ pub struct ScenarioPlan {
     pub nonce: bool,
     /// What a `messages:` question sends before its last user message.
     pub preamble: Option<Preamble>,
+    /// What rerank and score probes rank (`documents:`, `top_n:`).
+    pub documents: crate::client::Documents,
+    /// The images each probe carries (`images:`, `image_file:`).
+    pub images: crate::workload::image::Images,
     /// Sampling temperature, when the scenario sets one.
     pub temperature: Option<f64>,
     /// The request's sampling `seed`, when the scenario sets one.
@@ -476,6 +480,9 @@ fn target(
         limits: t.limits,
         response_schema: None,
         tool: None,
+        // Per scenario: its `documents:`.
+        documents: Default::default(),
+        images: Default::default(),
         llm_d: super::llm_d::headers(t.llm_d.as_ref()),
     };
     // The client's message quotes the URL; show it as `/config` would.
@@ -564,6 +571,7 @@ fn scenarios(
         plan.checks = plan_checks(s, &sp)?;
         plan.golden = super::golden::plan_golden(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
+        plan.images = plan_images(s, &sp)?;
         if let Some((question, preamble)) = plan_messages(s, &sp)? {
             plan.prompt = Some(question);
             plan.preamble = Some(preamble);
@@ -571,6 +579,25 @@ fn scenarios(
         scenarios.push(plan);
     }
     Ok(scenarios)
+}
+
+/// The images of scenario `s`: generated, or its `image_file` read (bounded).
+fn plan_images(
+    s: &Scenario,
+    path: &Path,
+) -> Result<crate::workload::image::Images, (Path, String)> {
+    use crate::workload::image::Images;
+    match (&s.images, &s.image_file) {
+        (Some(_), Some(_)) => Err((
+            path.key("image_file"),
+            "set images or image_file, not both".into(),
+        )),
+        (Some(i), None) => {
+            Images::generated(i.count, i.width, i.height).map_err(|e| (path.key("images"), e))
+        }
+        (None, Some(file)) => Images::file(file).map_err(|e| (path.key("image_file"), e)),
+        (None, None) => Ok(Images::None),
+    }
 }
 
 /// The capacity model of a target, evaluated once when the config loads.
@@ -623,6 +650,11 @@ fn scenario(
         prompt: None,
         nonce: s.nonce,
         preamble: None,
+        documents: crate::client::Documents {
+            texts: std::sync::Arc::new(s.documents.clone()),
+            top_n: s.top_n,
+        },
+        images: crate::workload::image::Images::None,
         temperature: s.temperature,
         sampling_seed: s.seed,
         turns: (s.turns > 1).then(|| Turns {

@@ -28,6 +28,8 @@ impl Syntax for Yaml {
             Part::NoNonce => "nonce: false".into(),
             Part::Turns => "turns".into(),
             Part::Golden => "golden".into(),
+            Part::Documents => "documents".into(),
+            Part::Images => "images".into(),
         }
     }
 
@@ -56,6 +58,9 @@ pub fn check_probe(
         structured_output: s.checks.structured_output,
         prompt: prompt_source(s),
         turns: s.turns,
+        documents: s.documents.len(),
+        top_document: s.checks.expect_top_document,
+        images: s.images.is_some() || s.image_file.is_some(),
     };
     spec.validate(&Yaml).map_err(|refusal| {
         let at = match refusal.part {
@@ -83,6 +88,9 @@ pub fn check_probe(
             Part::NoNonce => sp.key("nonce"),
             Part::Turns => sp.key("turns"),
             Part::Golden => sp.key("golden"),
+            Part::Documents => sp.key("documents"),
+            Part::Images if s.image_file.is_some() => sp.key("image_file"),
+            Part::Images => sp.key("images"),
             // Not offered: never refused here.
             Part::Dataset | Part::DatasetPath | Part::Trace => sp.clone(),
         };

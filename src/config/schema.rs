@@ -469,6 +469,23 @@ pub struct Scenario {
     /// `system`); the unique nonce starts the last user message unless `nonce: false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<ChatMessage>>,
+    /// The documents a `rerank` or `score` target's probes rank against the prompt (the
+    /// query, `text_1`), in order: the first is document 0 (`checks.expect_top_document`).
+    /// Needed by those endpoints, refused by the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<String>,
+    /// Rerank's `top_n`: how many results to ask for (default: the server's, all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_n: Option<u32>,
+    /// Images generated for each probe (PNG `data:` URLs in the user message), for a
+    /// vision-language model on `chat`, `responses` or `messages`; each probe's differ
+    /// (drawn from its prompt, nonce included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesConfig>,
+    /// One image file (PNG, JPEG, GIF or WebP) sent with every probe instead, read when
+    /// the config loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_file: Option<PathBuf>,
     /// Sampling temperature of this scenario's requests (default: the target's, 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -728,6 +745,10 @@ impl Default for Scenario {
             prompt: None,
             prompt_file: None,
             messages: None,
+            documents: Vec::new(),
+            top_n: None,
+            images: None,
+            image_file: None,
             temperature: None,
             seed: None,
             nonce: true,
@@ -741,6 +762,26 @@ impl Default for Scenario {
             prefix_cache: None,
         }
     }
+}
+
+/// `images:` of a scenario: how many generated images each probe carries, and their
+/// size in pixels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImagesConfig {
+    /// Images per probe (1 to 16).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Width in pixels (1 to 4096).
+    #[serde(default = "image_side")]
+    pub width: u32,
+    /// Height in pixels (1 to 4096).
+    #[serde(default = "image_side")]
+    pub height: u32,
+}
+
+fn image_side() -> u32 {
+    512
 }
 
 fn default_scenario_name() -> String {

@@ -95,6 +95,9 @@ impl fmt::Display for Shard {
 pub struct Overrides {
     pub location: Option<String>,
     pub shard: Option<Shard>,
+    /// `OTEL_SEMCONV_STABILITY_OPT_IN` as the process read it once at start: whose
+    /// GenAI names the OTLP export emits (`otlp::semconv`); a reload keeps it.
+    pub semconv_opt_in: Option<String>,
 }
 
 /// A location is a label value: short and printable.

@@ -121,7 +121,7 @@ impl Daemon {
             engine_scrape_interval: scrape_interval_rx,
             failure_summary_interval: summary_interval_rx,
             run_nonce: run_nonce(),
-            otlp: otlp_export(&plan)?,
+            otlp: otlp_export(&plan, &overrides)?,
             limits: Arc::default(),
         };
         let otlp = shared.otlp.clone();
@@ -216,7 +216,10 @@ pub async fn request_reload(tx: &mpsc::Sender<ReloadRequest>) -> Result<(), Stri
 }
 
 /// The OTLP export of `plan`, started on the current runtime.
-fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::otlp::OtlpExport>>> {
+fn otlp_export(
+    plan: &Plan,
+    overrides: &Overrides,
+) -> anyhow::Result<Option<Arc<crate::otlp::OtlpExport>>> {
     let Some(o) = &plan.otlp else { return Ok(None) };
     let options = crate::otlp::OtlpOptions {
         traces_url: o.traces_url(),
@@ -228,6 +231,7 @@ fn otlp_export(plan: &Plan) -> anyhow::Result<Option<Arc<crate::otlp::OtlpExport
             .collect(),
         interval: o.interval,
         location: plan.location.clone(),
+        semconv: crate::otlp::Semconv::from_opt_in(overrides.semconv_opt_in.as_deref()),
     };
     Ok(Some(Arc::new(crate::otlp::OtlpExport::start(&options)?)))
 }

@@ -78,6 +78,8 @@ pub fn scenario_client(plan: &TargetPlan, scenario: &ScenarioPlan) -> ClientConf
         temperature: scenario.temperature.unwrap_or(plan.client.temperature),
         response_schema: scenario.checks.response_schema(),
         tool: scenario.checks.tool_offer(),
+        documents: scenario.documents.clone(),
+        images: scenario.images.clone(),
         llm_d: crate::config::llm_d::with_slo(
             &plan.client.llm_d,
             plan.llm_d_slo_headers,

@@ -75,6 +75,10 @@ pub struct Otlp {
     /// The conventions' instrument, with their advised bounds; llmprobe's own use the
     /// bounds of the latency's histogram (vLLM's).
     pub semconv: bool,
+    /// Its name in the GenAI conventions' standalone release (semantic-conventions-genai
+    /// v0.1.0) for inference operations, where that release renamed it; the export
+    /// emits it when `OTEL_SEMCONV_STABILITY_OPT_IN` asks (`otlp::semconv`).
+    pub genai: Option<&'static str>,
     /// Failed probes are recorded too, with `error.type`. The conventions ask it of the
     /// operation duration, so E2E's instrument has them although its summaries and its
     /// histogram do not (`covers_failures`).
@@ -111,6 +115,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "gen_ai.client.operation.time_to_first_chunk",
             description: "Time from the send to the first chunk with generated text (reasoning or answer).",
             semconv: true,
+            genai: Some("gen_ai.client.inference.time_to_first_chunk"),
             failed_probes: false,
         }),
     },
@@ -144,6 +149,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "llmprobe.client.time_to_first_answer_chunk",
             description: "Time from the send to the first chunk with answer (non-reasoning) text.",
             semconv: false,
+            genai: None,
             failed_probes: false,
         }),
     },
@@ -177,6 +183,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "llmprobe.client.time_per_output_token",
             description: "Time per output token after the first, vLLM's definition.",
             semconv: false,
+            genai: None,
             failed_probes: false,
         }),
     },
@@ -203,6 +210,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "llmprobe.client.inter_token_latency",
             description: "Per-token inter-token latency: a chunk's gap shared among its tokens, one value per token.",
             semconv: false,
+            genai: None,
             failed_probes: false,
         }),
     },
@@ -219,6 +227,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "gen_ai.client.operation.time_per_output_chunk",
             description: "Time between consecutive chunks with generated text, one value per chunk after the first.",
             semconv: true,
+            genai: Some("gen_ai.client.inference.time_per_output_chunk"),
             failed_probes: false,
         }),
     },
@@ -251,6 +260,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "gen_ai.client.operation.duration",
             description: "GenAI operation duration: the probe's send to its last token (end of body when not streamed).",
             semconv: true,
+            genai: Some("gen_ai.client.inference.duration"),
             failed_probes: true,
         }),
     },
@@ -294,6 +304,7 @@ pub(super) const ROWS: [Row; Latency::COUNT] = [
             name: "llmprobe.client.dispatch_lag",
             description: "The probe's actual send minus its scheduled send (the prober's own health).",
             semconv: false,
+            genai: None,
             failed_probes: true,
         }),
     },

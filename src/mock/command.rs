@@ -33,6 +33,10 @@ pub struct MockArgs {
     /// does not hold (added to the TTFT; 0: the TTFT ignores the prompt).
     #[arg(long, default_value_t = 0.0)]
     pub prefill_us_per_token: f64,
+    /// Prefill time per image tile (512 × 512 pixels) of a request's images, in
+    /// microseconds, added to the TTFT.
+    #[arg(long, default_value_t = 2000.0)]
+    pub prefill_us_per_image_tile: f64,
     /// Random factor on TTFT and token times: none, uniform:F, lognormal:SIGMA.
     #[arg(long, default_value = "none")]
     pub jitter: String,
@@ -140,6 +144,10 @@ impl MockArgs {
             ttft: Some(millis("--ttft-ms", self.ttft_ms)?),
             itl: Some(millis("--itl-ms", self.itl_ms)?),
             prefill_per_token: Some(micros("--prefill-us-per-token", self.prefill_us_per_token)?),
+            prefill_per_image_tile: Some(micros(
+                "--prefill-us-per-image-tile",
+                self.prefill_us_per_image_tile,
+            )?),
             jitter: Some(
                 self.jitter
                     .parse()

@@ -31,6 +31,12 @@ pub struct MockConfig {
     #[serde(deserialize_with = "de_duration")]
     #[schemars(with = "String")]
     pub prefill_per_token: Duration,
+    /// Prefill time per image tile (512 × 512 pixels, each part counted whole) of the
+    /// images a request carries, added to the TTFT: the image's preprocessing and
+    /// encoding, which a real engine does before the first token.
+    #[serde(deserialize_with = "de_duration")]
+    #[schemars(with = "String")]
+    pub prefill_per_image_tile: Duration,
     /// Random factor on TTFT and token times: none, uniform:F, lognormal:SIGMA.
     #[schemars(with = "String")]
     pub jitter: Jitter,
@@ -95,12 +101,16 @@ pub struct MockConfig {
     pub gpu: Option<super::gpu::PowerModel>,
 }
 
+/// The image prefill of a tile when none is configured (`--prefill-us-per-image-tile`).
+pub const DEFAULT_PREFILL_PER_IMAGE_TILE: Duration = Duration::from_millis(2);
+
 impl Default for MockConfig {
     fn default() -> Self {
         Self {
             ttft: Duration::from_millis(50),
             itl: Duration::from_millis(10),
             prefill_per_token: Duration::ZERO,
+            prefill_per_image_tile: DEFAULT_PREFILL_PER_IMAGE_TILE,
             jitter: Jitter::None,
             output_tokens: None,
             tokens_per_chunk: 1,
@@ -262,6 +272,9 @@ impl MockConfig {
             ttft: flags.ttft.unwrap_or(d.ttft),
             itl: flags.itl.unwrap_or(d.itl),
             prefill_per_token: flags.prefill_per_token.unwrap_or(d.prefill_per_token),
+            prefill_per_image_tile: flags
+                .prefill_per_image_tile
+                .unwrap_or(d.prefill_per_image_tile),
             jitter: flags.jitter.unwrap_or(d.jitter),
             output_tokens: flags.output_tokens.or(d.output_tokens),
             tokens_per_chunk: flags.tokens_per_chunk.unwrap_or(d.tokens_per_chunk),
@@ -305,6 +318,7 @@ pub struct MockFlags {
     pub ttft: Option<Duration>,
     pub itl: Option<Duration>,
     pub prefill_per_token: Option<Duration>,
+    pub prefill_per_image_tile: Option<Duration>,
     pub jitter: Option<Jitter>,
     pub output_tokens: Option<u32>,
     pub tokens_per_chunk: Option<u32>,

@@ -22,14 +22,19 @@ pub struct GenRequest {
     pub stream: bool,
     /// `max_completion_tokens`, else `max_tokens`, else absent.
     pub max_tokens: Option<u32>,
-    /// Whitespace-separated words of the prompt/messages (an approximation).
+    /// Whitespace-separated words of the prompt/messages (an approximation), plus the
+    /// image tokens of its image parts.
     pub prompt_tokens: u32,
+    /// Tiles of the images the request carries (each charged its prefill).
+    pub image_tiles: u32,
     /// Those words, hashed in order (what the prefix cache compares).
     pub prompt_words: Vec<u64>,
     pub include_usage: bool,
     pub continuous_usage: bool,
-    /// Embeddings: how many inputs (one vector each).
+    /// Embeddings: how many inputs (one vector each); rerank and score: documents.
     pub inputs: u32,
+    /// Rerank and score: each document's relevance.
+    pub ranking: Option<super::protocol::ranking::Ranking>,
     /// Alternatives per position when the request asks for logprobs.
     pub logprobs: Option<u32>,
     /// The first function offered in `tools` (chat and responses).
@@ -85,19 +90,27 @@ pub fn parse_request(
         _ => (false, false),
     };
     let prompt_words = protocol.prompt_words(obj)?;
-    let inputs = match obj.get("input") {
-        Some(Value::Array(items)) if items.iter().all(|i| !i.is_number()) => items.len(),
+    let image_tiles = super::protocol::image::tiles(&v);
+    let image_tokens = image_tiles.saturating_mul(super::protocol::image::TOKENS_PER_TILE);
+    let ranking = protocol.ranking(obj)?;
+    let inputs = match (&ranking, obj.get("input")) {
+        (Some(r), _) => r.scores.len(),
+        (None, Some(Value::Array(items))) if items.iter().all(|i| !i.is_number()) => items.len(),
         _ => 1,
     };
     Ok(GenRequest {
         model,
         stream,
         max_tokens,
-        prompt_tokens: u32::try_from(prompt_words.len()).unwrap_or(u32::MAX),
+        prompt_tokens: u32::try_from(prompt_words.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(image_tokens),
+        image_tiles,
         prompt_words,
         include_usage,
         continuous_usage,
         inputs: u32::try_from(inputs).unwrap_or(u32::MAX),
+        ranking,
         logprobs: super::answer::logprobs::requested(obj)?,
         tool: tool::offered(obj, |t| protocol.tool_function(t)),
     })
@@ -150,6 +163,13 @@ mod tests {
             ),
             (Endpoint::Messages, br#"{"messages":{}}"#),
             (Endpoint::Embeddings, br#"{"input":{}}"#),
+            (Endpoint::Rerank, br#"{"query":"q"}"#),
+            (Endpoint::Rerank, br#"{"query":"q","documents":[]}"#),
+            (
+                Endpoint::Rerank,
+                br#"{"query":"q","documents":["d"],"top_n":0}"#,
+            ),
+            (Endpoint::Score, br#"{"text_1":"q","text_2":[3]}"#),
         ] {
             assert!(
                 parse_request(of(ep), body, "m").is_err(),

@@ -35,6 +35,8 @@ pub struct OtlpOptions {
     pub interval: Duration,
     /// The prober's location, a resource attribute when set.
     pub location: Option<String>,
+    /// Whose GenAI names the instruments carry.
+    pub semconv: super::Semconv,
 }
 
 /// A running export: spans in, metric points in, flushed on [`OtlpExport::shutdown`].
@@ -108,8 +110,9 @@ impl OtlpExport {
             .build();
         let instruments = Instruments::new(
             &opentelemetry::metrics::MeterProvider::meter_with_scope(&meters, super::span::scope()),
+            o.semconv,
         );
-        tracing::info!(traces = %crate::secret::redact_url(&o.traces_url), metrics = %crate::secret::redact_url(&o.metrics_url), interval = ?o.interval, scope = SCOPE, "exporting probes over OTLP");
+        tracing::info!(traces = %crate::secret::redact_url(&o.traces_url), metrics = %crate::secret::redact_url(&o.metrics_url), interval = ?o.interval, scope = SCOPE, semconv = ?o.semconv, "exporting probes over OTLP");
         Ok(OtlpExport {
             spans,
             meters,

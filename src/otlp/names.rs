@@ -58,6 +58,15 @@ pub const TOKEN_BOUNDS: [f64; 14] = [
 pub const SEMCONV_SECONDS_BOUNDS: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
+/// semantic-conventions-genai v0.1.0: per-operation token histograms (by direction, no
+/// `gen_ai.token.type`) and token counters by `gen_ai.token.modality`.
+pub const GENAI_VERSION: &str = "0.1.0";
+pub const OPERATION_INPUT_TOKENS: &str = "gen_ai.client.inference.operation.input_tokens";
+pub const OPERATION_OUTPUT_TOKENS: &str = "gen_ai.client.inference.operation.output_tokens";
+pub const USAGE_INPUT_TOKENS_COUNTER: &str = "gen_ai.client.inference.usage.input_tokens";
+pub const USAGE_OUTPUT_TOKENS_COUNTER: &str = "gen_ai.client.inference.usage.output_tokens";
+pub const USAGE_CACHE_READ_COUNTER: &str = "gen_ai.client.inference.usage.cache_read.input_tokens";
+pub const TOKEN_MODALITY: &str = "gen_ai.token.modality";
 /// `llmprobe.client.probes`: probes completed, by outcome and whether they were good.
 pub const PROBES: &str = "llmprobe.client.probes";
 
@@ -100,6 +109,8 @@ mod tests {
             (Endpoint::Responses, "chat", "openai"),
             (Endpoint::Messages, "chat", "anthropic"),
             (Endpoint::Embeddings, "embeddings", "openai"),
+            (Endpoint::Rerank, "rerank", "cohere"),
+            (Endpoint::Score, "score", "vllm"),
         ];
         for (e, operation, provider) in want {
             assert_eq!(
@@ -219,5 +230,50 @@ mod tests {
                 "{key} not in docs/metrics.md"
             );
         }
+    }
+
+    #[test]
+    fn the_metrics_page_names_both_versions_as_the_code_emits_them() {
+        let otlp = otlp_section();
+        assert!(otlp.contains(&format!("semantic-conventions-genai v{GENAI_VERSION}")));
+        for value in [
+            crate::otlp::semconv::OPT_IN_VAR,
+            crate::otlp::semconv::OPT_IN_LATEST,
+            crate::otlp::semconv::OPT_IN_DUP,
+        ] {
+            assert!(otlp.contains(&format!("`{value}`")), "{value}");
+        }
+        for (_, o) in latencies() {
+            let Some(new) = o.genai else { continue };
+            let renamed = format!("| `{}` | `{new}` |", o.name);
+            assert!(
+                otlp.lines().any(|l| l.starts_with(&renamed)),
+                "docs/metrics.md (OTLP) has no row {renamed}"
+            );
+        }
+        let tokens = [
+            ("input", OPERATION_INPUT_TOKENS, USAGE_INPUT_TOKENS_COUNTER),
+            (
+                "output",
+                OPERATION_OUTPUT_TOKENS,
+                USAGE_OUTPUT_TOKENS_COUNTER,
+            ),
+        ];
+        for (kind, histogram, counter) in tokens {
+            let first = format!("| `{TOKEN_USAGE}` (`{TOKEN_TYPE}` `{kind}`) |");
+            let line = otlp
+                .lines()
+                .find(|l| l.starts_with(&first))
+                .unwrap_or_else(|| panic!("no row {first}"));
+            assert!(
+                line.contains(&format!("`{histogram}` (histogram)")),
+                "{line}"
+            );
+            assert!(
+                line.contains(&format!("`{counter}` (counter, `{TOKEN_MODALITY}`")),
+                "{line}"
+            );
+        }
+        assert!(otlp.contains(&format!("| `{USAGE_CACHE_READ_COUNTER}` (counter) |")));
     }
 }

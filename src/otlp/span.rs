@@ -26,6 +26,11 @@ pub struct ProbeAttributes {
     pub common: Vec<KeyValue>,
     /// `{gen_ai.operation.name} {gen_ai.request.model}`.
     pub span_name: String,
+    /// An inference operation (its API generates text), which the GenAI conventions'
+    /// standalone release records under `gen_ai.client.inference.*`.
+    pub inference: bool,
+    /// `gen_ai.token.modality` of its input tokens on the v0.1.0 counters.
+    pub input_modality: &'static str,
 }
 
 /// The export's instrumentation scope, with the conventions' schema URL.
@@ -171,6 +176,8 @@ mod tests {
         let probe = ProbeAttributes {
             common: vec![KeyValue::new(n::OPERATION_NAME, "chat")],
             span_name: "chat m".into(),
+            inference: true,
+            input_modality: "text",
         };
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
         let s = probe_span(&record(), &probe, true, Some(7), end);
@@ -220,6 +227,8 @@ mod tests {
         let probe = ProbeAttributes {
             common: Vec::new(),
             span_name: "chat m".into(),
+            inference: true,
+            input_modality: "text",
         };
         let s = probe_span(&r, &probe, false, None, SystemTime::now());
         assert!(

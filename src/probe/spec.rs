@@ -33,6 +33,12 @@ pub struct ProbeSpec {
     pub prompt: PromptSource,
     /// Turns per conversation (1: single requests).
     pub turns: u32,
+    /// Documents a rerank or score request ranks.
+    pub documents: usize,
+    /// The document the top-document check expects first, when it is configured.
+    pub top_document: Option<u32>,
+    /// Whether the prompt carries images.
+    pub images: bool,
 }
 
 impl ProbeSpec {
@@ -46,6 +52,8 @@ impl ProbeSpec {
         self.lengths_are_possible()?;
         self.objectives_are_measurable(syntax)?;
         self.checks_are_carried(syntax)?;
+        self.documents_are_ranked(syntax)?;
+        self.images_are_carried(syntax)?;
         self.prompt
             .validate(self.endpoint, self.input_tokens, self.turns, syntax)?;
         self.conversations_carry_on(syntax)
@@ -104,15 +112,34 @@ impl ProbeSpec {
     fn checks_are_carried(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
         let api = self.endpoint.api();
         let endpoint = endpoint_named(self.endpoint, syntax);
+        // What an answer without text can be checked for.
+        let textless = |k: CheckKind| {
+            k == CheckKind::ExpectModel || (api.documents && k == CheckKind::ExpectTopDocument)
+        };
         if !api.generates
-            && let Some(kind) = self.checks.iter().find(|k| **k != CheckKind::ExpectModel)
+            && let Some(kind) = self.checks.iter().find(|k| !textless(**k))
         {
             let part = Part::Check(*kind);
+            let can: Vec<String> = CheckKind::ALL
+                .into_iter()
+                .filter(|k| textless(*k))
+                .map(|k| syntax.name(Part::Check(k)))
+                .collect();
+            let can: Vec<&str> = can.iter().map(String::as_str).collect();
             return refuse(
                 part,
                 format!(
                     "cannot check {endpoint}: it generates no text (only {} can)",
-                    syntax.name(Part::Check(CheckKind::ExpectModel))
+                    crate::exit::listed(&can, "and")
+                ),
+            );
+        }
+        if !api.documents && self.checks.contains(&CheckKind::ExpectTopDocument) {
+            return refuse(
+                Part::Check(CheckKind::ExpectTopDocument),
+                format!(
+                    "{endpoint} ranks no documents ({} do)",
+                    names_of(|a| a.documents)
                 ),
             );
         }
@@ -132,6 +159,56 @@ impl ProbeSpec {
                 format!(
                     "{endpoint} has no structured-output field ({} have one)",
                     names_of(|a| a.structured_output.is_some())
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Rerank and score rank documents, which the other APIs cannot carry; the expected
+    /// top document is one of them.
+    fn documents_are_ranked(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        let endpoint = endpoint_named(self.endpoint, syntax);
+        let documents = syntax.name(Part::Documents);
+        match (self.endpoint.api().documents, self.documents) {
+            (true, 0) => {
+                return refuse(
+                    Part::Documents,
+                    format!("{endpoint} needs documents to rank"),
+                );
+            }
+            (false, n) if n > 0 => {
+                return refuse(
+                    Part::Documents,
+                    format!(
+                        "{endpoint} sends no documents (only {} do)",
+                        names_of(|a| a.documents)
+                    ),
+                );
+            }
+            _ => {}
+        }
+        match self.top_document {
+            Some(i) if i as usize >= self.documents => refuse(
+                Part::Check(CheckKind::ExpectTopDocument),
+                format!(
+                    "document {i} is not among the {} {documents} (numbered from 0)",
+                    self.documents
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Images go in a user message of the APIs that take image parts.
+    fn images_are_carried(&self, syntax: &dyn Syntax) -> Result<(), Refusal> {
+        if self.images && !self.endpoint.api().images {
+            return refuse(
+                Part::Images,
+                format!(
+                    "{} cannot carry images ({} can)",
+                    endpoint_named(self.endpoint, syntax),
+                    names_of(|a| a.images)
                 ),
             );
         }
@@ -167,8 +244,89 @@ mod tests {
             output_tokens: 8,
             stream: true,
             turns: 1,
+            documents: if endpoint.api().documents { 2 } else { 0 },
             ..ProbeSpec::default()
         }
+    }
+
+    #[test]
+    fn documents_go_with_the_apis_that_rank_them() {
+        for e in Endpoint::ALL {
+            let ranks = e.api().documents;
+            let top = ProbeSpec {
+                checks: vec![CheckKind::ExpectTopDocument],
+                top_document: Some(1),
+                ..spec(e)
+            };
+            assert_eq!(top.validate(&Yaml).is_ok(), ranks, "{e:?}");
+            let flipped = ProbeSpec {
+                documents: if ranks { 0 } else { 3 },
+                ..spec(e)
+            };
+            assert_eq!(flipped.validate(&Yaml).unwrap_err().part, Part::Documents);
+        }
+        let msg =
+            |s: ProbeSpec, syntax: &dyn Syntax| s.validate(syntax).unwrap_err().message(syntax);
+        assert_eq!(
+            msg(
+                ProbeSpec {
+                    documents: 0,
+                    ..spec(Endpoint::Rerank)
+                },
+                &Flags
+            ),
+            "--document: --endpoint rerank needs documents to rank"
+        );
+        assert_eq!(
+            msg(
+                ProbeSpec {
+                    documents: 1,
+                    ..spec(Endpoint::Chat)
+                },
+                &Yaml
+            ),
+            "documents: endpoint chat sends no documents (only rerank and score do)"
+        );
+        let out_of_range = ProbeSpec {
+            checks: vec![CheckKind::ExpectTopDocument],
+            top_document: Some(2),
+            ..spec(Endpoint::Score)
+        };
+        assert_eq!(
+            msg(out_of_range, &Yaml),
+            "checks.expect_top_document: document 2 is not among the 2 documents (numbered from 0)"
+        );
+        let text = ProbeSpec {
+            checks: vec![CheckKind::ExpectRegex],
+            ..spec(Endpoint::Rerank)
+        };
+        assert_eq!(
+            msg(text, &Yaml),
+            "checks.expect_regex: cannot check endpoint rerank: it generates no text (only checks.expect_model and checks.expect_top_document can)"
+        );
+        let images = ProbeSpec {
+            images: true,
+            ..spec(Endpoint::Completions)
+        };
+        assert_eq!(
+            msg(images, &Flags),
+            "--images: --endpoint completions cannot carry images (chat, responses and messages can)"
+        );
+        for e in Endpoint::ALL {
+            let images = ProbeSpec {
+                images: true,
+                ..spec(e)
+            };
+            assert_eq!(images.validate(&Yaml).is_ok(), e.api().images, "{e:?}");
+        }
+        let chat = ProbeSpec {
+            checks: vec![CheckKind::ExpectTopDocument],
+            ..spec(Endpoint::Chat)
+        };
+        assert_eq!(
+            msg(chat, &Yaml),
+            "checks.expect_top_document: endpoint chat ranks no documents (rerank and score do)"
+        );
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub enum Part {
     NoNonce,
     Turns,
     Golden,
+    /// The documents a rerank or score request ranks.
+    Documents,
+    /// The images a request carries.
+    Images,
 }
 
 /// How a front end spells the parts.

@@ -47,6 +47,7 @@ pub use tokenizer::TokenCounter;
 
 pub mod conversation;
 pub mod dataset;
+pub mod image;
 pub mod lengths;
 pub mod prompt;
 pub mod replay;

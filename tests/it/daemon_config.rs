@@ -68,7 +68,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "check_unknown",
-        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`, `expect_tool_call`",
+        "check_unknown.yaml:7:11: targets[0].scenarios[0].checks: unknown field `expect_regexp`, expected one of `expect_regex`, `expect_not_regex`, `expect_json_schema`, `expect_model`, `expect_finish_reason`, `min_output_tokens`, `max_repetition`, `structured_output`, `expect_tool_call`, `expect_top_document`",
     ),
     (
         "prompt_too_short",
@@ -104,7 +104,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "bad_endpoint",
-        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected one of `chat`, `completions`, `responses`, `messages`, `embeddings`",
+        "bad_endpoint.yaml:5:15: targets[0].endpoint: unknown variant <value>, expected one of `chat`, `completions`, `responses`, `messages`, `embeddings`, `rerank`, `score`",
     ),
     (
         "bad_engine_url",

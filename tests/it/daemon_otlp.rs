@@ -327,3 +327,89 @@ targets:
         .sum();
     assert_eq!(total as u64, n);
 }
+
+/// The names of the metrics in the last export of a daemon started with
+/// `OTEL_SEMCONV_STABILITY_OPT_IN` as `opt_in`, after a few probes of `endpoint`.
+async fn exported_names(opt_in: Option<&str>, endpoint: &str) -> BTreeSet<String> {
+    let (endpoint_url, received) = receiver().await;
+    let mock = mock_support::start(MockConfig {
+        ttft: Duration::from_millis(5),
+        itl: Duration::from_millis(1),
+        ..MockConfig::default()
+    })
+    .await;
+    let config = format!(
+        r#"
+otlp:
+  endpoint: {endpoint_url}
+  interval: 200ms
+targets:
+  - name: named
+    base_url: {}
+    model: m
+    endpoint: {endpoint}
+    rate: 10/s
+    scenarios: [{{name: s, input_tokens: 16, output_tokens: 4}}]
+"#,
+        mock.base_url()
+    );
+    let overrides = llmprobe::config::Overrides {
+        semconv_opt_in: opt_in.map(str::to_string),
+        ..Default::default()
+    };
+    let d = TestDaemon::start_full(&config, overrides).await;
+    wait_for(Duration::from_secs(30), || async {
+        (spans(&received).len() >= 2).then_some(())
+    })
+    .await;
+    d.shutdown().await.unwrap();
+    last_metrics(&received)
+        .into_iter()
+        .map(|m| m.name)
+        .filter(|n| n.starts_with("gen_ai."))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opt_in_chooses_the_genai_names_of_the_export() {
+    let old = [
+        "gen_ai.client.operation.duration",
+        "gen_ai.client.operation.time_per_output_chunk",
+        "gen_ai.client.operation.time_to_first_chunk",
+        "gen_ai.client.token.usage",
+    ];
+    let new = [
+        "gen_ai.client.inference.duration",
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.operation.output_tokens",
+        "gen_ai.client.inference.time_per_output_chunk",
+        "gen_ai.client.inference.time_to_first_chunk",
+        // The mock's usage says how many prompt tokens its prefix cache held.
+        "gen_ai.client.inference.usage.cache_read.input_tokens",
+        "gen_ai.client.inference.usage.input_tokens",
+        "gen_ai.client.inference.usage.output_tokens",
+    ];
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(exported_names(None, "chat").await, set(&old));
+    assert_eq!(
+        exported_names(Some("http,gen_ai_latest_experimental"), "chat").await,
+        set(&new)
+    );
+    let both: Vec<&str> = old.iter().chain(&new).copied().collect();
+    assert_eq!(
+        exported_names(Some("gen_ai_latest_experimental/dup"), "chat").await,
+        set(&both)
+    );
+    // An embedding is no inference: its duration keeps the operation's name.
+    let embeddings = [
+        "gen_ai.client.inference.operation.input_tokens",
+        "gen_ai.client.inference.operation.output_tokens",
+        "gen_ai.client.inference.usage.input_tokens",
+        "gen_ai.client.inference.usage.output_tokens",
+        "gen_ai.client.operation.duration",
+    ];
+    assert_eq!(
+        exported_names(Some("gen_ai_latest_experimental"), "embeddings").await,
+        set(&embeddings)
+    );
+}

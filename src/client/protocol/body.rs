@@ -44,34 +44,85 @@ pub enum System {
 #[derive(Serialize)]
 pub struct Message<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
+}
+
+/// A message's content: its text, or parts (the new user message with images).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Content<'a> {
+    Text(&'a str),
+    Parts(Vec<serde_json::Value>),
+}
+
+/// How an API writes a text part and an image part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageParts {
+    /// Chat: `{type: text}` and `{type: image_url, image_url: {url}}` with a data URL.
+    Chat,
+    /// Responses: `{type: input_text}` and `{type: input_image, image_url}`.
+    Responses,
+    /// Anthropic Messages: `{type: text}` and `{type: image, source: {type: base64}}`.
+    Messages,
+}
+
+/// The new user message's parts when the request carries images: its text, then each
+/// image (`None` without images).
+pub fn image_parts(
+    cfg: &ClientConfig,
+    spec: &RequestSpec,
+    style: ImageParts,
+) -> Option<Vec<serde_json::Value>> {
+    use serde_json::json;
+    let images = cfg.images.for_prompt(&spec.prompt);
+    if images.is_empty() {
+        return None;
+    }
+    let text_kind = if style == ImageParts::Responses {
+        "input_text"
+    } else {
+        "text"
+    };
+    let mut parts = vec![json!({"type": text_kind, "text": spec.prompt})];
+    parts.extend(images.into_iter().map(|i| match style {
+        ImageParts::Chat => json!({"type": "image_url", "image_url": {"url": i.data_url()}}),
+        ImageParts::Responses => json!({"type": "input_image", "image_url": i.data_url()}),
+        ImageParts::Messages => json!({"type": "image", "source":
+            {"type": "base64", "media_type": i.media_type, "data": i.base64}}),
+    }));
+    Some(parts)
 }
 
 /// The request as a message list: each earlier turn's user message and answer, then
-/// the new user message (just that one for a single request). `System::InList` puts the
+/// the new user message (just that one for a single request), as `parts` when given
+/// (its text and images). `System::InList` puts the
 /// system message first, as chat does; APIs with a field of their own for it (Anthropic
 /// `system`, Responses `instructions`) leave it out.
-pub fn messages(spec: &RequestSpec, system: System) -> Vec<Message<'_>> {
+pub fn messages(
+    spec: &RequestSpec,
+    system: System,
+    parts: Option<Vec<serde_json::Value>>,
+) -> Vec<Message<'_>> {
     let mut out = Vec::with_capacity(2 * spec.history.len() + 2);
     if let (System::InList, Some(text)) = (system, &spec.system) {
         out.push(Message {
             role: "system",
-            content: text,
+            content: Content::Text(text),
         });
     }
     for e in &spec.history {
         out.push(Message {
             role: "user",
-            content: &e.user,
+            content: Content::Text(&e.user),
         });
         out.push(Message {
             role: "assistant",
-            content: &e.assistant,
+            content: Content::Text(&e.assistant),
         });
     }
     out.push(Message {
         role: "user",
-        content: &spec.prompt,
+        content: parts.map_or(Content::Text(&spec.prompt), Content::Parts),
     });
     out
 }

@@ -52,6 +52,8 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: true,
+    images: true,
+    documents: false,
     structured_output: Some(Field {
         key: "response_format",
         shown: "response_format",
@@ -76,7 +78,11 @@ impl Protocol for Chat {
 
     fn body(&self, cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
         body::write(cfg, spec, |f| {
-            f.put("messages", &body::messages(spec, body::System::InList))?;
+            let parts = body::image_parts(cfg, spec, body::ImageParts::Chat);
+            f.put(
+                "messages",
+                &body::messages(spec, body::System::InList, parts),
+            )?;
             stream_fields(f, cfg)?;
             f.put("max_tokens", &spec.max_tokens)?;
             if cfg.max_completion_tokens {

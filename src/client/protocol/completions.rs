@@ -22,6 +22,8 @@ const API: Api = Api {
     generates: true,
     message_list: false,
     tools: false,
+    images: false,
+    documents: false,
     structured_output: None,
     stream_options: true,
     max_completion_tokens: false,

@@ -60,6 +60,8 @@ const API: Api = Api {
     generates: false,
     message_list: false,
     tools: false,
+    images: false,
+    documents: false,
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,
@@ -95,14 +97,14 @@ impl Protocol for Embeddings {
         if let Some(e) = full.error {
             return Err(ChunkError::Server(e.describe()));
         }
-        let embeddings = full
+        let items = full
             .data
             .iter()
             .filter(|i| i.embedding.as_ref().is_some_and(|v| !v.is_empty()))
             .count();
         Ok(FullAnswer {
             usage: full.usage.unwrap_or_default(),
-            embeddings,
+            items,
             model: full.model,
             ..FullAnswer::default()
         })
@@ -118,11 +120,11 @@ mod tests {
         let a = Embeddings
             .decode_full(br#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-0.2,3e-5]}],"model":"m","usage":{"prompt_tokens":7,"total_tokens":7}}"#)
             .unwrap();
-        assert_eq!((a.embeddings, a.usage.prompt_tokens), (1, Some(7)));
+        assert_eq!((a.items, a.usage.prompt_tokens), (1, Some(7)));
         let a = Embeddings
             .decode_full(br#"{"data":[{"embedding":[]},{"embedding":"AAAA"},{}]}"#)
             .unwrap();
-        assert_eq!(a.embeddings, 1);
+        assert_eq!(a.items, 1);
         assert!(matches!(
             Embeddings.decode_full(br#"{"data":[{"embedding":{"x":1}}]}"#),
             Err(ChunkError::Malformed(_))

@@ -24,13 +24,13 @@ impl Endpoint {
         self.api().vllm_backend
     }
 
-    /// Whether the answer can be streamed (everything but embeddings).
+    /// Whether the answer can be streamed (everything but embeddings, rerank and score).
     pub fn can_stream(self) -> bool {
         self.api().streams
     }
 
-    /// Whether the answer is generated text (everything but embeddings), so output
-    /// tokens, TPOT and ITL exist.
+    /// Whether the answer is generated text (everything but embeddings, rerank and
+    /// score), so output tokens, TPOT and ITL exist.
     pub fn generates(self) -> bool {
         self.api().generates
     }
@@ -71,6 +71,11 @@ pub struct Api {
     pub message_list: bool,
     /// A function can be offered (a tool-call check).
     pub tools: bool,
+    /// The new user message can carry images (a vision-language model).
+    pub images: bool,
+    /// The request ranks documents against its prompt (rerank, score): it needs a
+    /// scenario's `documents`, and the answer's top document can be checked.
+    pub documents: bool,
     /// The field that asks for structured output, if the API has one.
     pub structured_output: Option<Field>,
     /// vLLM's `stream_options` (usage in the stream) apply.

@@ -145,6 +145,8 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: false,
+    images: true,
+    documents: false,
     structured_output: None,
     stream_options: false,
     max_completion_tokens: false,
@@ -163,7 +165,11 @@ impl Protocol for Messages {
             if let Some(system) = &spec.system {
                 f.put("system", &**system)?;
             }
-            f.put("messages", &body::messages(spec, body::System::Separate))?;
+            let parts = body::image_parts(cfg, spec, body::ImageParts::Messages);
+            f.put(
+                "messages",
+                &body::messages(spec, body::System::Separate, parts),
+            )?;
             f.put("max_tokens", &spec.max_tokens)?;
             f.put("stream", &cfg.stream)?;
             f.put("temperature", &cfg.temperature)?;

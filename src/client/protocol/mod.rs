@@ -10,7 +10,9 @@ mod completions;
 mod embeddings;
 mod endpoint;
 mod messages;
+mod rerank;
 mod responses;
+mod score;
 
 use reqwest::header::{AUTHORIZATION, HeaderName};
 
@@ -34,8 +36,10 @@ pub struct FullAnswer {
     pub finish_reason: Option<String>,
     /// The response's `model` field.
     pub model: Option<String>,
-    /// Embeddings only: how many vectors came back.
-    pub embeddings: usize,
+    /// Embeddings, rerank, score: how many vectors or ranked documents came back.
+    pub items: usize,
+    /// Rerank, score: the index (in the request's documents) of the one ranked first.
+    pub top_document: Option<u32>,
     /// The function calls of the answer (chat `message.tool_calls`, Responses
     /// `function_call` items).
     pub tool_calls: Vec<ToolCall>,
@@ -90,6 +94,8 @@ pub fn of(endpoint: Endpoint) -> &'static dyn Protocol {
         Endpoint::Responses => &responses::Responses,
         Endpoint::Messages => &messages::Messages,
         Endpoint::Embeddings => &embeddings::Embeddings,
+        Endpoint::Rerank => &rerank::Rerank,
+        Endpoint::Score => &score::Score,
     }
 }
 
@@ -147,6 +153,10 @@ mod tests {
             "message_stop",
             "data",
             "embedding",
+            "results",
+            "relevance_score",
+            "score",
+            "index",
             "output",
             "status",
         ]);

@@ -199,6 +199,8 @@ const API: Api = Api {
     generates: true,
     message_list: true,
     tools: true,
+    images: true,
+    documents: false,
     structured_output: Some(Field {
         key: "text",
         shown: "text.format",
@@ -226,10 +228,14 @@ impl Protocol for Responses {
             if let Some(system) = &spec.system {
                 f.put("instructions", &**system)?;
             }
-            if spec.history.is_empty() {
+            let parts = body::image_parts(cfg, spec, body::ImageParts::Responses);
+            if spec.history.is_empty() && parts.is_none() {
                 f.put("input", &spec.prompt)?;
             } else {
-                f.put("input", &body::messages(spec, body::System::Separate))?;
+                f.put(
+                    "input",
+                    &body::messages(spec, body::System::Separate, parts),
+                )?;
             }
             f.put("stream", &cfg.stream)?;
             f.put("max_output_tokens", &spec.max_tokens)?;

@@ -83,5 +83,7 @@ fn attributes(
     ProbeAttributes {
         common,
         span_name: format!("{operation} {}", plan.model),
+        inference: endpoint.generates(),
+        input_modality: "text",
     }
 }

@@ -1,15 +1,19 @@
 //! Each API's wire shape as the mock writes it: one [`MockProtocol`] per file (chat,
-//! completions, Responses, Messages, embeddings) and [`of`], the one place that maps an
+//! completions, Responses, Messages, embeddings, rerank, score) and [`of`], the one place that maps an
 //! `Endpoint` to its implementation. Adding a protocol to the mock is a new file here
 //! and a row in [`of`]. Pure: no timing, no IO.
 
 mod chat;
 mod completions;
 mod embeddings;
+pub mod image;
 mod messages;
 mod openai;
 mod prompt;
+pub mod ranking;
+mod rerank;
 mod responses;
+mod score;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -29,6 +33,9 @@ pub struct Whole<'a> {
     pub usage: Usage,
     /// Embeddings: how many vectors the answer holds.
     pub vectors: u32,
+    /// Rerank and score: the documents' relevance (None: no result, the
+    /// `empty_completion` fault).
+    pub ranking: Option<&'a ranking::Ranking>,
     /// The answer's logprobs, when the request asked for them.
     pub logprobs: Option<crate::mock::answer::logprobs::Logprobs>,
 }
@@ -46,6 +53,12 @@ pub trait MockProtocol: Sync {
 
     /// The prompt's words, hashed, in order; the error is a message for a 400.
     fn prompt_words(&self, body: &Map<String, Value>) -> Result<Vec<u64>, String>;
+
+    /// Rerank and score: the relevance of each document the request ranks; the error is
+    /// a message for a 400.
+    fn ranking(&self, _body: &Map<String, Value>) -> Result<Option<ranking::Ranking>, String> {
+        Ok(None)
+    }
 
     /// The object holding `name` and `parameters` in one entry of `tools`, when this
     /// API offers the mock functions to call.
@@ -102,6 +115,8 @@ pub fn of(endpoint: Endpoint) -> &'static dyn MockProtocol {
         Endpoint::Responses => &responses::Responses,
         Endpoint::Messages => &messages::Messages,
         Endpoint::Embeddings => &embeddings::Embeddings,
+        Endpoint::Rerank => &rerank::Rerank,
+        Endpoint::Score => &score::Score,
     }
 }
 

@@ -39,13 +39,20 @@ impl Job {
         }
     }
 
-    /// The prefill time of its prompt tokens the prefix cache did not hold.
+    /// The prefill time of its prompt tokens the prefix cache did not hold, and of its
+    /// images' tiles.
     pub fn prefill(&self) -> std::time::Duration {
         let uncached = self
             .req
             .prompt_tokens
             .saturating_sub(self.cached.unwrap_or(0));
-        self.engine.cfg.prefill_per_token.saturating_mul(uncached)
+        let cfg = &self.engine.cfg;
+        cfg.prefill_per_token
+            .saturating_mul(uncached)
+            .saturating_add(
+                cfg.prefill_per_image_tile
+                    .saturating_mul(self.req.image_tiles),
+            )
     }
 
     /// A finished answer: the prefix cache remembers its prompt and generated text.

@@ -63,13 +63,15 @@ pub async fn full_response(job: Job, ctl: ConnCtl) -> Response {
         },
         usage: job.usage(emitted),
         vectors: job.req.inputs,
+        ranking: job.req.ranking.as_ref(),
         logprobs: logprobs(&job, emitted),
     };
     body_response(&job, &whole)
 }
 
-/// Embeddings: one JSON answer after the prefill time (the TTFT), with one vector per
-/// input. `empty_completion` answers with no vectors; the transport faults act as for
+/// Embeddings, rerank and score: one JSON answer after the prefill time (the TTFT),
+/// with one vector per input, or the documents ranked. `empty_completion` answers with
+/// no vectors and no results; the transport faults act as for
 /// any other request.
 pub async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
     let engine = job.engine.clone();
@@ -100,6 +102,7 @@ pub async fn embeddings_response(job: Job, ctl: ConnCtl) -> Response {
         finish: "stop",
         usage: job.usage(0),
         vectors: if tokens.empty() { 0 } else { job.req.inputs },
+        ranking: job.req.ranking.as_ref().filter(|_| !tokens.empty()),
         logprobs: None,
     };
     body_response(&job, &whole)
