@@ -15,6 +15,8 @@ fn long_prompt() -> String {
         .join(" ")
 }
 
+/// One request at a time: two requests of the same prompt in flight together could reach
+/// the engine out of order, and the run's first would then hit its own run's cache.
 #[test]
 fn a_run_against_a_cache_warmed_by_the_previous_one_warns() {
     let mut cmd = llmprobe();
@@ -25,7 +27,7 @@ fn a_run_against_a_cache_warmed_by_the_previous_one_warns() {
         let out = dir.path().join(name);
         let assert = bench()
             .args(args(
-                "--model m --endpoint chat --no-nonce --rate 20 --num-requests 5 --output-len 2",
+                "--model m --endpoint chat --no-nonce --rate 20 --num-requests 5 --output-len 2 --max-concurrency 1",
             ))
             .arg("--base-url")
             .arg(format!("http://{}", mock.addr))
