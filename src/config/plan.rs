@@ -86,6 +86,8 @@ pub struct TargetPlan {
     /// How the replicas behind the front door are discovered and probed (the daemon's
     /// fleet, `src/daemon/fleet/`).
     pub replicas: Option<ReplicaPlan>,
+    /// The LoRA adapters probed beside the model (`src/daemon/adapters.rs`).
+    pub adapters: Option<super::adapters::AdapterPlan>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
     /// capacity block's context. Never a probe scenario's size: production traffic,
     /// not the probes, fills the engine.
@@ -490,6 +492,7 @@ fn target(
     let scenarios = scenarios(cfg, t, path, buckets)?;
 
     let replicas = super::replicas::plan(cfg, t, path)?;
+    let adapters = super::adapters::plan(t, path)?;
     let capacity = capacity_plan(t, path)?;
     let context_tokens = t
         .capacity
@@ -526,6 +529,7 @@ fn target(
             })
             .transpose()?,
         replicas,
+        adapters,
         context_tokens,
         secrets,
     })

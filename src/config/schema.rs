@@ -356,6 +356,12 @@ pub struct Target {
     /// capacity model's roofline. Needs `engine_metrics_url` or `replicas_from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_metrics: Option<super::gpu::GpuMetricsConfig>,
+    /// LoRA adapters served on `model`, each probed as its own `model`: a list of
+    /// `{name, weight}` (the base model gets 1 − their sum of the probes), or
+    /// `{discover: true, weight: W}` to find them in `/v1/models` (adapters list the
+    /// base as their `parent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<super::adapters::AdaptersConfig>,
 }
 
 fn yes() -> bool {

@@ -48,6 +48,7 @@ pub use tokenizer::TokenCounter;
 pub mod conversation;
 pub mod dataset;
 pub mod lengths;
+pub mod lora;
 pub mod prompt;
 pub mod replay;
 pub mod tokenizer;
