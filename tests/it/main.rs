@@ -31,6 +31,7 @@ mod daemon_engine;
 mod daemon_fingerprint;
 mod daemon_fleet;
 mod daemon_logs;
+mod daemon_lora;
 mod daemon_mock;
 mod daemon_model_list;
 mod daemon_otlp;
