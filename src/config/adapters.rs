@@ -1,68 +1,12 @@
-//! A target's `adapters:` (LoRA adapters on its model): the YAML a user writes, checked
-//! at its keys (FILE:LINE:COL) into the [`AdapterPlan`] the daemon runs. The split's
+//! A target's `adapters:` (LoRA adapters on its model; the YAML types are `schema`'s),
+//! checked at its keys (FILE:LINE:COL) into the [`AdapterPlan`] the daemon runs. The split's
 //! rules and its arithmetic are `workload::lora`'s, shared with bench.
 
 use std::time::Duration;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::locate::Path;
-use super::schema::Target;
+use super::schema::{AdaptersConfig, Target};
 use crate::workload::lora::{Adapter, ModelSplit, check_weight};
-
-/// How often `/v1/models` is read for adapters unless `interval` says.
-pub const DEFAULT_DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
-
-/// `adapters:` as written: a list, or a discovery block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum AdaptersConfig {
-    /// Adapters named here, each with its share of the probes.
-    List(Vec<AdapterConfig>),
-    /// Adapters found in the target's `/v1/models`.
-    Discover(DiscoverAdapters),
-}
-
-/// One adapter and its share of each scenario's probes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AdapterConfig {
-    /// The adapter's name: the `model` field of its requests and its `model` label.
-    pub name: String,
-    /// Its share of the probes, in (0, 1]; the adapters' weights add up to at most 1.
-    pub weight: f64,
-}
-
-/// Adapters discovered from `/v1/models`: every model whose `parent` is the target's
-/// `model`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DiscoverAdapters {
-    /// Must be true.
-    pub discover: bool,
-    /// Each discovered adapter's share, in (0, 1]; when they are too many for it
-    /// (count × weight > 1) each gets 1/count and the base model none. Unset: the base
-    /// model and every adapter get equal shares.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<f64>,
-    /// How often `/v1/models` is read again (default 30s).
-    #[serde(
-        default = "default_interval",
-        with = "crate::duration::human",
-        skip_serializing_if = "is_default_interval"
-    )]
-    #[schemars(with = "String")]
-    pub interval: Duration,
-}
-
-fn default_interval() -> Duration {
-    DEFAULT_DISCOVERY_INTERVAL
-}
-
-fn is_default_interval(d: &Duration) -> bool {
-    *d == DEFAULT_DISCOVERY_INTERVAL
-}
 
 /// A target's adapters, checked.
 #[derive(Debug, Clone, PartialEq)]

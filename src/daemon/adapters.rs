@@ -84,7 +84,9 @@ pub fn remove_model(shared: &Shared, plan: &TargetPlan, model: &str) {
         if let Some(later) = s.later_name() {
             shared.metrics.remove_scenario(&plan.name, model, &later);
         }
-        shared.status.remove(&plan.name, &row_name(plan, &s.name, model));
+        shared
+            .status
+            .remove(&plan.name, &row_name(plan, &s.name, model));
     }
 }
 

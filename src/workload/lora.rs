@@ -57,7 +57,10 @@ impl ModelSplit {
             if a.name == base {
                 return Err(at(
                     i,
-                    format!("{:?} is the base model: its share is what the adapters leave", a.name),
+                    format!(
+                        "{:?} is the base model: its share is what the adapters leave",
+                        a.name
+                    ),
                 ));
             }
             if adapters[..i].iter().any(|b| b.name == a.name) {
@@ -208,8 +211,18 @@ mod tests {
             assert!(e.reason.contains(says), "{}", e.reason);
         }
         assert!(split(&[("a", 0.1), ("b", 0.2), ("c", 0.7)]).is_ok());
-        assert!(parse_split("base", "a=0.5,b").unwrap_err().reason.contains("NAME=WEIGHT"));
-        assert!(parse_split("base", "a=x").unwrap_err().reason.contains("not a number"));
+        assert!(
+            parse_split("base", "a=0.5,b")
+                .unwrap_err()
+                .reason
+                .contains("NAME=WEIGHT")
+        );
+        assert!(
+            parse_split("base", "a=x")
+                .unwrap_err()
+                .reason
+                .contains("not a number")
+        );
     }
 
     #[test]
@@ -223,7 +236,10 @@ mod tests {
         let s = ModelSplit::discovered("base", &names(3), None);
         assert!(s.adapters.iter().all(|a| a.weight == 0.25));
         assert_eq!(s.base_share(), 0.25);
-        assert_eq!(ModelSplit::discovered("base", &[], Some(0.5)).shares(), [("base", 1.0)]);
+        assert_eq!(
+            ModelSplit::discovered("base", &[], Some(0.5)).shares(),
+            [("base", 1.0)]
+        );
     }
 
     #[test]

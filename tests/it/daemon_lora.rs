@@ -66,10 +66,7 @@ fn requests(s: &[Sample], model: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listed_adapters_split_the_rate_and_name_their_series() {
     let (mock, d) = with_mock(mock(&["ad1", "ad2"]), |url| {
-        config(
-            url,
-            "[{name: ad1, weight: 0.25}, {name: ad2, weight: 0.5}]",
-        )
+        config(url, "[{name: ad1, weight: 0.25}, {name: ad2, weight: 0.5}]")
     })
     .await;
     let s = wait_for(LIMIT, || async {
@@ -88,7 +85,11 @@ async fn listed_adapters_split_the_rate_and_name_their_series() {
     .await;
     // Each model's probes run at the scenario's rate × its share: exact, as configured.
     for (model, rate) in [("mock-llm", 2.0), ("ad1", 2.0), ("ad2", 4.0)] {
-        let l = [("target", "lora"), ("model", model), ("scenario", "default")];
+        let l = [
+            ("target", "lora"),
+            ("model", model),
+            ("scenario", "default"),
+        ];
         assert_eq!(
             value(&s, "llmprobe_probe_rate_per_second", &l),
             Some(rate),
@@ -99,7 +100,10 @@ async fn listed_adapters_split_the_rate_and_name_their_series() {
     assert_eq!(sum(&s, "llmprobe_request_failures_total", &[]), 0.0);
     // The mock holds at most its two adapters at once, as vLLM's max_lora says.
     let l = [("target", "lora"), ("model", "mock-llm")];
-    assert_eq!(value(&s, "llmprobe_engine_lora_adapters_max", &l), Some(2.0));
+    assert_eq!(
+        value(&s, "llmprobe_engine_lora_adapters_max", &l),
+        Some(2.0)
+    );
     let running = value(&s, "llmprobe_engine_lora_adapters_running", &l).unwrap();
     assert!((0.0..=2.0).contains(&running), "{running}");
     assert_eq!(

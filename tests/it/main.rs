@@ -11,6 +11,7 @@ mod bench_cache;
 mod bench_checks;
 mod bench_energy;
 mod bench_golden;
+mod bench_lora;
 mod bench_mock;
 mod bench_repeat;
 mod bench_retry_after;

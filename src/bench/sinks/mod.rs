@@ -1,11 +1,13 @@
 //! Where a bench run's events go: the rate's summary (its [`Collector`]), `--records`,
 //! the progress bar and the kept records, fed in that order by one loop.
 
+mod by_model;
 mod kept;
 mod progress;
 mod records_file;
 mod summary;
 
+pub use by_model::ByModel;
 pub use kept::Kept;
 pub use progress::Progress;
 pub use records_file::RecordsFile;
@@ -29,6 +31,8 @@ pub struct Collected {
     /// The first successful request's (cached, prompt) tokens as the server reported
     /// them: a cache that already held it was warm before the run.
     pub first_cached: Option<(u32, u32)>,
+    /// `--lora-split`: each model's summary, the base model's first.
+    pub by_model: Vec<(String, Collector)>,
 }
 
 /// The sinks of one run.
@@ -41,6 +45,8 @@ pub struct RunSinks<'a> {
     pub kept: Option<Kept>,
     /// The run's objectives, which judge each request once for every sink.
     pub slo: Slo,
+    /// `--lora-split`: a summary per model.
+    pub by_model: Option<ByModel>,
 }
 
 impl RunSinks<'_> {
@@ -60,6 +66,9 @@ impl RunSinks<'_> {
         sinks.push(&mut self.progress);
         if let Some(k) = self.kept.as_mut() {
             sinks.push(k);
+        }
+        if let Some(b) = self.by_model.as_mut() {
+            sinks.push(b);
         }
         while let Some(ev) = rx.recv().await {
             if let RunEvent::Record(r) = &ev
@@ -81,6 +90,7 @@ impl RunSinks<'_> {
             records: self.kept.map_or_else(Vec::new, |k| k.records),
             output_tokens,
             first_cached: first.and_then(|(_, c)| c),
+            by_model: self.by_model.map_or_else(Vec::new, ByModel::into_rows),
         })
     }
 }
