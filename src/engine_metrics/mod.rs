@@ -242,10 +242,10 @@ fn read_vllm_sglang(
         (EngineKind::Vllm, "prefix_cache_hits_total") => add(&mut snap.prefix_cache_hits, v),
         (EngineKind::Sglang, "cache_hit_rate") => partial.hit_rate.push(v),
         // Several label sets can be exported at once: the newest (largest time) wins.
-        (EngineKind::Vllm, "lora_requests_info") => {
-            if partial.lora.as_ref().is_none_or(|(t, _)| v >= *t) {
-                partial.lora = Some((v, LoraState::of(s)));
-            }
+        (EngineKind::Vllm, "lora_requests_info")
+            if partial.lora.as_ref().is_none_or(|(t, _)| v >= *t) =>
+        {
+            partial.lora = Some((v, LoraState::of(s)));
         }
         (_, "time_to_first_token_seconds_count") => add(&mut snap.ttft_count, v),
         _ => {}
