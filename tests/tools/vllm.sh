@@ -892,13 +892,13 @@ EOF
 lora_pid=$!
 stop_on_exit "$lora_pid"
 wait_for_daemon "$lora_pid" "$scratch/daemon-lora.out" "$scratch/daemon-lora.err"
-# lora_wait WHAT: polls the daemon until WHAT holds (ready: the base model and ad1 have
-# two probes each; ad2: ad2 has a probe; ad2-gone: no series names ad2), up to 5 minutes;
-# prints the seconds it took.
+# lora_wait WHAT SINCE: polls the daemon until WHAT holds (ready: the base model and ad1
+# have two probes each; ad2: ad2 has a probe; ad2-gone: no series names ad2), up to 5
+# minutes; prints the seconds since SINCE (Unix time).
 lora_wait() {
-  python3 - "$url" "$served" "$1" <<'EOF' || { tail -30 "$scratch/daemon-lora.err" >&2; fail "daemon with adapters: $1"; }
+  python3 - "$url" "$served" "$1" "$2" <<'EOF' || { tail -30 "$scratch/daemon-lora.err" >&2; fail "daemon with adapters: $1"; }
 import re, sys, time, urllib.request
-url, served, what = sys.argv[1:4]
+url, served, what, since = sys.argv[1:5]
 t0 = time.monotonic()
 while True:
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
@@ -909,25 +909,27 @@ while True:
             "ad2": requests("ad2") >= 1,
             "ad2-gone": 'model="ad2"' not in text}[what]
     if done:
-        print(f"{time.monotonic() - t0:.1f}")
+        print(f"{time.time() - float(since):.1f}")
         break
     if time.monotonic() - t0 > 300:
         sys.exit(f"{what}: not within 5 minutes")
     time.sleep(0.5)
 EOF
 }
-waited=$(lora_wait ready)
-say "daemon: the base model and ad1 probed after ${waited} s"
+waited=$(lora_wait ready "$(date +%s.%N)")
+say "daemon: the base model and ad1 probed twice each ${waited} s after the daemon listened"
+loaded_at=$(date +%s.%N)
 curl -sf --max-time 60 "$base/v1/load_lora_adapter" -H 'content-type: application/json' \
   -d "{\"lora_name\":\"ad2\",\"lora_path\":\"$lora_dir/ad2\"}" >/dev/null || fail "POST /v1/load_lora_adapter ad2"
-waited=$(lora_wait ad2)
-say "PASS: ad2 loaded at run time: its series after ${waited} s (discovery every 2 s)"
+waited=$(lora_wait ad2 "$loaded_at")
+say "PASS: ad2 loaded at run time: its series ${waited} s after the load (discovery every 2 s)"
 curl -sf --max-time 10 "$url/metrics" >"$scratch/metrics-lora.txt" || fail "GET $url/metrics"
 curl -sf --max-time 10 "$base/metrics" >"$scratch/vllm-metrics-lora.txt" || fail "GET $base/metrics"
+unloaded_at=$(date +%s.%N)
 curl -sf --max-time 60 "$base/v1/unload_lora_adapter" -H 'content-type: application/json' \
   -d '{"lora_name":"ad2"}' >/dev/null || fail "POST /v1/unload_lora_adapter ad2"
-waited=$(lora_wait ad2-gone)
-say "PASS: ad2 unloaded: its series gone after ${waited} s"
+waited=$(lora_wait ad2-gone "$unloaded_at")
+say "PASS: ad2 unloaded: its series gone ${waited} s after the unload (probes sent in between fail: 404)"
 kill "$lora_pid"
 wait "$lora_pid" || fail "the LoRA daemon exited non-zero on SIGTERM"
 python3 - "$scratch" "$served" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || fail "daemon with adapters"
