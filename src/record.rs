@@ -385,6 +385,9 @@ pub struct RequestRecord {
     /// transport succeeded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub golden: Option<GoldenVerdict>,
+    /// The model the request named when not the run's own (a LoRA adapter of a split).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl RequestRecord {
@@ -419,6 +422,7 @@ impl RequestRecord {
             span_id: None,
             checks: Vec::new(),
             golden: None,
+            model: None,
         }
     }
 

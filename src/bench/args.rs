@@ -169,6 +169,11 @@ pub struct BenchArgs {
     /// hit ratio then follows it: runs at several shares show TTFT against the hit ratio.
     #[arg(long, value_name = "R", help_heading = "Workload")]
     pub prefix_hit_ratio: Option<f64>,
+    /// Split the requests between --model and its LoRA adapters: NAME=WEIGHT,… (each
+    /// weight in (0, 1], their sum at most 1; the base model gets the rest). Each request
+    /// names a model drawn from --seed; the table and --json-out add a row per model.
+    #[arg(long, value_name = "NAME=W,...", help_heading = "Workload")]
+    pub lora_split: Option<String>,
     /// Prompt source: random (synthetic), sharegpt or jsonl.
     #[arg(
         long,

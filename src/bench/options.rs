@@ -209,6 +209,8 @@ pub struct BenchOptions {
     pub shared_prefix_len: u32,
     /// `--prefix-hit-ratio`: the share of requests that start with the shared prefix.
     pub prefix_hit_ratio: Option<f64>,
+    /// `--lora-split`: the base model and its adapters, one per request.
+    pub lora_split: Option<crate::workload::lora::ModelSplit>,
     pub dataset: Dataset,
     /// `--no-nonce`: fixed and dataset prompts go out without the unique nonce.
     pub no_nonce: bool,
@@ -244,6 +246,7 @@ impl BenchOptions {
     /// generated `--save-result` file name.
     pub fn from_args(a: &BenchArgs, now_compact: &str) -> Result<BenchOptions> {
         let (base_url, model, api) = parse_target(a)?;
+        let lora_split = parse_lora_split(a, &model)?;
         let headers = parse_headers(a)?;
         let timeout = parse_duration(&a.timeout).map_err(|e| flag("--timeout", e))?;
         if timeout.is_zero() {
@@ -329,6 +332,7 @@ impl BenchOptions {
             len_dist,
             shared_prefix_len: a.shared_prefix_len,
             prefix_hit_ratio: parse_prefix_hit_ratio(a, &dataset)?,
+            lora_split,
             dataset,
             no_nonce: a.no_nonce,
             slo,
@@ -1632,6 +1636,30 @@ fn parse_gpu_sources(
             }
         })
         .collect()
+}
+
+/// `--lora-split NAME=W,…`: the split between `model` and its adapters.
+fn parse_lora_split(
+    a: &BenchArgs,
+    model: &str,
+) -> std::result::Result<Option<crate::workload::lora::ModelSplit>, UsageError> {
+    let Some(text) = &a.lora_split else {
+        return Ok(None);
+    };
+    if a.trace.is_some() || a.turns.is_some_and(|t| t > 1) {
+        return Err(UsageError::new(
+            "--lora-split picks a model per request: it takes no --trace or --turns",
+        ));
+    }
+    crate::workload::lora::parse_split(model, text)
+        .map(Some)
+        .map_err(|e| {
+            let which = e
+                .index
+                .map(|i| format!(" (item {})", i + 1))
+                .unwrap_or_default();
+            UsageError::new(format!("--lora-split{which}: {}", e.reason))
+        })
 }
 
 /// `--prefix-hit-ratio R`: a share of synthetic requests with the shared prefix.

@@ -21,7 +21,7 @@ use crate::bench::args::BenchArgs;
 use crate::bench::energy::{self, GpuMeter, GpuRead};
 use crate::bench::options::{BenchOptions, Dataset, GpuSource, LenDist, Stop};
 use crate::bench::plan::{self, Executor, RateRun};
-use crate::bench::sinks::{Kept, Progress, RecordsFile, RunSinks};
+use crate::bench::sinks::{ByModel, Kept, Progress, RecordsFile, RunSinks};
 use crate::client::{Client, ClientConfig};
 use crate::exit;
 use crate::latency::Slo;
@@ -94,6 +94,10 @@ pub async fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
                     _ => None,
                 },
                 model: Some(opts.model.clone()),
+                // `--lora-split`: the mock serves the adapters, as vLLM would.
+                lora_adapters: opts.lora_split.as_ref().map_or_else(Vec::new, |s| {
+                    s.adapters.iter().map(|a| a.name.clone()).collect()
+                }),
                 seed: Some(opts.seed),
                 // `--gpu-metrics-url mock`: the mock's GPUs, from its power model.
                 gpu: opts
@@ -415,7 +419,7 @@ impl Bench {
         let mut report = self.report(
             rate,
             process_rate,
-            &collector,
+            (&collector, &collected.by_model),
             started_at,
             collected.first_cached,
         );
@@ -451,6 +455,10 @@ impl Bench {
             }),
             slo: opts.slo,
             max_error_rate: opts.max_error_rate.map(|m| (m, stop)),
+            by_model: opts
+                .lora_split
+                .as_ref()
+                .map(|s| ByModel::new(s, opts.slo, opts.warmup)),
         }
     }
 
@@ -518,7 +526,7 @@ impl Bench {
         &self,
         rate: Rate,
         process_rate: Rate,
-        collector: &Collector,
+        (collector, by_model): (&Collector, &[(String, Collector)]),
         started_at: String,
         first_cached: Option<(u32, u32)>,
     ) -> RateReport {
@@ -536,6 +544,14 @@ impl Bench {
         };
         let summary = collector.summary(&ctx.percentiles);
         let mut report = report::build::from_summary(&summary, &ctx);
+        report.by_model = by_model
+            .iter()
+            .map(|(model, c)| {
+                let mut row = report::build::from_summary(&c.summary(&ctx.percentiles), &ctx);
+                row.model = Some(model.clone());
+                row
+            })
+            .collect();
         report.cache_warning = cache_warning(opts, report.cache_hit_share, first_cached);
         // The table repeats it on stdout; say it on stderr too when stdout goes to a file.
         if report.client_behind && !std::io::stdout().is_terminal() {
@@ -1025,6 +1041,15 @@ fn trace_prompts(
 }
 
 fn build_workload(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
+    let w = build_prompts(opts, tokenizer)?;
+    Ok(match &opts.lora_split {
+        Some(split) => w.with_models(split.clone()),
+        None => w,
+    })
+}
+
+/// The workload's prompts and lengths, from the dataset asked for.
+fn build_prompts(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::Result<Workload> {
     let dist = match opts.len_dist {
         LenDist::Fixed => LengthDist::Fixed,
         LenDist::Uniform { range_ratio } => LengthDist::Uniform { range_ratio },

@@ -405,6 +405,7 @@ impl Client {
         rec.span_id = trace.map(|t| t.span_id_hex());
         rec.prompt_tokens_sent = spec.prompt_tokens;
         rec.max_tokens = spec.max_tokens;
+        rec.model = spec.model.as_deref().map(str::to_string);
         let mut st = self.stream_state(keep_answer);
         let result = match request {
             Ok((request, body)) => {

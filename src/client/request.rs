@@ -83,6 +83,7 @@ mod tests {
             max_tokens: 64,
             history: Vec::new(),
             system: None,
+            model: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //!
 //! Nothing here starts a task or opens a socket; the daemon owns reloads.
 
+pub mod adapters;
 mod checks;
 pub mod cost_budget;
 pub mod error;

@@ -88,6 +88,8 @@ pub struct TargetPlan {
     /// How the replicas behind the front door are discovered and probed (the daemon's
     /// fleet, `src/daemon/fleet/`).
     pub replicas: Option<ReplicaPlan>,
+    /// The LoRA adapters probed beside the model (`src/daemon/adapters.rs`).
+    pub adapters: Option<super::adapters::AdapterPlan>,
     /// Tokens per sequence used to turn live KV tokens into max sequences: the
     /// capacity block's context. Never a probe scenario's size: production traffic,
     /// not the probes, fills the engine.
@@ -504,6 +506,7 @@ fn target(
     super::cost_budget::check(t.budget_per_day, price.as_ref(), &scenarios, path)?;
 
     let replicas = super::replicas::plan(cfg, t, path)?;
+    let adapters = super::adapters::plan(t, path)?;
     let capacity = capacity_plan(t, path)?;
     let context_tokens = t
         .capacity
@@ -538,6 +541,7 @@ fn target(
             })
             .transpose()?,
         replicas,
+        adapters,
         context_tokens,
         secrets,
     })

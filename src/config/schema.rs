@@ -362,6 +362,12 @@ pub struct Target {
     /// capacity model's roofline. Needs `engine_metrics_url` or `replicas_from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_metrics: Option<super::gpu::GpuMetricsConfig>,
+    /// LoRA adapters served on `model`, each probed as its own `model`: a list of
+    /// `{name, weight}` (the base model gets 1 − their sum of the probes), or
+    /// `{discover: true, weight: W}` to find them in `/v1/models` (adapters list the
+    /// base as their `parent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<AdaptersConfig>,
 }
 
 fn yes() -> bool {
@@ -856,4 +862,57 @@ pub enum ReplicaSeries {
     Slim,
     /// Every latency histogram a probe measures.
     Full,
+}
+
+/// How often `/v1/models` is read for adapters unless `interval` says.
+pub const DEFAULT_ADAPTER_DISCOVERY_INTERVAL: Duration = Duration::from_secs(30);
+
+/// `adapters:` as written: a list, or a discovery block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AdaptersConfig {
+    /// Adapters named here, each with its share of the probes.
+    List(Vec<AdapterConfig>),
+    /// Adapters found in the target's `/v1/models`.
+    Discover(DiscoverAdapters),
+}
+
+/// One adapter and its share of each scenario's probes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdapterConfig {
+    /// The adapter's name: the `model` field of its requests and its `model` label.
+    pub name: String,
+    /// Its share of the probes, in (0, 1]; the adapters' weights add up to at most 1.
+    pub weight: f64,
+}
+
+/// Adapters discovered from `/v1/models`: every model whose `parent` is the target's
+/// `model`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverAdapters {
+    /// Must be true.
+    pub discover: bool,
+    /// Each discovered adapter's share, in (0, 1]; when they are too many for it
+    /// (count × weight > 1) each gets 1/count and the base model none. Unset: the base
+    /// model and every adapter get equal shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// How often `/v1/models` is read again (default 30s).
+    #[serde(
+        default = "default_interval",
+        with = "crate::duration::human",
+        skip_serializing_if = "is_default_interval"
+    )]
+    #[schemars(with = "String")]
+    pub interval: Duration,
+}
+
+fn default_interval() -> Duration {
+    DEFAULT_ADAPTER_DISCOVERY_INTERVAL
+}
+
+fn is_default_interval(d: &Duration) -> bool {
+    *d == DEFAULT_ADAPTER_DISCOVERY_INTERVAL
 }

@@ -2,7 +2,8 @@
 //! at a demo rate and fills every metric family of docs/metrics.md (two scenarios with
 //! SLOs, one with answer checks, one asking the built-in golden set, a price, a capacity block, the mock's vLLM-format
 //! `/metrics` as the engine, its GPU telemetry for the energy figures), a second target on the Responses API whose answers reason
-//! first (TTFA and reasoning tokens), a third whose two replicas (two more mocks, one
+//! first (TTFA and reasoning tokens) with half its probes on the mock's LoRA adapter (its
+//! own `model` series, the engine's LoRA gauges), a third whose two replicas (two more mocks, one
 //! slower) are discovered from a static list (the replica and fleet series) behind the
 //! mock gateway as their front door (an llm-d gateway's headers and its endpoint
 //! picker's `/metrics`: the router series), and a
@@ -18,6 +19,10 @@ use crate::mock::{MockConfig, MockFlags, MockServer};
 /// Probes per second of the demo target (shared by its scenarios): enough for
 /// `rate()` over a minute to be smooth, little enough for a laptop.
 pub const DEMO_RATE: &str = "4/s";
+
+/// The LoRA adapter the demo's mock serves and its Responses target probes beside the
+/// model.
+pub const DEMO_ADAPTER: &str = "mock-lora";
 
 /// How much slower the demo's second replica answers than the first: the replica table
 /// and the per-replica series then have a slow replica to show.
@@ -61,6 +66,8 @@ pub async fn start(faults: &[String]) -> anyhow::Result<(DemoMocks, ConfigSource
         // Prefill costs time per prompt token the prefix cache does not hold, so the
         // prefix-cache scenario's warm probes are faster than its cold ones.
         prefill_per_token: Some(std::time::Duration::from_micros(20)),
+        // A LoRA adapter on the model: the adapter series and the engine's LoRA gauges.
+        lora_adapters: vec![DEMO_ADAPTER.to_string()],
         ..MockFlags::default()
     })?;
     let model = cfg.model.clone();
@@ -236,6 +243,8 @@ targets:
         input_tokens: 64
         output_tokens: 24
         slo: {{ttft: 100ms, ttfa: 200ms, e2e: 500ms}}
+    # Half of its probes go to the mock's LoRA adapter, as its own model.
+    adapters: [{{name: {DEMO_ADAPTER}, weight: 0.5}}]
 "#
     );
     if !replicas.is_empty() {

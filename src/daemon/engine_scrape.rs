@@ -106,6 +106,9 @@ pub fn gauges(
             prefix_cache_hit_ratio: rates
                 .and_then(|r| r.prefix_cache_hit_ratio)
                 .or(cur.prefix_cache_hit_rate),
+            lora_adapters_running: cur.lora.as_ref().map(|l| l.running.len() as f64),
+            lora_adapters_waiting: cur.lora.as_ref().map(|l| l.waiting.len() as f64),
+            lora_adapters_max: cur.lora.as_ref().and_then(|l| l.max),
         },
         headroom,
     )

@@ -8,6 +8,7 @@
 //! ones are stopped and their series deleted, new and changed ones start. Shutdown stops
 //! scheduling and gives in-flight probes the grace period.
 
+pub mod adapters;
 pub mod budget;
 pub mod demo;
 pub mod energy;
@@ -459,11 +460,13 @@ impl Control {
         let plan = running.plan.clone();
         let publish = running.publish.clone();
         let members = running.members.clone();
+        let adapters = running.adapters.clone();
         self.stopping.push(running.stop(self.grace_period));
         let _publishing = publish.lock().unwrap_or_else(|e| e.into_inner());
         self.remove_series_not_in(&plan, new);
         // A restarted target discovers its replicas again and starts their series anew.
         fleet::remove_all(&self.shared, &plan, &members);
+        adapters::remove_all(&self.shared, &plan, &adapters);
     }
 
     /// Deletes the series of `old` that `new` (the same target after reload, or `None`

@@ -27,6 +27,8 @@ pub struct RunningTarget {
     pub publish: Arc<Mutex<()>>,
     /// The discovered replicas whose series exist (empty without `replicas_from`).
     pub members: super::fleet::Members,
+    /// The LoRA adapters whose series exist (empty without `adapters`).
+    pub adapters: super::adapters::AdapterMembers,
 }
 
 impl RunningTarget {
@@ -76,6 +78,22 @@ pub fn start(
         shared
             .metrics
             .set_capacity(&plan.name, &plan.model, &cap.gauges);
+    }
+    let adapters = super::adapters::AdapterMembers::default();
+    if let Some(plan_adapters) = plan.adapters.clone().filter(|_| front_door) {
+        tasks.push(tokio::spawn(super::adapters::run(
+            super::adapters::AdapterContext {
+                plan: plan.clone(),
+                adapters: plan_adapters,
+                shared: shared.clone(),
+                budget: budget.clone(),
+                stop: stop.clone(),
+                ttft_window: ttft_window.clone(),
+                stagger,
+                publish: publish.clone(),
+                members: adapters.clone(),
+            },
+        )?));
     }
     if front_door {
         tasks.extend(kinds::start_all(&FrontDoor {
@@ -144,6 +162,7 @@ pub fn start(
         tasks,
         publish,
         members,
+        adapters,
     })
 }
 

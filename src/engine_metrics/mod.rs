@@ -29,6 +29,11 @@
 //!   `tgi_request_generated_tokens` (a histogram of tokens per finished request: its
 //!   `_sum` is a generated-tokens counter). TGI exports no TTFT histogram.
 //!
+//! - vLLM's LoRA adapters: `vllm:lora_requests_info`, a gauge whose labels carry the
+//!   state (`max_lora`, `running_lora_adapters`, `waiting_lora_adapters`: comma-separated
+//!   names) and whose value is the Unix time it was set; an old label set stays exported
+//!   beside the new one, so the sample with the newest value is the current state.
+//!
 //! `router` reads the endpoint picker in front of the engines (llm-d, the Gateway API
 //! Inference Extension) the same way.
 
@@ -88,6 +93,46 @@ pub struct EngineSnapshot {
     pub prefix_cache_hits: Option<f64>,
     /// SGLang's own prefix-cache hit rate gauge (its radix cache), 0..1.
     pub prefix_cache_hit_rate: Option<f64>,
+    /// vLLM's LoRA adapters now (the newest `vllm:lora_requests_info` sample).
+    pub lora: Option<LoraState>,
+}
+
+/// The LoRA adapters an engine has in its batch and queue, and how many it holds at once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoraState {
+    /// Adapters with a request in the running batch, each named once.
+    pub running: Vec<String>,
+    /// Adapters with a request waiting, each named once.
+    pub waiting: Vec<String>,
+    /// The most adapters the engine holds in one batch (`--max-loras`).
+    pub max: Option<f64>,
+}
+
+impl LoraState {
+    /// The state one `vllm:lora_requests_info` sample's labels describe.
+    fn of(s: &text::Sample<'_>) -> Self {
+        let names = |k: &str| {
+            let mut v: Vec<String> = s
+                .label(k)
+                .unwrap_or("")
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        LoraState {
+            running: names("running_lora_adapters"),
+            waiting: names("waiting_lora_adapters"),
+            max: s
+                .label("max_lora")
+                .and_then(|m| m.trim().parse::<f64>().ok())
+                .filter(|m| m.is_finite() && *m >= 0.0),
+        }
+    }
 }
 
 /// A scrape body that is not valid exposition format.
@@ -122,6 +167,8 @@ struct Partial {
     kv_usage: Mean,
     hit_rate: Mean,
     tgi_batch_tokens: Option<f64>,
+    /// The newest `vllm:lora_requests_info` sample so far: its value (a timestamp) and state.
+    lora: Option<(f64, LoraState)>,
 }
 
 /// Parses an engine's `/metrics` text.
@@ -147,6 +194,7 @@ pub fn parse(body: &str) -> Result<EngineSnapshot, EngineParseError> {
     }
     snap.kv_usage_ratio = partial.kv_usage.get();
     snap.prefix_cache_hit_rate = partial.hit_rate.get();
+    snap.lora = partial.lora.map(|(_, state)| state);
     // TGI reports the token budget and the running batch's share of it, not a ratio.
     if snap.kv_usage_ratio.is_none()
         && let (Some(used), Some(budget)) = (partial.tgi_batch_tokens, snap.kv_cache_tokens)
@@ -193,6 +241,12 @@ fn read_vllm_sglang(
         (EngineKind::Vllm, "prefix_cache_queries_total") => add(&mut snap.prefix_cache_queries, v),
         (EngineKind::Vllm, "prefix_cache_hits_total") => add(&mut snap.prefix_cache_hits, v),
         (EngineKind::Sglang, "cache_hit_rate") => partial.hit_rate.push(v),
+        // Several label sets can be exported at once: the newest (largest time) wins.
+        (EngineKind::Vllm, "lora_requests_info")
+            if partial.lora.as_ref().is_none_or(|(t, _)| v >= *t) =>
+        {
+            partial.lora = Some((v, LoraState::of(s)));
+        }
         (_, "time_to_first_token_seconds_count") => add(&mut snap.ttft_count, v),
         _ => {}
     }
@@ -512,6 +566,23 @@ mod tests {
         let s = parse(text).unwrap();
         assert_eq!(s.kv_cache_tokens, Some(1_048_576.0));
         assert_eq!(s.kv_max_concurrency, Some(512.0));
+    }
+
+    #[test]
+    fn the_newest_lora_sample_is_the_state() {
+        let s = parse(include_str!("../../tests/fixtures/engine/vllm_lora.txt")).unwrap();
+        let lora = s.lora.unwrap();
+        assert_eq!(lora.running, ["ad1", "ad2"]);
+        assert_eq!(lora.waiting, ["ad3"]);
+        assert_eq!(lora.max, Some(2.0));
+        // Idle now: the newest sample names no adapter, whatever older ones said.
+        let idle = "vllm:lora_requests_info{max_lora=\"1\",running_lora_adapters=\"ad1\",\
+                    waiting_lora_adapters=\"\"} 10\n\
+                    vllm:lora_requests_info{max_lora=\"1\",running_lora_adapters=\"\",\
+                    waiting_lora_adapters=\"\"} 11\n";
+        let lora = parse(idle).unwrap().lora.unwrap();
+        assert!(lora.running.is_empty() && lora.waiting.is_empty());
+        assert_eq!(parse("vllm:num_requests_running 1\n").unwrap().lora, None);
     }
 
     #[test]

@@ -512,6 +512,18 @@ pub const ENG_PREFIX_HIT: Family = engine(
     "The engine's own prefix-cache hit ratio over the last scrape interval (vLLM: hits / queries; SGLang: its cache_hit_rate).",
 )
 .unit("ratio");
+pub const ENG_LORA_RUNNING: Family = engine(
+    "llmprobe_engine_lora_adapters_running",
+    "LoRA adapters with a request in the engine's running batch (vLLM: the newest vllm:lora_requests_info).",
+);
+pub const ENG_LORA_WAITING: Family = engine(
+    "llmprobe_engine_lora_adapters_waiting",
+    "LoRA adapters with a request waiting in the engine's queue (vLLM: the newest vllm:lora_requests_info).",
+);
+pub const ENG_LORA_MAX: Family = engine(
+    "llmprobe_engine_lora_adapters_max",
+    "The most LoRA adapters the engine holds in one batch (vLLM's max_lora, --max-loras).",
+);
 pub const ENG_GPU_SUCCESS: Family = engine(
     "llmprobe_engine_gpu_scrape_success",
     "Whether the last read of the engine's GPU telemetry (gpu_metrics) succeeded.",
@@ -777,6 +789,9 @@ pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
             ENG_TTFT_SUM,
             ENG_TTFT_COUNT,
             ENG_PREFIX_HIT,
+            ENG_LORA_RUNNING,
+            ENG_LORA_WAITING,
+            ENG_LORA_MAX,
             ENG_GPU_SUCCESS,
         ])
         .chain(energy_families(Scope::Engine))

@@ -66,6 +66,10 @@ pub struct EngineGauges {
     pub ttft_count_delta: Option<f64>,
     /// The engine's own prefix-cache hit ratio over the interval.
     pub prefix_cache_hit_ratio: Option<f64>,
+    /// LoRA adapters in the engine's running batch and queue, and the most it holds.
+    pub lora_adapters_running: Option<f64>,
+    pub lora_adapters_waiting: Option<f64>,
+    pub lora_adapters_max: Option<f64>,
 }
 
 /// The per-scenario families (labels target, model, scenario[, reason | sli]).
@@ -167,6 +171,9 @@ struct EngineVecs {
     ttft_sum: CounterVec,
     ttft_count: CounterVec,
     prefix_cache_hit_ratio: GaugeVec,
+    lora_running: GaugeVec,
+    lora_waiting: GaugeVec,
+    lora_max: GaugeVec,
     gpu_success: GaugeVec,
     energy: EnergyVecs,
 }
@@ -189,6 +196,9 @@ impl EngineVecs {
             ttft_sum: r.counter_vec(&f::ENG_TTFT_SUM)?,
             ttft_count: r.counter_vec(&f::ENG_TTFT_COUNT)?,
             prefix_cache_hit_ratio: r.gauge_vec(&f::ENG_PREFIX_HIT)?,
+            lora_running: r.gauge_vec(&f::ENG_LORA_RUNNING)?,
+            lora_waiting: r.gauge_vec(&f::ENG_LORA_WAITING)?,
+            lora_max: r.gauge_vec(&f::ENG_LORA_MAX)?,
             gpu_success: r.gauge_vec(&f::ENG_GPU_SUCCESS)?,
             energy: EnergyVecs::new(r, Scope::Engine)?,
         })
@@ -502,6 +512,9 @@ impl Metrics {
         );
         set_or_remove(&e.ttft_mean_seconds, &l, g.ttft_mean_seconds);
         set_or_remove(&e.prefix_cache_hit_ratio, &l, g.prefix_cache_hit_ratio);
+        set_or_remove(&e.lora_running, &l, g.lora_adapters_running);
+        set_or_remove(&e.lora_waiting, &l, g.lora_adapters_waiting);
+        set_or_remove(&e.lora_max, &l, g.lora_adapters_max);
         set_or_remove(
             &e.ttft_client_server_gap_seconds,
             &l,

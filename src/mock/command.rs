@@ -115,6 +115,12 @@ pub struct MockArgs {
     /// GPUs the engine runs on; power and energy are split evenly (with --gpu-metrics).
     #[arg(long, default_value_t = 1)]
     pub gpus: u32,
+    /// Serve these LoRA adapters on --model (comma-separated names), as vLLM with
+    /// --enable-lora does: /v1/models lists them with the model as `parent`, /metrics
+    /// carries vllm:lora_requests_info, and /v1/load_lora_adapter and
+    /// /v1/unload_lora_adapter (vLLM's bodies) change them at run time.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub lora_adapters: Vec<String>,
     /// Serve an llm-d-like gateway at --listen in front of N mock engines (each with
     /// these flags, on 127.0.0.1 ports of their own): it routes by --gateway-route,
     /// names the engine that served in `x-gateway-destination-endpoint-served`, drops
@@ -175,6 +181,7 @@ impl MockArgs {
                 tdp_watts: self.gpu_tdp_watts,
                 gpus: self.gpus,
             }),
+            lora_adapters: self.lora_adapters.clone(),
         })
         .map(|c| MockConfig {
             logprob_seed: self.logprob_seed,

@@ -99,6 +99,9 @@ pub struct MockConfig {
     /// Serve GPU telemetry at `/gpu/metrics` from this power model of the batch
     /// (src/mock/gpu.rs); unset: no GPUs.
     pub gpu: Option<super::gpu::PowerModel>,
+    /// LoRA adapters served on `model` from the start (listed in `/v1/models` with
+    /// `model` as their parent; more load and unload at run time).
+    pub lora_adapters: Vec<String>,
 }
 
 /// The image prefill of a tile when none is configured (`--prefill-us-per-image-tile`).
@@ -132,6 +135,7 @@ impl Default for MockConfig {
             golden: None,
             logprob_seed: 0,
             gpu: None,
+            lora_adapters: Vec::new(),
         }
     }
 }
@@ -258,6 +262,13 @@ impl MockConfig {
         {
             crate::usage_bail!("{e}");
         }
+        for (i, a) in self.lora_adapters.iter().enumerate() {
+            if a.trim().is_empty() || *a == self.model || self.lora_adapters[..i].contains(a) {
+                crate::usage_bail!(
+                    "LoRA adapter {a:?}: names must be non-empty, unique and not the model's"
+                );
+            }
+        }
         if matches!(&self.api_key, Some(k) if k.is_empty()) {
             crate::usage_bail!("API key must not be empty when set");
         }
@@ -302,6 +313,7 @@ impl MockConfig {
             },
             logprob_seed: d.logprob_seed,
             gpu: flags.gpu,
+            lora_adapters: flags.lora_adapters,
         };
         config.validate()?;
         Ok(config)
@@ -341,6 +353,8 @@ pub struct MockFlags {
     pub golden: Option<String>,
     /// Serve GPU telemetry from this power model.
     pub gpu: Option<super::gpu::PowerModel>,
+    /// LoRA adapters served from the start.
+    pub lora_adapters: Vec<String>,
 }
 
 /// Parses the values of a repeatable fault flag (`KIND[=PARAM][:P]`); errors start with

@@ -43,6 +43,8 @@ pub struct Engine {
     pub emissions: Option<Arc<EmissionLog>>,
     /// The `traceparent` headers of the generating requests.
     pub traces: super::trace_log::TraceLog,
+    /// The LoRA adapters it serves.
+    pub lora: Arc<super::lora::Lora>,
     /// The golden questions' words and reference answers (`--golden`).
     golden: Vec<(Vec<u64>, Arc<[String]>)>,
     /// The energy its batch draws (`gpu` set).
@@ -70,6 +72,7 @@ impl Engine {
             .map(|n| Arc::new(Semaphore::new(n as usize)));
         let fault_rng = StdRng::seed_from_u64(cfg.seed);
         let cfg_gpu = cfg.gpu;
+        let lora = Arc::new(super::lora::Lora::new(&cfg.lora_adapters));
         let prefix_cache = cfg
             .prefix_cache
             .then(|| PrefixCache::new(cfg.block_size, cfg.num_gpu_blocks));
@@ -106,6 +109,7 @@ impl Engine {
             seq: AtomicU64::new(0),
             shutdown,
             traces: Default::default(),
+            lora,
             golden,
             power: cfg_gpu.map(super::gpu::PowerMeter::new),
             address: String::new(),

@@ -25,6 +25,7 @@ mod fault;
 pub mod gateway;
 pub mod gpu;
 mod jitter;
+pub(crate) mod lora;
 mod metrics;
 mod prefix_cache;
 mod protocol;

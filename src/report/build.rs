@@ -134,6 +134,8 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         cache_hit_share: s.cache.share(),
         cache_warning: None,
         stopped_early: None,
+        model: None,
+        by_model: Vec::new(),
         turns: s
             .turns
             .as_ref()

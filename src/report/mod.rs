@@ -397,6 +397,13 @@ pub struct RateReport {
     /// a few per cent of its prompt tokens from the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_warning: Option<String>,
+    /// `--lora-split`: the model a row of `by_model` is about (absent on the rate's row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `--lora-split`: one row per model (the base model first, then the adapters),
+    /// each built from that model's requests exactly as the rate's row is from all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<RateReport>,
     /// Multi-turn runs (`--turns`): turn 1, turns ≥ 2 together, and each turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<TurnsReport>,
@@ -582,6 +589,8 @@ pub mod test_support {
             cache_hit_share: None,
             cache_warning: None,
             stopped_early: None,
+            model: None,
+            by_model: Vec::new(),
             turns: None,
             energy: None,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),

@@ -50,8 +50,10 @@ pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) 
     let metrics = &with_ttfa(reports, metrics)[..];
     let energy = reports.iter().any(|r| r.energy.is_some());
     let groups = groups(metrics, percentiles, energy);
+    // A rate's per-model rows (`--lora-split`) follow it.
     let rows: Vec<Vec<String>> = reports
         .iter()
+        .flat_map(|r| std::iter::once(r).chain(&r.by_model))
         .map(|r| row(r, metrics, percentiles, energy))
         .collect();
     let widths = widths(&groups, &rows);
@@ -137,7 +139,9 @@ fn row(r: &RateReport, metrics: &[Latency], percentiles: &[f64], energy: bool) -
     };
     let pct = |v: f64| format!("{:.1}", v * 100.0);
     let mut row = vec![
-        r.rate.to_string(),
+        r.model
+            .as_ref()
+            .map_or_else(|| r.rate.to_string(), |m| format!("  {m}")),
         r.offered_rate.map_or("-".to_string(), num),
         ci(num(r.achieved_rate), "achieved_rate", &num),
         r.completed.to_string(),

@@ -71,6 +71,7 @@ mod tests {
             max_tokens: 2,
             history: Vec::new(),
             system: None,
+            model: None,
         }
     }
 

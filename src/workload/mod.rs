@@ -20,6 +20,8 @@ pub struct RequestSpec {
     pub history: Vec<Exchange>,
     /// A system message sent before everything (a fixed question's `messages:`).
     pub system: Option<Arc<str>>,
+    /// The model it names when not the client's (a LoRA adapter of `--lora-split`).
+    pub model: Option<Arc<str>>,
 }
 
 impl RequestSpec {
@@ -49,6 +51,7 @@ pub mod conversation;
 pub mod dataset;
 pub mod image;
 pub mod lengths;
+pub mod lora;
 pub mod prompt;
 pub mod replay;
 pub mod tokenizer;
@@ -97,9 +100,17 @@ pub struct Workload {
     /// the generator of the others (without it), drawn per request from a stream of its
     /// own.
     prefix_share: Option<(f64, PromptGenerator)>,
+    /// The base model and its LoRA adapters, one picked per request from the seed.
+    models: Option<Arc<lora::ModelSplit>>,
 }
 
 impl Workload {
+    /// Each request names a model of `split`, picked from the seed and its index.
+    pub fn with_models(mut self, split: lora::ModelSplit) -> Self {
+        self.models = Some(Arc::new(split));
+        self
+    }
+
     /// Synthetic prompts. Fails when the smallest possible input length cannot hold the
     /// shared prefix and the nonce.
     pub fn synthetic(
@@ -121,6 +132,7 @@ impl Workload {
             replays: false,
             golden: None,
             prefix_share: None,
+            models: None,
         })
     }
 
@@ -155,6 +167,7 @@ impl Workload {
             replays,
             golden: None,
             prefix_share: None,
+            models: None,
         })
     }
 
@@ -269,6 +282,9 @@ impl Workload {
             request: index,
         };
         let mut spec = self.unprefaced(index, &mut rng, nonce)?;
+        if let Some(split) = &self.models {
+            spec.model = Some(Arc::from(split.pick(self.seed, index)));
+        }
         if let Some(p) = &self.preamble {
             spec.system.clone_from(&p.system);
             spec.history.clone_from(&p.exchanges);
@@ -327,6 +343,7 @@ impl Workload {
             max_tokens,
             history: Vec::new(),
             system: None,
+            model: None,
         }))
     }
 
@@ -354,6 +371,7 @@ impl Workload {
                     max_tokens,
                     history: Vec::new(),
                     system: None,
+                    model: None,
                 })
             }
             PromptSource::Dataset(entries) => {
@@ -370,6 +388,7 @@ impl Workload {
                     max_tokens,
                     history: Vec::new(),
                     system: None,
+                    model: None,
                 })
             }
         }

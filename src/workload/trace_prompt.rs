@@ -171,6 +171,7 @@ impl BlockPrompts {
             max_tokens: entry.output_tokens,
             history: Vec::new(),
             system: None,
+            model: None,
         })
     }
 }

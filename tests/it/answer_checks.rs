@@ -78,6 +78,7 @@ async fn probe(
         max_tokens: 30,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }
@@ -213,6 +214,7 @@ async fn an_answer_that_echoes_the_key_is_scrubbed_from_the_record() {
         max_tokens: 30,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     let r = client.send(&spec, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
@@ -252,6 +254,7 @@ async fn expect_model_checks_an_embeddings_answer() {
             max_tokens: 1,
             history: Vec::new(),
             system: None,
+            model: None,
         };
         let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
         assert_eq!(r.outcome, Outcome::Ok, "{fault:?}: {:?}", r.error);

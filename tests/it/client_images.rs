@@ -29,6 +29,7 @@ async fn images_add_their_tiles_to_the_ttft_and_their_tokens_to_the_prompt() {
         max_tokens: 4,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     // Two 1024 × 600 images: 2 × 2 tiles each.
     let images = Images::generated(2, 1024, 600).unwrap();

@@ -35,6 +35,7 @@ async fn send(cfg: ClientConfig) -> RequestRecord {
         max_tokens: 8,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

@@ -49,6 +49,7 @@ async fn probe_with(cfg: ClientConfig) -> RequestRecord {
         max_tokens: 30,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

@@ -66,6 +66,7 @@ async fn rank(
         max_tokens: 1,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 1, Duration::ZERO, Instant::now()).await
 }

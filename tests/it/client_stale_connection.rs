@@ -19,6 +19,7 @@ fn spec() -> RequestSpec {
         max_tokens: 4,
         history: Vec::new(),
         system: None,
+        model: None,
     }
 }
 

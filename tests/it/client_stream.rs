@@ -26,6 +26,7 @@ fn spec() -> RequestSpec {
         max_tokens: 16,
         history: Vec::new(),
         system: None,
+        model: None,
     }
 }
 

@@ -128,6 +128,7 @@ async fn send(addr: std::net::SocketAddr, tls: TlsConfig) -> RequestRecord {
         max_tokens: 4,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 0, Duration::ZERO, Instant::now()).await
 }

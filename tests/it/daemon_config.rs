@@ -244,7 +244,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `budget_per_day`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `budget_per_day`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`, `adapters`",
     ),
     (
         "zero_grace_period",

@@ -77,6 +77,7 @@ fn spec() -> RequestSpec {
         max_tokens: MAX_TOKENS,
         history: Vec::new(),
         system: None,
+        model: None,
     }
 }
 

@@ -67,6 +67,7 @@ async fn send(base_url: &str, session: Option<&str>) -> RequestRecord {
         max_tokens: 4,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&spec, 0, Duration::ZERO, Instant::now()).await
 }

@@ -77,6 +77,7 @@ async fn probe(
         max_tokens,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     client.send(&req, 1, Duration::ZERO, Instant::now()).await
 }
@@ -216,6 +217,7 @@ async fn a_call_to_another_function_fails() {
         max_tokens: 30,
         history: Vec::new(),
         system: None,
+        model: None,
     };
     let r = client.send(&req, 1, Duration::ZERO, Instant::now()).await;
     assert_eq!(

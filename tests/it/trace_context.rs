@@ -43,6 +43,7 @@ fn spec() -> RequestSpec {
         max_tokens: 4,
         history: Vec::new(),
         system: None,
+        model: None,
     }
 }
 

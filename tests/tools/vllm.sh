@@ -42,6 +42,8 @@
 #    prefix caching (after step 5) and with --no-enable-prefix-caching (the start of step
 #    6's other model); and `bench` with the same fixed prompt twice, the second run
 #    warning that the engine's cache was warm.
+# 8. LoRA adapters (vLLM's first start has --enable-lora and serves ad1; below): bench
+#    --lora-split, and a daemon discovering adapters as ad2 is loaded and unloaded.
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
 # bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
@@ -132,9 +134,11 @@ start_vllm() {
   # setsid: a process group of its own, for stop_server (from a shell without job control
   # setsid does not fork, so $! is vLLM itself). --enable-prompt-tokens-details: usage
   # carries prompt_tokens_details.cached_tokens (step 7), absent without it.
+  # VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter
+  # (step 8; nothing without --enable-lora).
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
-    VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
+    VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
     TMPDIR="$scratch" setsid "$vllm_bin" serve "$dir" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
     --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
     --enable-prompt-tokens-details "$@" >"$scratch/vllm.log" 2>&1 </dev/null &
@@ -154,7 +158,15 @@ start_vllm() {
   start_time=$((SECONDS - t_start))
   say "vLLM ready after ${start_time} s"
 }
-start_vllm "$model"
+# Step 8's adapters: ad1 served from the start, ad2 loaded at run time.
+lora_dir=$scratch/lora
+t_adapters=$SECONDS
+for a in ad1:1 ad2:2; do
+  "$vllm_py" tests/tools/lib/vllm_lora_adapter.py --model "$model" --out "$lora_dir/${a%%:*}" --seed "${a#*:}" >/dev/null ||
+    fail "building the LoRA adapter ${a%%:*} failed"
+done
+say "LoRA adapters ad1 and ad2 written in $((SECONDS - t_adapters)) s"
+start_vllm "$model" --enable-lora --max-lora-rank 8 --lora-modules "ad1=$lora_dir/ad1"
 curl -sf --max-time 10 "$base/v1/models" | grep -q "\"id\":\"$served\"" || fail "GET /v1/models does not list $served"
 # One request per API first, streamed and not, so that no figure below includes the
 # server's set-up of a code path it had not run yet (its first Messages or Responses
@@ -819,6 +831,150 @@ print("PASS: bench warns of a warm cache on the second identical run only")
 EOF
 say "bench's warm-cache warning: $((SECONDS - t_fixed)) s"
 first_start=$start_time
+
+# 8. LoRA adapters. The first start serves the adapter ad1 (random weights, made by
+#    tests/tools/lib/vllm_lora_adapter.py) with --enable-lora and runtime loading on
+#    (VLLM_ALLOW_RUNTIME_LORA_UPDATING). `bench --lora-split ad1=0.5`: every request
+#    answered, a row per model whose count is its records'. A daemon discovering adapters
+#    from /v1/models (ad1's parent is the served model): series with model="ad1"; ad2
+#    loaded at run time (/v1/load_lora_adapter) gets series within a few discovery
+#    intervals, and unloaded (/v1/unload_lora_adapter) they go; the engine's LoRA gauges
+#    are read from vLLM's own vllm:lora_requests_info.
+t_lora=$SECONDS
+timeout 300 "$bin" bench --base-url "$base" --model "$served" --endpoint chat --lora-split ad1=0.5 \
+  --rate 4 --num-requests 12 --input-len 32 --output-len 8 --seed 7 --timeout 60s \
+  --records "$scratch/records-lora.jsonl" --json-out "$scratch/summary-lora.jsonl" --no-progress \
+  >"$scratch/bench-lora.out" 2>"$scratch/bench-lora.err" ||
+  { cat "$scratch/bench-lora.out" "$scratch/bench-lora.err" >&2; fail "bench --lora-split"; }
+python3 - "$scratch" "$served" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || { cat "$scratch/bench-lora.out" >&2; fail "bench --lora-split"; }
+import json, sys
+scratch, served = sys.argv[1:3]
+recs = [json.loads(l) for l in open(f"{scratch}/records-lora.jsonl") if l.strip()]
+recs = [r for r in recs if "outcome" in r and not r.get("warmup")]
+s = [json.loads(l) for l in open(f"{scratch}/summary-lora.jsonl") if l.strip()][0]
+errors = [f"request {r['id']} ({r.get('model')}): {r['outcome']} {r.get('error')}" for r in recs if r["outcome"] != "ok"]
+counts = {}
+for r in recs:
+    counts[r.get("model")] = counts.get(r.get("model"), 0) + 1
+rows = {row["model"]: row for row in s.get("by_model", [])}
+if list(rows) != [served, "ad1"]:
+    errors.append(f"by_model rows {list(rows)}, want [{served}, ad1]")
+for m, row in rows.items():
+    if row["completed"] != counts.get(m, 0) or row["failed"] != 0:
+        errors.append(f"row {m}: {row['completed']} completed, {row['failed']} failed; records {counts.get(m, 0)}")
+if len(recs) != 12 or s.get("completed") != 12 or not all(counts.get(m) for m in (served, "ad1")):
+    errors.append(f"{len(recs)} records, {s.get('completed')} completed, per model {counts}")
+ttft = {m: row.get("ttft_ms", {}).get("mean") for m, row in rows.items()}
+print(f"bench --lora-split ad1=0.5: per model {counts}, TTFT mean ms {ttft}")
+if errors:
+    print("\n".join(f"FAIL: {e}" for e in errors))
+    sys.exit(1)
+print("PASS: bench --lora-split: every request answered, a row per model")
+EOF
+grep -E "^ +($served|ad1) " "$scratch/bench-lora.out" | sed "s/^/[$check_name] /" >&2 || true
+
+cat >"$scratch/daemon-lora.yaml" <<EOF
+listen: 127.0.0.1:0
+engine_scrape_interval: 1s
+targets:
+  - name: vllm-lora
+    base_url: $base
+    model: $served
+    endpoint: chat
+    rate: 4/s
+    timeouts: {first_token: 30s, idle: 10s, total: 60s}
+    engine_metrics_url: $base/metrics
+    scenarios:
+      - {name: lora, input_tokens: 32, output_tokens: 8}
+    adapters: {discover: true, weight: 0.25, interval: 2s}
+EOF
+"$bin" daemon --config "$scratch/daemon-lora.yaml" >"$scratch/daemon-lora.out" 2>"$scratch/daemon-lora.err" &
+lora_pid=$!
+stop_on_exit "$lora_pid"
+wait_for_daemon "$lora_pid" "$scratch/daemon-lora.out" "$scratch/daemon-lora.err"
+# lora_wait WHAT SINCE: polls the daemon until WHAT holds (ready: the base model and ad1
+# have two probes each; ad2: ad2 has a probe; ad2-gone: no series names ad2), up to 5
+# minutes; prints the seconds since SINCE (Unix time).
+lora_wait() {
+  python3 - "$url" "$served" "$1" "$2" <<'EOF' || { tail -30 "$scratch/daemon-lora.err" >&2; fail "daemon with adapters: $1"; }
+import re, sys, time, urllib.request
+url, served, what, since = sys.argv[1:5]
+t0 = time.monotonic()
+while True:
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    def requests(model):
+        return sum(float(v) for labels, v in re.findall(r'^llmprobe_requests_total\{([^}]*)\} (\S+)$', text, re.M)
+                   if f'model="{model}"' in labels and 'target="vllm-lora"' in labels)
+    done = {"ready": requests(served) >= 2 and requests("ad1") >= 2,
+            "ad2": requests("ad2") >= 1,
+            "ad2-gone": 'model="ad2"' not in text}[what]
+    if done:
+        print(f"{time.time() - float(since):.1f}")
+        break
+    if time.monotonic() - t0 > 300:
+        sys.exit(f"{what}: not within 5 minutes")
+    time.sleep(0.5)
+EOF
+}
+waited=$(lora_wait ready "$(date +%s.%N)")
+say "daemon: the base model and ad1 probed twice each ${waited} s after the daemon listened"
+loaded_at=$(date +%s.%N)
+curl -sf --max-time 60 "$base/v1/load_lora_adapter" -H 'content-type: application/json' \
+  -d "{\"lora_name\":\"ad2\",\"lora_path\":\"$lora_dir/ad2\"}" >/dev/null || fail "POST /v1/load_lora_adapter ad2"
+waited=$(lora_wait ad2 "$loaded_at")
+say "PASS: ad2 loaded at run time: its series ${waited} s after the load (discovery every 2 s)"
+curl -sf --max-time 10 "$url/metrics" >"$scratch/metrics-lora.txt" || fail "GET $url/metrics"
+curl -sf --max-time 10 "$base/metrics" >"$scratch/vllm-metrics-lora.txt" || fail "GET $base/metrics"
+unloaded_at=$(date +%s.%N)
+curl -sf --max-time 60 "$base/v1/unload_lora_adapter" -H 'content-type: application/json' \
+  -d '{"lora_name":"ad2"}' >/dev/null || fail "POST /v1/unload_lora_adapter ad2"
+waited=$(lora_wait ad2-gone "$unloaded_at")
+say "PASS: ad2 unloaded: its series gone ${waited} s after the unload (probes sent in between fail: 404)"
+kill "$lora_pid"
+wait "$lora_pid" || fail "the LoRA daemon exited non-zero on SIGTERM"
+python3 - "$scratch" "$served" <<'EOF' 2>&1 | sed "s/^/[$check_name] /" >&2 || fail "daemon with adapters"
+import re, sys
+scratch, served = sys.argv[1:3]
+def parse(path):
+    out = []
+    for line in open(path):
+        m = re.match(r'^([\w:]+)(?:\{([^}]*)\})? (\S+)$', line.strip())
+        if m:
+            out.append((m.group(1), dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")), float(m.group(3))))
+    return out
+ours = [(n, l, v) for n, l, v in parse(f"{scratch}/metrics-lora.txt") if l.get("target") == "vllm-lora"]
+def val(name, **want):
+    hits = [v for n, l, v in ours if n == name and all(l.get(k) == x for k, x in want.items())]
+    return sum(hits) if hits else None
+errors = []
+per = {m: (val("llmprobe_requests_total", model=m), val("llmprobe_request_failures_total", model=m),
+           val("llmprobe_probe_rate_per_second", model=m)) for m in (served, "ad1", "ad2")}
+print("daemon per model (probes, failures, rate/s): " + ", ".join(f"{m} {p}" for m, p in per.items()))
+for m, (n, failed, rate) in per.items():
+    if not n or failed:
+        errors.append(f"{m}: {n} probes, {failed} failed")
+# Two adapters of 0.25 leave the base model half of 4/s.
+if [p[2] for p in per.values()] != [2.0, 1.0, 1.0]:
+    errors.append(f"rates {[p[2] for p in per.values()]}, want [2.0, 1.0, 1.0]")
+# vLLM's own newest sample, beside the gauges the daemon read from it.
+info = [(l, v) for n, l, v in parse(f"{scratch}/vllm-metrics-lora.txt") if n == "vllm:lora_requests_info"]
+newest = max(info, key=lambda x: x[1])[0] if info else {}
+names = lambda k: len([x for x in newest.get(k, "").split(",") if x])
+g = {k: val(f"llmprobe_engine_lora_adapters_{k}") for k in ("running", "waiting", "max")}
+print(f"vllm:lora_requests_info: {len(info)} samples, newest {newest}; llmprobe_engine_lora_adapters {g}")
+if not info:
+    errors.append("vLLM exported no vllm:lora_requests_info")
+if g["max"] != float(newest.get("max_lora", -1)):
+    errors.append(f"llmprobe_engine_lora_adapters_max {g['max']}, vLLM's max_lora {newest.get('max_lora')}")
+for k in ("running", "waiting"):
+    if g[k] is None or not 0 <= g[k] <= 2:
+        errors.append(f"llmprobe_engine_lora_adapters_{k} {g[k]}")
+if errors:
+    print("\n".join(f"FAIL: {e}" for e in errors))
+    sys.exit(1)
+print("PASS: daemon with discovered adapters: every model probed without a failure, the engine's LoRA gauges from vLLM's metric")
+EOF
+say "LoRA step: $((SECONDS - t_lora)) s"
 
 # Another model: the same tiny Llama (config, tokenizer, template) with weights drawn from
 # another seed. `fingerprint compare` and the daemon's fingerprint scenario must flag it.

@@ -2,12 +2,14 @@
 //! the progress bar and the kept records, fed in that order by one loop, which also stops
 //! the run when `--max-error-rate` is passed.
 
+mod by_model;
 mod error_stop;
 mod kept;
 mod progress;
 mod records_file;
 mod summary;
 
+pub use by_model::ByModel;
 use error_stop::ErrorStop;
 pub use kept::Kept;
 pub use progress::Progress;
@@ -37,6 +39,8 @@ pub struct Collected {
     pub first_cached: Option<(u32, u32)>,
     /// `--max-error-rate` stopped the run.
     pub stopped_early: Option<StoppedEarly>,
+    /// `--lora-split`: each model's summary, the base model's first.
+    pub by_model: Vec<(String, Collector)>,
 }
 
 /// The sinks of one run.
@@ -52,6 +56,8 @@ pub struct RunSinks<'a> {
     /// `--max-error-rate`, and the run's stop it cancels when the summary's counts
     /// pass it.
     pub max_error_rate: Option<(MaxErrorRate, CancellationToken)>,
+    /// `--lora-split`: a summary per model.
+    pub by_model: Option<ByModel>,
 }
 
 impl RunSinks<'_> {
@@ -77,6 +83,9 @@ impl RunSinks<'_> {
         if let Some(k) = self.kept.as_mut() {
             sinks.push(k);
         }
+        if let Some(b) = self.by_model.as_mut() {
+            sinks.push(b);
+        }
         while let Some(ev) = rx.recv().await {
             if let RunEvent::Record(r) = &ev
                 && unsent(r.id)
@@ -99,6 +108,7 @@ impl RunSinks<'_> {
             output_tokens,
             first_cached: first.and_then(|(_, c)| c),
             stopped_early,
+            by_model: self.by_model.map_or_else(Vec::new, ByModel::into_rows),
         })
     }
 }

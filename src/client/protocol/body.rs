@@ -147,7 +147,7 @@ pub fn write(
             map,
             extra: &cfg.extra_body,
         };
-        f.put("model", &cfg.model)?;
+        f.put("model", spec.model.as_deref().unwrap_or(&cfg.model))?;
         fields(&mut f)?;
         for (k, v) in &cfg.extra_body {
             f.map.serialize_entry(k, v)?;
@@ -193,6 +193,7 @@ mod tests {
                 assistant: "4".into(),
             }],
             system: Some(Arc::from("Answer with a number.")),
+            model: None,
         }
     }
 

@@ -175,6 +175,7 @@ mod tests {
             max_tokens: 1,
             history: Vec::new(),
             system: None,
+            model: None,
         };
         let v: serde_json::Value =
             serde_json::from_slice(&Rerank.body(&cfg, &spec).unwrap()).unwrap();

@@ -273,6 +273,7 @@ fn spec(prefix: &str, question: &str, p: &PrefixCachePlan) -> RequestSpec {
         max_tokens: p.output_tokens,
         history: Vec::new(),
         system: None,
+        model: None,
     }
 }
 

@@ -23,10 +23,20 @@ impl ScenarioKind for Probe {
     }
 
     fn start(&self, at: &FrontDoor<'_>) -> anyhow::Result<Vec<JoinHandle<()>>> {
+        // With adapters, each model's share runs from the adapter task
+        // (`daemon/adapters.rs`), which starts them with `start_share`.
+        if at.target.plan.adapters.is_some() {
+            return Ok(Vec::new());
+        }
         let mut tasks = Vec::new();
         let (first, count) = at.stagger;
         for (i, scenario) in at.target.plan.scenarios.iter().enumerate() {
-            tasks.extend(start_scenario(at, scenario, (first + i, count))?);
+            let share = Share {
+                rate_hz: scenario.rate_hz,
+                seed: scenario.seed,
+                row: scenario.name.clone(),
+            };
+            tasks.extend(start_share(at, scenario, (first + i, count), &share)?);
         }
         Ok(tasks)
     }
@@ -59,12 +69,22 @@ impl ScenarioKind for Probe {
     }
 }
 
-/// Starts the runner of one scenario and the consumer of its records. `stagger` is
-/// (position, count) of this runner among all runners.
-fn start_scenario(
+/// One model's share of a scenario: its rate, its seed and its status row's name. Without
+/// adapters the one model takes all of it under the scenario's name.
+pub struct Share {
+    pub rate_hz: f64,
+    pub seed: u64,
+    pub row: String,
+}
+
+/// Starts the runner of one scenario's share for the model of `at.target.plan` and the
+/// consumer of its records. `stagger` is (position, count) of this runner among all
+/// runners.
+pub fn start_share(
     at: &FrontDoor<'_>,
     scenario: &ScenarioPlan,
     stagger: (usize, usize),
+    share: &Share,
 ) -> anyhow::Result<[JoinHandle<()>; 2]> {
     let plan = at.target.plan;
     let metrics = &at.target.shared.metrics;
@@ -91,12 +111,12 @@ fn start_scenario(
         Some(name) => Some(Arc::new(series(&name)?)),
         None => None,
     };
-    metrics.set_rate(&plan.name, &plan.model, &scenario.name, scenario.rate_hz);
+    metrics.set_rate(&plan.name, &plan.model, &scenario.name, share.rate_hz);
     let status = at
         .target
         .shared
         .status
-        .scenario(&plan.name, &plan.model, &scenario.name);
+        .scenario(&plan.name, &plan.model, &share.row);
     // A (re)started scenario starts a fresh window, as its gauges do.
     status.lock().unwrap_or_else(|e| e.into_inner()).golden = scenario
         .golden
@@ -108,8 +128,8 @@ fn start_scenario(
         stop: at.stop,
         base_url: &plan.client.base_url,
         replica: None,
-        rate_hz: scenario.rate_hz,
-        seed: scenario.seed,
+        rate_hz: share.rate_hz,
+        seed: share.seed,
         stagger,
         series: Arc::new(main),
         later_series,

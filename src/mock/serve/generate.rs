@@ -117,6 +117,7 @@ fn plan(
         .then(|| engine.cached_prefix(&req.prompt_words))
         .flatten();
     Job {
+        _adapter: engine.lora.begin(&req.model),
         emission: engine.recorder(body, arrival),
         cached,
         output_tokens: writer

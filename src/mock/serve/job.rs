@@ -26,6 +26,8 @@ pub struct Job {
     pub cached: Option<u32>,
     /// Where its token chunks are noted as they leave (None: nobody asked).
     pub emission: Option<EmissionRecorder>,
+    /// Its LoRA adapter counted in flight until the answer ends (None: the base model).
+    pub _adapter: Option<crate::mock::lora::InFlight>,
 }
 
 impl Job {

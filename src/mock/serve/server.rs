@@ -133,6 +133,8 @@ fn routes(engine: Arc<Engine>) -> Router {
     }
     router
         .route("/v1/models", get(models))
+        .route("/v1/load_lora_adapter", post(load_lora))
+        .route("/v1/unload_lora_adapter", post(unload_lora))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/gpu/metrics", get(gpu_metrics))
@@ -169,7 +171,11 @@ async fn metrics(State(engine): State<Arc<Engine>>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        render(&engine.snapshot()),
+        {
+            let mut page = render(&engine.snapshot());
+            engine.lora.render(&mut page);
+            page
+        },
     )
         .into_response()
 }
@@ -193,12 +199,49 @@ async fn models(State(engine): State<Arc<Engine>>, headers: HeaderMap) -> Respon
     if let Some(r) = unauthorized(&engine, &headers) {
         return r;
     }
-    let body = json!({"object": "list", "data": [{
+    let mut data = vec![json!({
         "id": engine.cfg.model, "object": "model", "created": 0, "owned_by": "llmprobe-mock",
-    }]});
+        "parent": null,
+    })];
+    data.extend(engine.lora.models(&engine.cfg.model));
+    let body = json!({"object": "list", "data": data});
     (
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
         .into_response()
+}
+
+/// `POST /v1/load_lora_adapter` (vLLM's body: `{lora_name, lora_path}`).
+async fn load_lora(
+    State(engine): State<Arc<Engine>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Some(r) = unauthorized(&engine, &headers) {
+        return r;
+    }
+    lora_reply(engine.lora.load(&body))
+}
+
+/// `POST /v1/unload_lora_adapter` (vLLM's body: `{lora_name}`).
+async fn unload_lora(
+    State(engine): State<Arc<Engine>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Some(r) = unauthorized(&engine, &headers) {
+        return r;
+    }
+    lora_reply(engine.lora.unload(&body))
+}
+
+fn lora_reply(r: crate::mock::lora::Reply) -> Response {
+    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let kind = if status.is_success() {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/json"
+    };
+    (status, [(header::CONTENT_TYPE, kind)], r.body).into_response()
 }
