@@ -22,9 +22,11 @@
 
 pub mod chunk;
 pub mod config;
+mod frames;
 mod json_call;
 pub mod llm_d;
 pub mod protocol;
+pub mod provider;
 pub mod request;
 pub mod sse;
 mod stale;
@@ -41,14 +43,17 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::{Instant, Sleep, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{ClientConfig, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name};
+pub use config::{
+    AwsConfig, ClientConfig, Endpoint, GoogleConfig, Limits, Provider, Timeouts, TlsConfig,
+    valid_header_name,
+};
 
 use crate::check::{Answer, Checks, MAX_ANSWER_BYTES};
 use crate::record::{Outcome, RequestRecord, TokenSource};
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
 use protocol::{FullAnswer, Protocol};
-use sse::SseParser;
+use frames::Frames;
 
 /// Largest `usage.prompt_tokens` believed from a server: far above any context window
 /// served today (10M tokens); larger is a broken or hostile count.
@@ -179,12 +184,15 @@ impl Client {
     /// Builds the client (and its connection pool). Config errors are usage errors.
     pub fn new(cfg: ClientConfig, token_counter: Option<TokenCounter>) -> anyhow::Result<Client> {
         cfg.validate()?;
-        let url = match reqwest::Url::parse(&cfg.url()) {
+        if let Err(e) = provider::check(&cfg) {
+            crate::usage_bail!("{e}");
+        }
+        let url = match reqwest::Url::parse(&provider::url(&cfg)) {
             Ok(u) => u,
             Err(e) => crate::usage_bail!("base_url {:?}: {e}", cfg.base_url),
         };
-        let protocol = protocol::of(cfg.endpoint);
-        let streamed = cfg.stream && cfg.endpoint.can_stream();
+        let protocol = provider::protocol(&cfg);
+        let streamed = provider::streamed(&cfg);
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -193,7 +201,7 @@ impl Client {
         headers.insert(
             header::ACCEPT,
             HeaderValue::from_static(if streamed {
-                "text/event-stream"
+                provider::framing(&cfg).content_type()
             } else {
                 "application/json"
             }),
@@ -205,7 +213,7 @@ impl Client {
             headers.insert(name, v);
         }
         if let Some(key) = &cfg.api_key {
-            let (name, value) = protocol.api_key_header(key.expose());
+            let (name, value) = provider::key_header(&cfg, key.expose());
             let mut v = match HeaderValue::from_str(&value) {
                 Ok(v) => v,
                 Err(_) => crate::usage_bail!("api_key contains characters not allowed in a header"),
@@ -508,7 +516,7 @@ impl Client {
         }
 
         let limits = self.cfg.limits;
-        let mut parser = SseParser::new(limits.max_line_bytes, limits.max_line_bytes);
+        let mut parser = Frames::new(provider::framing(&self.cfg), limits.max_line_bytes);
         let mut last_bytes = Instant::now();
         loop {
             let (deadline, phase) = if rec.t_first.is_none() {
@@ -615,8 +623,9 @@ impl Client {
         if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
             let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
             let essence = ct_text.split(';').next().unwrap_or("").trim();
+            let framing = provider::framing(&self.cfg);
             let expected = if self.streamed() {
-                essence.eq_ignore_ascii_case("text/event-stream")
+                essence.eq_ignore_ascii_case(framing.content_type())
             } else {
                 essence.eq_ignore_ascii_case("application/json")
                     || essence.to_ascii_lowercase().ends_with("+json")
@@ -628,9 +637,12 @@ impl Client {
                 )
                 .await;
                 let (want, hint) = if self.streamed() {
-                    ("a text/event-stream", "is `stream: true` honoured?")
+                    (
+                        format!("a {}", framing.content_type()),
+                        "is `stream: true` honoured?",
+                    )
                 } else {
-                    ("an application/json", "`stream: false` was sent")
+                    ("an application/json".to_string(), "`stream: false` was sent")
                 };
                 return Err(Failure::stream(format!(
                     "expected {want} response, got Content-Type {ct_text:?} ({hint}): {snippet}"
@@ -642,7 +654,7 @@ impl Client {
 
     /// Whether this client asks for a streamed answer.
     fn streamed(&self) -> bool {
-        self.cfg.stream && self.cfg.endpoint.can_stream()
+        provider::streamed(&self.cfg)
     }
 
     /// The hint for a 404 or 405: the route is missing, so the server probably does
@@ -713,7 +725,7 @@ impl Client {
     /// Handles every complete event the parser holds.
     fn drain_events(
         &self,
-        parser: &mut SseParser,
+        parser: &mut Frames,
         at: Duration,
         rec: &mut RequestRecord,
         st: &mut StreamState,
@@ -722,9 +734,7 @@ impl Client {
             let ev = match parser.next_event() {
                 Ok(Some(ev)) => ev,
                 Ok(None) => return Ok(()),
-                Err(e) => {
-                    return Err(Failure::stream(format!("{e} (limits.max_line_bytes)")));
-                }
+                Err(e) => return Err(Failure::stream(e)),
             };
             if st.done {
                 // Anything after [DONE] is ignored.
@@ -760,6 +770,9 @@ impl Client {
             return Ok(());
         }
         st.done |= chunk.done;
+        if let Some(ms) = chunk.server_latency_ms {
+            rec.server_latency = Some(Duration::from_millis(ms));
+        }
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
             self.take_usage(u, rec)?;
@@ -909,6 +922,7 @@ impl Client {
     ) -> Result<(), Failure> {
         self.take_usage(answer.usage, rec)?;
         rec.finish_reason = answer.finish_reason;
+        rec.server_latency = answer.server_latency_ms.map(Duration::from_millis);
         if let Some(model) = &answer.model {
             st.keep_model(model);
         }
@@ -997,6 +1011,13 @@ fn decode_failure(e: ChunkError, data: &[u8], streamed: bool) -> Failure {
             "server error {place}: {}",
             truncate_text(&msg, ERROR_BODY_BYTES)
         )),
+        ChunkError::RateLimited(msg) => Failure::new(
+            Outcome::Http429,
+            format!(
+                "rate limited {place}: {}",
+                truncate_text(&msg, ERROR_BODY_BYTES)
+            ),
+        ),
         ChunkError::Malformed(msg) => Failure::stream(format!(
             "malformed {what} ({msg}): {}",
             truncate_text(&String::from_utf8_lossy(data), 256)

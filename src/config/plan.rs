@@ -427,6 +427,40 @@ fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String
     })
 }
 
+/// Where a provider error points: the block or key it names, else `provider`.
+fn provider_path(t: &Target, path: &Path, msg: &str) -> Path {
+    for key in ["api_version", "aws", "google", "api_key"] {
+        if msg.starts_with(key) || msg.contains(&format!(" {key}")) {
+            let present = match key {
+                "api_version" => t.api_version.is_some(),
+                "aws" => t.aws.is_some(),
+                "google" => t.google.is_some(),
+                _ => t.api_key_file.is_some() || t.api_key_env.is_some(),
+            };
+            if present {
+                let block = path.key(if key == "api_key" {
+                    if t.api_key_file.is_some() { "api_key_file" } else { "api_key_env" }
+                } else {
+                    key
+                });
+                // `aws.region …`: the key inside the block.
+                if let Some(inner) = msg
+                    .strip_prefix(key)
+                    .and_then(|r| r.strip_prefix('.'))
+                    .and_then(|r| r.split_whitespace().next())
+                {
+                    return block.key(inner);
+                }
+                return block;
+            }
+        }
+    }
+    if msg.contains("endpoint") {
+        return path.key("endpoint");
+    }
+    path.key("provider")
+}
+
 fn target(
     cfg: &Config,
     t: &Target,
@@ -450,6 +484,10 @@ fn target(
     let client = ClientConfig {
         base_url: t.base_url.clone(),
         endpoint: t.endpoint,
+        provider: t.provider,
+        api_version: t.api_version.clone(),
+        aws: t.aws.clone(),
+        google: t.google.clone(),
         model: t.model.clone(),
         api_key,
         headers,
@@ -481,6 +519,7 @@ fn target(
         let msg = format!("{e:#}").replace(&t.base_url, &redact_url(&t.base_url));
         (path.clone(), msg)
     })?;
+    crate::client::provider::check(&client).map_err(|e| (provider_path(t, path, &e), e))?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
     let tls = unread.tls(&t.tls, &path.key("tls"))?;

@@ -8,7 +8,9 @@ mod body;
 mod chat;
 mod completions;
 mod embeddings;
+mod converse;
 mod endpoint;
+mod gemini;
 mod messages;
 mod responses;
 
@@ -39,6 +41,8 @@ pub struct FullAnswer {
     /// The function calls of the answer (chat `message.tool_calls`, Responses
     /// `function_call` items).
     pub tool_calls: Vec<ToolCall>,
+    /// The provider's own latency in milliseconds (Bedrock's `metrics.latencyMs`).
+    pub server_latency_ms: Option<u64>,
 }
 
 /// One API's wire format.
@@ -86,10 +90,18 @@ pub fn of(endpoint: Endpoint) -> &'static dyn Protocol {
     }
 }
 
-/// The JSON body for one request of `cfg.endpoint`.
-pub fn body(cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
-    of(cfg.endpoint).body(cfg, spec)
+/// Google's `generateContent` (Gemini API, Vertex AI): spoken by providers only.
+pub fn gemini() -> &'static dyn Protocol {
+    &gemini::Gemini
 }
+
+/// Bedrock's Converse: spoken by a provider only.
+pub fn converse() -> &'static dyn Protocol {
+    &converse::Converse
+}
+
+/// Every protocol a provider speaks besides the endpoints' own, for the decoder tests.
+pub const PROVIDERS_ONLY: [fn() -> &'static dyn Protocol; 2] = [gemini, converse];
 
 /// Decodes a whole body as JSON of type `T`, as a [`ChunkError::Malformed`] when it
 /// is not.
