@@ -20,6 +20,7 @@ mod bench_turns;
 mod capacity_cli;
 mod client_protocol_streams;
 mod client_protocols;
+mod client_providers;
 mod client_stale_connection;
 mod client_stream;
 mod client_tls;

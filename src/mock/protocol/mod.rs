@@ -6,6 +6,7 @@
 mod chat;
 mod completions;
 mod embeddings;
+mod gemini;
 mod messages;
 mod openai;
 mod prompt;
@@ -92,6 +93,23 @@ pub trait MockProtocol: Sync {
 
     /// A complete (non-streamed) answer.
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value;
+
+    /// The body of an error reply with `status` (OpenAI's shape unless the API has
+    /// its own).
+    fn error_response(&self, status: u16, message: &str, kind: &str) -> Value {
+        error_body(message, kind, status.into())
+    }
+
+    /// Headers of an error reply besides its body (Bedrock names the error's kind in
+    /// `x-amzn-ErrorType`).
+    fn error_headers(&self, _status: u16) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// The Content-Type of a streamed answer.
+    fn stream_content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
 }
 
 /// The mock's side of `endpoint`: the one mapping from an endpoint to its protocol.
@@ -103,6 +121,11 @@ pub fn of(endpoint: Endpoint) -> &'static dyn MockProtocol {
         Endpoint::Messages => &messages::Messages,
         Endpoint::Embeddings => &embeddings::Embeddings,
     }
+}
+
+/// Google's `generateContent` (Gemini API, Vertex AI): a provider's, not an endpoint's.
+pub fn gemini() -> &'static dyn MockProtocol {
+    &gemini::Gemini
 }
 
 /// The head and tail of a content event whose text is filled with `x` bytes in

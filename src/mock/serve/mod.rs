@@ -4,6 +4,7 @@
 
 mod conn;
 mod generate;
+mod hosted;
 mod job;
 mod reply;
 mod server;
@@ -11,6 +12,6 @@ mod stream;
 mod whole;
 
 pub use conn::ConnCtl;
-pub use reply::error_response;
+pub use reply::protocol_error;
 pub use server::{MockServer, start, start_with_emissions};
 pub use stream::TRICKLE_BYTE_GAP;

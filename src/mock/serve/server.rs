@@ -131,7 +131,7 @@ fn routes(engine: Arc<Engine>) -> Router {
             post(move |state, ctl, headers, body| route_for(endpoint, state, ctl, headers, body)),
         );
     }
-    router
+    super::hosted::routes(router)
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))

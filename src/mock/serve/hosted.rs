@@ -1,0 +1,199 @@
+//! The hosted APIs' routes (Azure OpenAI, Gemini, Vertex AI, Bedrock): each reads
+//! its model and streaming from its URL where the API puts them there, checks the
+//! provider's own auth, and answers through the one generating path (`generate.rs`),
+//! so the engine's timing and every fault act on them as on the plain routes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
+use axum::routing::post;
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::conn::ConnCtl;
+use super::generate::{Route, generate};
+use super::reply::protocol_error;
+use crate::client::Endpoint;
+use crate::mock::engine::Engine;
+use crate::mock::protocol;
+
+type Params = HashMap<String, String>;
+
+/// Azure OpenAI's routes: the v1 API, and the dated paths (which need `api-version`).
+const AZURE: [(&str, Endpoint, bool); 6] = [
+    ("/openai/v1/chat/completions", Endpoint::Chat, false),
+    ("/openai/v1/responses", Endpoint::Responses, false),
+    ("/openai/v1/embeddings", Endpoint::Embeddings, false),
+    ("/openai/deployments/{deployment}/chat/completions", Endpoint::Chat, true),
+    ("/openai/deployments/{deployment}/embeddings", Endpoint::Embeddings, true),
+    ("/openai/responses", Endpoint::Responses, true),
+];
+
+/// Adds every hosted API's routes.
+pub fn routes(mut router: Router<Arc<Engine>>) -> Router<Arc<Engine>> {
+    for (path, endpoint, dated) in AZURE {
+        router = router.route(
+            path,
+            post(
+                move |State(engine): State<Arc<Engine>>,
+                      Extension(ctl): Extension<ConnCtl>,
+                      Path(params): Path<Params>,
+                      Query(query): Query<Params>,
+                      headers: HeaderMap,
+                      body: Bytes| async move {
+                    let at = (endpoint, dated);
+                    azure(engine, ctl, at, params, query, headers, body).await
+                },
+            ),
+        );
+    }
+    router
+        .route(
+            "/v1beta/models/{call}",
+            post(
+                |State(engine): State<Arc<Engine>>,
+                 Extension(ctl): Extension<ConnCtl>,
+                 Path(params): Path<Params>,
+                 Query(query): Query<Params>,
+                 headers: HeaderMap,
+                 body: Bytes| async move {
+                    google(engine, ctl, Google::Gemini, params, query, headers, body).await
+                },
+            ),
+        )
+        .route(
+            "/v1/projects/{project}/locations/{location}/publishers/google/models/{call}",
+            post(
+                |State(engine): State<Arc<Engine>>,
+                 Extension(ctl): Extension<ConnCtl>,
+                 Path(params): Path<Params>,
+                 Query(query): Query<Params>,
+                 headers: HeaderMap,
+                 body: Bytes| async move {
+                    google(engine, ctl, Google::Vertex, params, query, headers, body).await
+                },
+            ),
+        )
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    header(headers, header::AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "))
+}
+
+/// Azure: `api-key` (or an Entra bearer token: the same key, to the mock) when the mock
+/// has a key; a dated path needs `api-version`; the deployment is the model.
+async fn azure(
+    engine: Arc<Engine>,
+    ctl: ConnCtl,
+    (endpoint, dated): (Endpoint, bool),
+    params: Params,
+    query: Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let p = protocol::of(endpoint);
+    if let Some(key) = engine.cfg.api_key.as_deref()
+        && header(&headers, "api-key") != Some(key)
+        && bearer(&headers) != Some(key)
+    {
+        return protocol_error(
+            p,
+            StatusCode::UNAUTHORIZED,
+            "Access denied due to invalid subscription key or wrong API endpoint.",
+            "401",
+        );
+    }
+    if dated && query.get("api-version").is_none_or(|v| v.is_empty()) {
+        return protocol_error(p, StatusCode::NOT_FOUND, "Resource not found", "404");
+    }
+    let route = Route {
+        protocol: p,
+        model: params.get("deployment").cloned(),
+        stream: None,
+    };
+    generate(engine, ctl, headers, body, route, arrival).await
+}
+
+/// Which of Google's two hosts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Google {
+    Gemini,
+    Vertex,
+}
+
+/// Gemini and Vertex: `{model}:generateContent` or `{model}:streamGenerateContent`
+/// (with `alt=sse`); the Gemini key in `x-goog-api-key`, a Vertex token as a bearer.
+async fn google(
+    engine: Arc<Engine>,
+    ctl: ConnCtl,
+    host: Google,
+    params: Params,
+    query: Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let p = protocol::gemini();
+    let fail = |status, msg: &str| protocol_error(p, status, msg, "");
+    let authorised = match host {
+        Google::Gemini => engine
+            .cfg
+            .api_key
+            .as_deref()
+            .is_none_or(|k| header(&headers, "x-goog-api-key") == Some(k)),
+        Google::Vertex => vertex_authorised(&engine, &headers),
+    };
+    if !authorised {
+        return match host {
+            Google::Gemini => fail(
+                StatusCode::BAD_REQUEST,
+                "API key not valid. Please pass a valid API key.",
+            ),
+            Google::Vertex => fail(
+                StatusCode::UNAUTHORIZED,
+                "Request had invalid authentication credentials.",
+            ),
+        };
+    }
+    let call = params.get("call").map_or("", String::as_str);
+    let Some((model, method)) = call.rsplit_once(':') else {
+        return fail(StatusCode::NOT_FOUND, "no method in the model path");
+    };
+    let stream = match method {
+        "generateContent" => false,
+        "streamGenerateContent" if query.get("alt").map(String::as_str) == Some("sse") => true,
+        "streamGenerateContent" => {
+            return fail(
+                StatusCode::BAD_REQUEST,
+                "the mock streams only with alt=sse",
+            );
+        }
+        _ => return fail(StatusCode::NOT_FOUND, "unknown method"),
+    };
+    let route = Route {
+        protocol: p,
+        model: Some(model.to_string()),
+        stream: Some(stream),
+    };
+    generate(engine, ctl, headers, body, route, arrival).await
+}
+
+/// A Vertex request's bearer token: one the mock's token endpoint issued and that has
+/// not expired, or the mock's `--api-key`; anything when the mock demands neither.
+fn vertex_authorised(engine: &Engine, headers: &HeaderMap) -> bool {
+    let token = bearer(headers);
+    match (&engine.cfg.api_key, token) {
+        (None, _) => true,
+        (Some(k), Some(t)) => t == k,
+        (Some(_), None) => false,
+    }
+}
