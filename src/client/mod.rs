@@ -20,6 +20,7 @@
 //! `reqwest::Client` against an axum server; real time is unaffected). Paused-clock
 //! tests that send several requests should set `reuse_connections: false`.
 
+pub mod auth;
 pub mod chunk;
 pub mod config;
 mod frames;

@@ -62,5 +62,6 @@ mod runner_paused;
 mod runner_pipeline;
 mod runner_precise;
 mod secrets_canary;
+mod sigv4_vectors;
 mod tool_call_checks;
 mod trace_context;

@@ -1,0 +1,5 @@
+//! The credentials and wire framings of hosted APIs, each self-contained: AWS Signature
+//! Version 4 and its credential sources, AWS's binary event-stream framing, and Google's
+//! service-account OAuth2 tokens. The protocols call these; nothing here sends a probe.
+
+pub mod sigv4;
