@@ -81,6 +81,8 @@ pub struct Client {
     connects: stale::ConnectCounter,
     /// The answer checks every successful request is judged by.
     checks: Option<Arc<Checks>>,
+    /// What each request carries beyond the default headers (a provider's signature).
+    signer: provider::Signer,
 }
 
 impl std::fmt::Debug for Client {
@@ -260,7 +262,9 @@ impl Client {
             .build()
             .context("building the HTTP client")?;
         let non_standard_hint = request::non_standard_hint(&cfg);
+        let signer = provider::Signer::new(&cfg)?;
         Ok(Client {
+            signer,
             http,
             url,
             cfg,
@@ -290,6 +294,7 @@ impl Client {
             .iter()
             .chain(self.cfg.headers.iter().map(|(_, v)| v))
             .map(|s| s.expose())
+            .chain(self.signer.secrets())
             .filter(|s| !s.is_empty())
     }
 
@@ -394,6 +399,9 @@ impl Client {
             }
             for (name, value) in headers {
                 request = request.header(name.clone(), value.clone());
+            }
+            for (name, value) in self.signer.headers(&self.url, body) {
+                request = request.header(name, value);
             }
             request.body(body.clone())
         };

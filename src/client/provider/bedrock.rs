@@ -12,7 +12,6 @@ use crate::client::protocol::{self, Protocol};
 pub struct Bedrock;
 
 /// The SigV4 service name of the Bedrock runtime.
-#[allow(dead_code)]
 pub const SERVICE: &str = "bedrock";
 
 impl Host for Bedrock {

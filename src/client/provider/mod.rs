@@ -11,7 +11,10 @@
 mod azure;
 mod bedrock;
 mod gemini;
+mod signer;
 mod vertex;
+
+pub use signer::Signer;
 
 use reqwest::header::{AUTHORIZATION, HeaderName};
 

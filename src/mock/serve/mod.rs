@@ -2,6 +2,7 @@
 //! reset (`conn.rs`), error replies, and one generating request answered: checked and
 //! planned (`generate.rs`, `job.rs`), then streamed (`stream.rs`) or whole (`whole.rs`).
 
+mod aws_auth;
 mod conn;
 mod generate;
 mod hosted;

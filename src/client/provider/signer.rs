@@ -1,0 +1,112 @@
+//! What each request of a provider carries that the default headers cannot: an AWS
+//! Signature V4 over its final URL and body (Bedrock), made with credentials loaded
+//! once when the client is built. The secrets it holds are the client's too (scrubbed
+//! from every error).
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use reqwest::header::{HeaderName, HeaderValue};
+
+use super::{SignerKind, bedrock};
+use crate::client::auth::sigv4::{self, AwsCredentials};
+use crate::client::config::{AwsConfig, ClientConfig};
+use crate::secret::Secret;
+
+/// A provider's per-request signing.
+pub enum Signer {
+    /// Nothing beyond the default headers.
+    None,
+    /// AWS Signature V4 for `region`.
+    SigV4 {
+        creds: AwsCredentials,
+        region: String,
+    },
+}
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Signer::None => f.write_str("None"),
+            Signer::SigV4 { creds, region } => f
+                .debug_struct("SigV4")
+                .field("access_key_id", &creds.access_key_id)
+                .field("region", region)
+                .finish(),
+        }
+    }
+}
+
+impl Signer {
+    /// The signer of `cfg`, its credentials loaded now; an error is a usage error that
+    /// names where the credentials were looked for, never their values.
+    pub fn new(cfg: &ClientConfig) -> anyhow::Result<Signer> {
+        match super::signer(cfg) {
+            SignerKind::Static | SignerKind::BearerSource => Ok(Signer::None),
+            SignerKind::SigV4 => {
+                let aws = cfg.aws.clone().unwrap_or_default();
+                Ok(Signer::SigV4 {
+                    creds: aws_credentials(&aws)?,
+                    region: aws.region.trim().to_string(),
+                })
+            }
+        }
+    }
+
+    /// The headers to add to a request of `url` with `body`, signed now.
+    pub fn headers(&self, url: &reqwest::Url, body: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
+        let Signer::SigV4 { creds, region } = self else {
+            return Vec::new();
+        };
+        let signed = [("content-type".to_string(), "application/json".to_string())];
+        let at = SystemTime::now();
+        sigv4::sign("POST", url, &signed, body, creds, region, bedrock::SERVICE, at)
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+                let mut value = HeaderValue::from_str(&value).ok()?;
+                value.set_sensitive(true);
+                Some((name, value))
+            })
+            .collect()
+    }
+
+    /// The secrets it holds, for scrubbing.
+    pub fn secrets(&self) -> Vec<&str> {
+        match self {
+            Signer::None => Vec::new(),
+            Signer::SigV4 { creds, .. } => [Some(&creds.secret_access_key), creds.session_token.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(Secret::expose)
+                .collect(),
+        }
+    }
+}
+
+/// Bedrock's credentials: the files `aws:` names, else the standard environment
+/// variables.
+fn aws_credentials(aws: &AwsConfig) -> anyhow::Result<AwsCredentials> {
+    let read = |p: &Path| Secret::from_file(p);
+    if let (Some(id), Some(secret)) = (&aws.access_key_id_file, &aws.secret_access_key_file) {
+        return Ok(AwsCredentials {
+            access_key_id: read(id)?.expose().to_string(),
+            secret_access_key: read(secret)?,
+            session_token: aws.session_token_file.as_deref().map(read).transpose()?,
+        });
+    }
+    match (
+        Secret::from_env("AWS_ACCESS_KEY_ID"),
+        Secret::from_env("AWS_SECRET_ACCESS_KEY"),
+    ) {
+        (Some(id), Some(secret)) => Ok(AwsCredentials {
+            access_key_id: id.expose().to_string(),
+            secret_access_key: secret,
+            session_token: Secret::from_env("AWS_SESSION_TOKEN"),
+        }),
+        _ => crate::usage_bail!(
+            "provider bedrock: no AWS credentials (set aws.access_key_id_file and \
+             aws.secret_access_key_file, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+        ),
+    }
+}
