@@ -2,4 +2,7 @@
 //! Version 4 and its credential sources, AWS's binary event-stream framing, and Google's
 //! service-account OAuth2 tokens. The protocols call these; nothing here sends a probe.
 
+pub mod event_stream;
+#[cfg(test)]
+mod event_stream_tests;
 pub mod sigv4;
