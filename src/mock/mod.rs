@@ -34,6 +34,7 @@ pub mod trace_log;
 
 pub use command::MockArgs;
 pub use config::{
+    MockAws,
     DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
     MockFlags, parse_fault_flags,
 };

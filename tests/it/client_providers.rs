@@ -155,3 +155,133 @@ fn a_provider_refuses_an_endpoint_it_does_not_serve() {
     let e = Client::new(c, None).unwrap_err().to_string();
     assert!(e.contains("provider gemini serves endpoint chat, not embeddings"), "{e}");
 }
+
+/// AWS credentials in files (as a mounted Secret), and the mock checking signatures
+/// made with them.
+mod bedrock {
+    use super::*;
+    use crate::support::client::{Script, serve};
+    use llmprobe::client::AwsConfig;
+    use llmprobe::client::auth::event_stream::encode;
+    use llmprobe::mock::MockAws;
+
+    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+    pub fn aws_files(dir: &std::path::Path, secret: &str) -> AwsConfig {
+        let id = dir.join("id");
+        let key = dir.join("secret");
+        let token = dir.join("token");
+        std::fs::write(&id, "AKIDEXAMPLE\n").unwrap();
+        std::fs::write(&key, format!("{secret}\n")).unwrap();
+        std::fs::write(&token, "session-token-canary-4\n").unwrap();
+        AwsConfig {
+            region: "us-east-1".into(),
+            access_key_id_file: Some(id),
+            secret_access_key_file: Some(key),
+            session_token_file: Some(token),
+            profile: None,
+        }
+    }
+
+    fn bedrock_mock(reasoning: u32) -> MockConfig {
+        MockConfig {
+            aws: Some(MockAws {
+                access_key_id: "AKIDEXAMPLE".into(),
+                secret_access_key: Secret::new(SECRET),
+                region: "us-east-1".into(),
+            }),
+            api_key: None,
+            ..mock_config(reasoning)
+        }
+    }
+
+    fn bedrock_cfg(base_url: String, aws: AwsConfig, stream: bool) -> ClientConfig {
+        ClientConfig {
+            api_key: None,
+            model: "anthropic.claude-3-haiku-20240307-v1:0".into(),
+            aws: Some(aws),
+            ..cfg(base_url, Provider::Bedrock, Endpoint::Chat, stream)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn converse_stream_and_converse_give_the_mocks_exact_timing_and_its_latency() {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = mock_support::start(bedrock_mock(20)).await;
+        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        assert_reasoning_truth(&r, "converse-stream");
+        assert_eq!(r.finish_reason.as_deref(), Some("max_tokens"));
+        // Bedrock's own latency: the mock's time from arrival to its last token.
+        assert_eq!(r.server_latency, Some(ms(195)));
+        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), SECRET), false)).await;
+        assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        assert_eq!(r.e2e(), Some(ms(195)));
+        // Converse's usage has no reasoning count: a whole answer's split is the text's.
+        assert_eq!(r.output_tokens(), 30);
+        assert_eq!(r.server_latency, Some(ms(195)));
+        mock.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wrong_secret_is_refused_by_the_signature_check_and_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = mock_support::start(bedrock_mock(0)).await;
+        let wrong = "wrong-secret-canary-5";
+        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), wrong), true)).await;
+        assert_eq!(r.http_status, Some(403), "{:?}", r.error);
+        let err = r.error.unwrap();
+        assert!(err.contains("signature"), "{err}");
+        assert!(!err.contains(wrong) && !err.contains("session-token-canary-4"), "{err}");
+        mock.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttling_is_http_429_as_a_status_and_as_an_exception_frame() {
+        let dir = tempfile::tempdir().unwrap();
+        let mock = mock_support::start(bedrock_mock(0)).await;
+        let mut c = bedrock_cfg(mock.base_url(), aws_files(dir.path(), SECRET), true);
+        c.headers = vec![("x-mock-fault".into(), Secret::new("http_429=9"))];
+        let r = probe(c).await;
+        assert_eq!(r.outcome, Outcome::Http429, "{:?}", r.error);
+        assert_eq!(r.retry_after, Some(Duration::from_secs(9)));
+        mock.shutdown().await;
+
+        let start = encode(&[(":message-type", "event"), (":event-type", "messageStart")],
+            br#"{"role":"assistant"}"#);
+        let throttled = encode(
+            &[(":message-type", "exception"), (":exception-type", "throttlingException")],
+            br#"{"message":"Too many tokens, please wait before trying again."}"#,
+        );
+        let server = serve(vec![Script::default()
+            .head(200, "OK", "application/vnd.amazon.eventstream", true)
+            .raw(&start)
+            .wait_ms(20)
+            .raw(&throttled)
+            .end()])
+        .await;
+        let r = probe(bedrock_cfg(server.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        assert_eq!(r.outcome, Outcome::Http429, "{:?}", r.error);
+        assert!(r.error.as_deref().unwrap().contains("Too many tokens"), "{:?}", r.error);
+        let sent = &server.requests()[0];
+        assert!(sent.head.starts_with("POST /model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream "));
+        assert!(sent.header("authorization").unwrap().starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"));
+        assert_eq!(sent.header("x-amz-security-token").as_deref(), Some("session-token-canary-4"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_frame_with_a_bad_crc_is_a_stream_error_that_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut delta = encode(&[(":message-type", "event"), (":event-type", "contentBlockDelta")],
+            br#"{"contentBlockIndex":0,"delta":{"text":"hi"}}"#);
+        let last = delta.len() - 1;
+        delta[last] ^= 0x5a;
+        let server = serve(vec![Script::default()
+            .head(200, "OK", "application/vnd.amazon.eventstream", true)
+            .raw(&delta)
+            .end()])
+        .await;
+        let r = probe(bedrock_cfg(server.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        assert_eq!(r.outcome, Outcome::StreamError);
+        assert!(r.error.as_deref().unwrap().contains("event-stream message CRC mismatch"), "{:?}", r.error);
+    }
+}

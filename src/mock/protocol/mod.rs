@@ -5,6 +5,7 @@
 
 mod chat;
 mod completions;
+mod converse;
 mod embeddings;
 mod gemini;
 mod messages;
@@ -126,6 +127,11 @@ pub fn of(endpoint: Endpoint) -> &'static dyn MockProtocol {
 /// Google's `generateContent` (Gemini API, Vertex AI): a provider's, not an endpoint's.
 pub fn gemini() -> &'static dyn MockProtocol {
     &gemini::Gemini
+}
+
+/// Bedrock's Converse: a provider's, not an endpoint's.
+pub fn converse() -> &'static dyn MockProtocol {
+    &converse::Converse
 }
 
 /// The head and tail of a content event whose text is filled with `x` bytes in

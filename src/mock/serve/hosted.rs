@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::Response;
 use axum::routing::post;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::aws_auth;
 use super::conn::ConnCtl;
 use super::generate::{Route, generate};
 use super::reply::protocol_error;
@@ -47,6 +48,24 @@ pub fn routes(mut router: Router<Arc<Engine>>) -> Router<Arc<Engine>> {
                       body: Bytes| async move {
                     let at = (endpoint, dated);
                     azure(engine, ctl, at, params, query, headers, body).await
+                },
+            ),
+        );
+    }
+    for (path, stream) in [
+        ("/model/{model}/converse", false),
+        ("/model/{model}/converse-stream", true),
+    ] {
+        router = router.route(
+            path,
+            post(
+                move |State(engine): State<Arc<Engine>>,
+                      Extension(ctl): Extension<ConnCtl>,
+                      Path(model): Path<String>,
+                      uri: Uri,
+                      headers: HeaderMap,
+                      body: Bytes| async move {
+                    bedrock(engine, ctl, (model, stream), uri, headers, body).await
                 },
             ),
         );
@@ -196,4 +215,32 @@ fn vertex_authorised(engine: &Engine, headers: &HeaderMap) -> bool {
         (Some(k), Some(t)) => t == k,
         (Some(_), None) => false,
     }
+}
+
+/// Bedrock: a SigV4 signature (`aws_auth.rs`), or a Bedrock API key as a bearer when
+/// the mock has `--api-key`; the model id and streaming from the path.
+async fn bedrock(
+    engine: Arc<Engine>,
+    ctl: ConnCtl,
+    (model, stream): (String, bool),
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrival = Instant::now();
+    let p = protocol::converse();
+    let by_key = engine
+        .cfg
+        .api_key
+        .as_deref()
+        .is_some_and(|k| bearer(&headers) == Some(k));
+    if !by_key && let Err(msg) = aws_auth::check(engine.cfg.aws.as_ref(), &uri, &headers, &body) {
+        return protocol_error(p, StatusCode::FORBIDDEN, &msg, "");
+    }
+    let route = Route {
+        protocol: p,
+        model: Some(model),
+        stream: Some(stream),
+    };
+    generate(engine, ctl, headers, body, route, arrival).await
 }

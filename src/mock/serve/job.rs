@@ -36,6 +36,7 @@ impl Job {
             completion,
             reasoning: self.writer.reasoning_of(completion),
             cached: self.cached,
+            elapsed: self.arrival.elapsed(),
         }
     }
 
