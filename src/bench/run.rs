@@ -179,6 +179,10 @@ impl Bench {
             tool: opts.tool.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
+            provider: opts.hosted.provider,
+            api_version: opts.hosted.api_version.clone(),
+            aws: opts.hosted.aws.clone(),
+            google: opts.hosted.google.clone(),
             model: opts.model.clone(),
             api_key: opts.api_key.clone().map(Secret::new),
             headers: opts

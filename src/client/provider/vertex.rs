@@ -62,9 +62,6 @@ impl Host for Vertex {
             (None, None) => {
                 Err("google needs service_account_file or token_file (the access token's source)".into())
             }
-            _ if cfg.api_key.is_some() => Err(
-                "provider vertex authenticates with google: (a token), not api_key".into(),
-            ),
             _ => Ok(()),
         }
     }
