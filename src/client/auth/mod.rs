@@ -2,6 +2,9 @@
 //! Version 4 and its credential sources, AWS's binary event-stream framing, and Google's
 //! service-account OAuth2 tokens. The protocols call these; nothing here sends a probe.
 
+pub mod aws_credentials;
+#[cfg(test)]
+mod aws_credentials_tests;
 pub mod event_stream;
 #[cfg(test)]
 mod event_stream_tests;
