@@ -3,12 +3,12 @@
 //! once when the client is built. The secrets it holds are the client's too (scrubbed
 //! from every error).
 
-use std::path::Path;
 use std::time::SystemTime;
 
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::{SignerKind, bedrock};
+use crate::client::auth::aws_credentials::{self, CredentialFiles};
 use crate::client::auth::sigv4::{self, AwsCredentials};
 use crate::client::config::{AwsConfig, ClientConfig};
 use crate::secret::Secret;
@@ -85,28 +85,22 @@ impl Signer {
 }
 
 /// Bedrock's credentials: the files `aws:` names, else the standard environment
-/// variables.
+/// variables, else the shared credentials file (its `aws.profile`, else `AWS_PROFILE`).
 fn aws_credentials(aws: &AwsConfig) -> anyhow::Result<AwsCredentials> {
-    let read = |p: &Path| Secret::from_file(p);
-    if let (Some(id), Some(secret)) = (&aws.access_key_id_file, &aws.secret_access_key_file) {
-        return Ok(AwsCredentials {
-            access_key_id: read(id)?.expose().to_string(),
-            secret_access_key: read(secret)?,
-            session_token: aws.session_token_file.as_deref().map(read).transpose()?,
-        });
-    }
-    match (
-        Secret::from_env("AWS_ACCESS_KEY_ID"),
-        Secret::from_env("AWS_SECRET_ACCESS_KEY"),
-    ) {
-        (Some(id), Some(secret)) => Ok(AwsCredentials {
-            access_key_id: id.expose().to_string(),
-            secret_access_key: secret,
-            session_token: Secret::from_env("AWS_SESSION_TOKEN"),
-        }),
-        _ => crate::usage_bail!(
-            "provider bedrock: no AWS credentials (set aws.access_key_id_file and \
-             aws.secret_access_key_file, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
-        ),
+    let files = CredentialFiles {
+        access_key_id_file: aws.access_key_id_file.clone(),
+        secret_access_key_file: aws.secret_access_key_file.clone(),
+        session_token_file: aws.session_token_file.clone(),
+    };
+    let env = |name: &str| match (name, &aws.profile) {
+        ("AWS_PROFILE", Some(p)) => Some(p.clone()),
+        _ => aws_credentials::process_env(name),
+    };
+    match aws_credentials::resolve(&files, env) {
+        Ok((creds, source)) => {
+            tracing::debug!(%source, "AWS credentials for bedrock");
+            Ok(creds)
+        }
+        Err(e) => crate::usage_bail!("provider bedrock: {e:#}"),
     }
 }
