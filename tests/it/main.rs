@@ -36,6 +36,7 @@ mod daemon_mock;
 mod daemon_model_list;
 mod daemon_otlp;
 mod daemon_prefix_cache;
+mod daemon_providers;
 mod daemon_reload;
 mod daemon_requests;
 mod daemon_self_check;
