@@ -8,4 +8,7 @@ mod aws_credentials_tests;
 pub mod event_stream;
 #[cfg(test)]
 mod event_stream_tests;
+pub mod jwt;
+#[cfg(test)]
+mod jwt_tests;
 pub mod sigv4;
