@@ -76,6 +76,14 @@ pub struct MockArgs {
     /// Bedrock routes: the region the signatures must be scoped to.
     #[arg(long, default_value = "us-east-1")]
     pub aws_region: String,
+    /// Vertex routes: trust this service-account key file's account: `POST /token`
+    /// grants tokens for its JWT assertions (checked with the key's public half), and
+    /// the Vertex routes demand one.
+    #[arg(long, value_name = "FILE")]
+    pub google_service_account: Option<std::path::PathBuf>,
+    /// How long a token of `POST /token` is valid, in seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub google_token_ttl: u64,
     /// Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1).
     #[arg(long, value_name = "KIND[=PARAM][:P]", long_help = fault_flag_help())]
     pub fault: Vec<String>,
@@ -175,6 +183,18 @@ impl MockArgs {
                     region: self.aws_region.clone(),
                 }),
                 _ => None,
+            },
+            google: match &self.google_service_account {
+                Some(path) => {
+                    let key = crate::client::auth::jwt::ServiceAccountKey::from_file(path)
+                        .map_err(|e| UsageError::new(format!("--google-service-account: {e:#}")))?;
+                    Some(crate::mock::google_tokens::MockGoogle {
+                        public_key_der: key.public_key_der(),
+                        client_email: key.client_email.clone(),
+                        token_ttl: std::time::Duration::from_secs(self.google_token_ttl.max(1)),
+                    })
+                }
+                None => None,
             },
             faults,
             model: Some(self.model.clone()),

@@ -57,6 +57,11 @@ pub struct MockConfig {
     #[serde(skip)]
     #[schemars(skip)]
     pub aws: Option<MockAws>,
+    /// When set, `POST /token` grants access tokens for this service account's JWT
+    /// assertions, and the Vertex routes demand one of them.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub google: Option<super::google_tokens::MockGoogle>,
     /// Faults drawn for every request, in order, first hit wins.
     #[schemars(with = "Vec<String>")]
     pub faults: Vec<FaultSpec>,
@@ -116,6 +121,7 @@ impl Default for MockConfig {
             seed: 0,
             api_key: None,
             aws: None,
+            google: None,
             faults: Vec::new(),
             model: DEFAULT_MODEL.to_string(),
             num_gpu_blocks: DEFAULT_NUM_GPU_BLOCKS,
@@ -287,6 +293,7 @@ impl MockConfig {
             seed: flags.seed.unwrap_or(d.seed),
             api_key: flags.api_key.or(d.api_key),
             aws: flags.aws,
+            google: flags.google,
             faults: flags.faults,
             model: flags.model.unwrap_or(d.model),
             num_gpu_blocks: flags.num_gpu_blocks.unwrap_or(d.num_gpu_blocks),
@@ -332,6 +339,7 @@ pub struct MockFlags {
     pub seed: Option<u64>,
     pub api_key: Option<String>,
     pub aws: Option<MockAws>,
+    pub google: Option<super::google_tokens::MockGoogle>,
     pub faults: Vec<FaultSpec>,
     pub model: Option<String>,
     pub num_gpu_blocks: Option<u32>,

@@ -23,6 +23,7 @@ mod emissions;
 mod engine;
 mod fault;
 pub mod gateway;
+mod google_tokens;
 pub mod gpu;
 mod jitter;
 mod metrics;
@@ -34,11 +35,11 @@ pub mod trace_log;
 
 pub use command::MockArgs;
 pub use config::{
-    MockAws,
-    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
+    MockAws,    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
     MockFlags, parse_fault_flags,
 };
 pub use emissions::{ChunkLine, Emission, EmissionLine, EmissionLog, EmittedChunk};
+pub use google_tokens::MockGoogle;
 pub use fault::{FAULT_HEADER, FAULT_NAMES, FaultKind, FaultSpec};
 pub use jitter::Jitter;
 pub use serve::{MockServer, TRICKLE_BYTE_GAP, start, start_with_emissions};

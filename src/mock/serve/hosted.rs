@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::Router;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -20,6 +21,7 @@ use super::generate::{Route, generate};
 use super::reply::protocol_error;
 use crate::client::Endpoint;
 use crate::mock::engine::Engine;
+use crate::mock::google_tokens::GRANT_TYPE;
 use crate::mock::protocol;
 
 type Params = HashMap<String, String>;
@@ -71,6 +73,14 @@ pub fn routes(mut router: Router<Arc<Engine>>) -> Router<Arc<Engine>> {
         );
     }
     router
+        .route("/token", post(token))
+        .route(
+            "/mock/tokens",
+            axum::routing::get(|State(engine): State<Arc<Engine>>| async move {
+                let body = serde_json::json!({"issued": engine.google_tokens.issued()});
+                ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+            }),
+        )
         .route(
             "/v1beta/models/{call}",
             post(
@@ -207,13 +217,53 @@ async fn google(
 }
 
 /// A Vertex request's bearer token: one the mock's token endpoint issued and that has
-/// not expired, or the mock's `--api-key`; anything when the mock demands neither.
+/// not expired (with `--google-service-account`), or the mock's `--api-key`; anything
+/// when the mock demands neither.
 fn vertex_authorised(engine: &Engine, headers: &HeaderMap) -> bool {
     let token = bearer(headers);
+    if engine.cfg.google.is_some()
+        && token.is_some_and(|t| engine.google_tokens.valid(t, SystemTime::now()))
+    {
+        return true;
+    }
     match (&engine.cfg.api_key, token) {
-        (None, _) => true,
+        (None, _) => engine.cfg.google.is_none(),
         (Some(k), Some(t)) => t == k,
         (Some(_), None) => false,
+    }
+}
+
+/// `POST /token`: Google's OAuth2 token endpoint for the JWT-bearer grant, granting a
+/// token for an assertion of the trusted service account (`google_tokens.rs`).
+async fn token(
+    State(engine): State<Arc<Engine>>,
+    headers: HeaderMap,
+    Form(form): Form<Params>,
+) -> Response {
+    let error = |status: StatusCode, error: &str, description: &str| {
+        let body = serde_json::json!({"error": error, "error_description": description});
+        (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    };
+    let Some(account) = &engine.cfg.google else {
+        return error(StatusCode::NOT_FOUND, "not_found", "the mock trusts no service account");
+    };
+    if form.get("grant_type").map(String::as_str) != Some(GRANT_TYPE) {
+        return error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "Invalid grant_type");
+    }
+    // The assertion's audience is this endpoint's URL, as the key file's token_uri.
+    let host = header(&headers, header::HOST.as_str()).unwrap_or("");
+    let url = format!("http://{host}/token");
+    let assertion = form.get("assertion").map_or("", String::as_str);
+    match engine
+        .google_tokens
+        .grant(account, assertion, &url, SystemTime::now())
+    {
+        Ok(g) => {
+            let body = serde_json::json!({"access_token": g.access_token,
+                "expires_in": g.expires_in, "token_type": "Bearer"});
+            ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+        }
+        Err(msg) => error(StatusCode::BAD_REQUEST, "invalid_grant", &msg),
     }
 }
 
