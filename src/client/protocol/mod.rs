@@ -154,6 +154,15 @@ mod tests {
             "embedding",
             "output",
             "status",
+            "candidates",
+            "parts",
+            "thought",
+            "usageMetadata",
+            "finishReason",
+            "reasoningContent",
+            "stopReason",
+            "metrics",
+            "latencyMs",
         ]);
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -179,8 +188,8 @@ mod tests {
             bytes in prop::collection::vec(any::<u8>(), 0..200),
             name in prop::collection::vec(any::<u8>(), 0..24),
         ) {
-            for e in Endpoint::ALL {
-                let p = of(e);
+            let all = Endpoint::ALL.map(of).into_iter().chain(PROVIDERS_ONLY.map(|p| p()));
+            for p in all {
                 let _ = p.decode_event(&Event { event: &name, data: &bytes });
                 let _ = p.decode_full(&bytes);
             }
@@ -189,9 +198,10 @@ mod tests {
         #[test]
         fn no_decoder_panics_on_json_of_the_right_words(v in vocab_json()) {
             let bytes = serde_json::to_vec(&v).unwrap();
-            for e in Endpoint::ALL {
-                let p = of(e);
-                for name in [&b""[..], b"error", b"message_stop", b"response.completed"] {
+            let all = Endpoint::ALL.map(of).into_iter().chain(PROVIDERS_ONLY.map(|p| p()));
+            for p in all {
+                for name in [&b""[..], b"error", b"message_stop", b"response.completed",
+                             b"contentBlockDelta", b"metadata", b"throttlingException"] {
                     let _ = p.decode_event(&Event { event: name, data: &bytes });
                 }
                 let _ = p.decode_full(&bytes);
