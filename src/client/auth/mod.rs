@@ -8,6 +8,9 @@ mod aws_credentials_tests;
 pub mod event_stream;
 #[cfg(test)]
 mod event_stream_tests;
+pub mod google_token;
+#[cfg(test)]
+mod google_token_tests;
 pub mod jwt;
 #[cfg(test)]
 mod jwt_tests;
