@@ -51,6 +51,7 @@ pub use config::{
 
 use crate::check::{Answer, Checks, MAX_ANSWER_BYTES};
 use crate::record::{Outcome, RequestRecord, TokenSource};
+use crate::secret::Secret;
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
 use protocol::{FullAnswer, Protocol};
@@ -389,6 +390,17 @@ impl Client {
         headers: &[(header::HeaderName, header::HeaderValue)],
     ) -> (RequestRecord, String) {
         let body = request::body(&self.cfg, spec).map(bytes::Bytes::from);
+        // A provider's token is fetched (or refreshed) before the request is timed.
+        let bearer = self.signer.bearer().await;
+        let bearer_value = match &bearer {
+            Ok(Some(token)) => HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .ok()
+                .map(|mut v| {
+                    v.set_sensitive(true);
+                    v
+                }),
+            _ => None,
+        };
         let trace = self.cfg.traceparent.then(trace::TraceContext::random);
         // The stale-connection retry builds its request again (same body, same trace
         // context) rather than every request cloning its builder for a rare retry.
@@ -403,6 +415,9 @@ impl Client {
             for (name, value) in self.signer.headers(&self.url, body) {
                 request = request.header(name, value);
             }
+            if let Some(v) = &bearer_value {
+                request = request.header(header::AUTHORIZATION, v.clone());
+            }
             request.body(body.clone())
         };
         let request = body.map(|body| (build(&body), body));
@@ -414,6 +429,10 @@ impl Client {
         rec.max_tokens = spec.max_tokens;
         let mut st = self.stream_state(keep_answer);
         let result = match request {
+            _ if bearer.is_err() => Err(Failure::new(
+                Outcome::Http4xx,
+                bearer.as_ref().err().cloned().unwrap_or_default(),
+            )),
             Ok((request, body)) => {
                 let retry = || build(&body);
                 let exchange = self.exchange(request, retry, start, run_start, &mut rec, &mut st);
@@ -450,7 +469,9 @@ impl Client {
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
-                rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
+                let token = bearer.as_ref().ok().and_then(Option::as_ref);
+                let secrets = self.secrets().chain(token.map(Secret::expose));
+                rec.error = Some(crate::secret::scrub(&f.message, secrets));
             }
             Ok(()) if !self.cfg.endpoint.generates() && st.embeddings == 0 => {
                 rec.outcome = Outcome::EmptyOutput;
@@ -476,7 +497,8 @@ impl Client {
                 finish_reason: rec.finish_reason.as_deref(),
                 output_tokens: rec.output_tokens(),
             };
-            rec.checks = checks.judge(&answer, self.secrets());
+            let token = bearer.as_ref().ok().and_then(Option::as_ref);
+            rec.checks = checks.judge(&answer, self.secrets().chain(token.map(Secret::expose)));
         }
         (rec, st.answer.text)
     }

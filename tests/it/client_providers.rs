@@ -285,3 +285,167 @@ mod bedrock {
         assert!(r.error.as_deref().unwrap().contains("event-stream message CRC mismatch"), "{:?}", r.error);
     }
 }
+
+/// Vertex: a token file, or a service account whose JWT the mock's token endpoint
+/// checks with the key's public half before it grants tokens of a set lifetime.
+mod vertex {
+    use super::*;
+    use llmprobe::client::GoogleConfig;
+    use llmprobe::client::auth::jwt::ServiceAccountKey;
+    use llmprobe::mock::MockGoogle;
+
+    fn fixture() -> serde_json::Value {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/google/service-account.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// The test account's key file with its token endpoint at the mock, and the mock's
+    /// side of it: the key's public half, tokens valid for `ttl`.
+    fn account(dir: &std::path::Path, base_url: &str, ttl: Duration) -> (std::path::PathBuf, MockGoogle) {
+        let mut key = fixture();
+        key["token_uri"] = format!("{base_url}/token").into();
+        let path = dir.join("sa.json");
+        std::fs::write(&path, key.to_string()).unwrap();
+        let parsed = ServiceAccountKey::from_file(&path).unwrap();
+        let google = MockGoogle {
+            public_key_der: parsed.public_key_der(),
+            client_email: parsed.client_email.clone(),
+            token_ttl: ttl,
+        };
+        (path, google)
+    }
+
+    fn vertex_cfg(base_url: String, google: GoogleConfig, stream: bool) -> ClientConfig {
+        ClientConfig {
+            api_key: None,
+            model: "gemini-2.0-flash".into(),
+            google: Some(google),
+            ..cfg(base_url, Provider::Vertex, Endpoint::Chat, stream)
+        }
+    }
+
+    fn located(sa: Option<std::path::PathBuf>, token: Option<std::path::PathBuf>) -> GoogleConfig {
+        GoogleConfig {
+            project: "llmprobe-test".into(),
+            location: "us-central1".into(),
+            service_account_file: sa,
+            token_file: token,
+        }
+    }
+
+    async fn issued(base_url: &str) -> u64 {
+        let v: serde_json::Value = mock_support::client()
+            .get(format!("{base_url}/mock/tokens"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["issued"].as_u64().unwrap()
+    }
+
+    /// Starts a mock trusting the test account with tokens of `ttl`, then writes the
+    /// account's key file naming the mock's token endpoint: (mock, key file).
+    async fn trusting(dir: &std::path::Path, ttl: Duration) -> (llmprobe::mock::MockServer, std::path::PathBuf) {
+        // The account (public half, email) does not depend on the key file's token_uri.
+        let (_, google) = account(dir, "http://unused", ttl);
+        let mock = mock_support::start(MockConfig { google: Some(google), ..mock_config(20) }).await;
+        let (path, _) = account(dir, &mock.base_url(), ttl);
+        (mock, path)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_service_accounts_token_is_granted_cached_and_the_timing_is_the_mocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, sa) = trusting(dir.path(), Duration::from_secs(3600)).await;
+        let base = mock.base_url();
+        for stream in [true, false] {
+            let r = probe(vertex_cfg(base.clone(), located(Some(sa.clone()), None), stream)).await;
+            assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+            assert_eq!(r.e2e(), Some(ms(195)), "stream {stream}");
+            if stream {
+                assert_reasoning_truth(&r, "vertex streamed");
+            }
+        }
+        // One client per probe here, so one exchange each: a new source asks anew.
+        assert_eq!(issued(&base).await, 2);
+        // One client, two probes: the hour-long token is reused.
+        let client = Client::new(vertex_cfg(base.clone(), located(Some(sa), None), true), None).unwrap();
+        let spec = RequestSpec {
+            prompt: "nonce-2 hi".into(),
+            prompt_tokens: 2,
+            max_tokens: 4,
+            history: Vec::new(),
+            system: None,
+        };
+        for id in 0..2 {
+            let r = client.send(&spec, id, Duration::ZERO, Instant::now()).await;
+            assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        }
+        assert_eq!(issued(&base).await, 3);
+        mock.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_token_shorter_than_the_refresh_margin_is_refreshed_before_each_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, sa) = trusting(dir.path(), Duration::from_secs(30)).await;
+        let base = mock.base_url();
+        let mut c = vertex_cfg(base.clone(), located(Some(sa), None), true);
+        c.reuse_connections = true;
+        let client = Client::new(c, None).unwrap();
+        let spec = RequestSpec {
+            prompt: "nonce-3 hi".into(),
+            prompt_tokens: 2,
+            max_tokens: 4,
+            history: Vec::new(),
+            system: None,
+        };
+        for id in 0..3 {
+            let r = client.send(&spec, id, Duration::ZERO, Instant::now()).await;
+            assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
+        }
+        assert_eq!(issued(&base).await, 3);
+        mock.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_assertion_signed_by_another_key_gets_no_token_and_the_probe_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mock, sa) = trusting(dir.path(), Duration::from_secs(3600)).await;
+        // The same account with another key: the mock verifies with the trusted half.
+        let mut key: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sa).unwrap()).unwrap();
+        let other = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/google/other-key.pem");
+        key["private_key"] = std::fs::read_to_string(other).unwrap().into();
+        let forged = dir.path().join("forged.json");
+        std::fs::write(&forged, key.to_string()).unwrap();
+        let r = probe(vertex_cfg(mock.base_url(), located(Some(forged), None), true)).await;
+        assert_eq!(r.outcome, Outcome::Http4xx);
+        let err = r.error.unwrap();
+        assert!(err.contains("access token") && err.contains("signature"), "{err}");
+        assert!(!err.contains("PRIVATE KEY"), "{err}");
+        // A token nobody issued is refused by the Vertex route.
+        let file = dir.path().join("token");
+        std::fs::write(&file, "ya29.never-issued-9\n").unwrap();
+        let r = probe(vertex_cfg(mock.base_url(), located(None, Some(file)), true)).await;
+        assert_eq!(r.http_status, Some(401));
+        assert!(!r.error.unwrap().contains("never-issued-9"));
+        mock.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_token_file_is_sent_as_the_bearer() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "vertex-static-token-8\n").unwrap();
+        let mock = mock_support::start(MockConfig {
+            api_key: Some("vertex-static-token-8".into()),
+            ..mock_config(20)
+        })
+        .await;
+        let r = probe(vertex_cfg(mock.base_url(), located(None, Some(file)), true)).await;
+        assert_reasoning_truth(&r, "vertex token file");
+        mock.shutdown().await;
+    }
+}
