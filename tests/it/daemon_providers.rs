@@ -1,4 +1,5 @@
-//! The daemon probing each hosted API's mock routes from its YAML (`provider:` with its
+//! The daemon probing each hosted API's mock routes (Vertex with a token file the mock
+//! takes as its key) from its YAML (`provider:` with its
 //! keys and blocks): every probe succeeds with the mock's token counts, a TTFT that can
 //! only be late (never at or below 40 ms against the mock's 50 ms), and a provider's
 //! rate limit counted as `http_429`.
@@ -58,6 +59,12 @@ targets:
     model: anthropic.claude-3-haiku-20240307-v1:0
     aws: {{region: eu-west-1, access_key_id_file: {id}, secret_access_key_file: {secret}}}
     {scenario}
+  - name: vertex
+    provider: vertex
+    base_url: {url}
+    model: gemini-2.0-flash
+    google: {{project: p1, location: us-central1, token_file: {key}}}
+    {scenario}
   - name: limited
     provider: gemini
     base_url: {url}
@@ -79,13 +86,13 @@ targets:
             &[("target", "limited"), ("reason", "http_429")],
         )
         .unwrap_or(0.0);
-        (["azure", "gemini", "bedrock"].iter().all(|t| n(t) >= 3.0) && limited >= 2.0)
+        (["azure", "gemini", "bedrock", "vertex"].iter().all(|t| n(t) >= 3.0) && limited >= 2.0)
             .then_some(s)
     })
     .await;
     d.shutdown().await.unwrap();
     mock.shutdown().await;
-    for t in ["azure", "gemini", "bedrock"] {
+    for t in ["azure", "gemini", "bedrock", "vertex"] {
         let l = [("target", t)];
         let failures: f64 = s
             .iter()

@@ -644,7 +644,13 @@ async fn bench_never_shows_a_providers_secret() {
     let key = canary("provider-key");
     let aws_secret = canary("aws-secret");
     let session = canary("aws-session");
-    let canaries = vec![key.clone(), aws_secret.clone(), session.clone()];
+    let vertex_token = canary("vertex-token");
+    let canaries = vec![
+        key.clone(),
+        aws_secret.clone(),
+        session.clone(),
+        vertex_token.clone(),
+    ];
     let mut cmd = llmprobe();
     cmd.args(["--log-level", "trace", "--log-format", "json", "mock"])
         .args(["--listen", "127.0.0.1:0", "--ttft-ms", "5", "--itl-ms", "1"])
@@ -658,11 +664,16 @@ async fn bench_never_shows_a_providers_secret() {
         std::fs::write(&p, value).expect("write");
         p.display().to_string()
     };
-    let (id, secret, token) = (
+    let (id, secret, token, vertex_file) = (
         file("id", "AKIDCANARY"),
         file("secret", &aws_secret),
         file("token", &session),
+        file("vertex-token", &vertex_token),
     );
+    let vertex = [
+        "--provider", "vertex", "--google-project", "p", "--google-location", "l",
+        "--google-token-file", &vertex_file, "--endpoint", "chat",
+    ];
     let bedrock = [
         "--provider", "bedrock", "--aws-region", "us-east-1",
         "--aws-access-key-id-file", &id, "--aws-secret-access-key-file", &secret,
@@ -678,6 +689,7 @@ async fn bench_never_shows_a_providers_secret() {
         ("azure-echo", format!("http://{gateway}"), &azure[..], false),
         ("gemini-echo", format!("http://{gateway}"), &gemini[..], false),
         ("bedrock-echo", format!("http://{gateway}"), &bedrock[..], false),
+        ("vertex-echo", format!("http://{gateway}"), &vertex[..], false),
     ] {
         let records = dir.path().join(format!("{name}-records.jsonl"));
         let mut cmd = llmprobe();
