@@ -466,7 +466,7 @@ fn a_missing_file_is_named() {
 
 #[test]
 fn examples_parse_and_validate() {
-    for name in ["daemon.yaml", "daemon-minimal.yaml"] {
+    for name in ["daemon.yaml", "daemon-minimal.yaml", "providers.yaml"] {
         let path = root().join("examples").join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let cfg = llmprobe::config::plan::parse(&text, name).unwrap();
