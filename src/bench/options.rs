@@ -465,7 +465,10 @@ fn bench_names(msg: &str) -> String {
         ("aws.secret_access_key_file", "--aws-secret-access-key-file"),
         ("aws.session_token_file", "--aws-session-token-file"),
         ("aws.region", "--aws-region"),
-        ("google.service_account_file", "--google-service-account-file"),
+        (
+            "google.service_account_file",
+            "--google-service-account-file",
+        ),
         ("google.token_file", "--google-token-file"),
         ("google.project", "--google-project"),
         ("google.location", "--google-location"),

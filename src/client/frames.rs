@@ -110,7 +110,10 @@ mod tests {
             br#"{"role":"assistant"}"#,
         );
         let b = encode(
-            &[(":message-type", "exception"), (":exception-type", "throttlingException")],
+            &[
+                (":message-type", "exception"),
+                (":exception-type", "throttlingException"),
+            ],
             br#"{"message":"slow down"}"#,
         );
         let all = [a, b].concat();

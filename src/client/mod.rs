@@ -54,8 +54,8 @@ use crate::record::{Outcome, RequestRecord, TokenSource};
 use crate::secret::Secret;
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
-use protocol::{FullAnswer, Protocol};
 use frames::Frames;
+use protocol::{FullAnswer, Protocol};
 
 /// Largest `usage.prompt_tokens` believed from a server: far above any context window
 /// served today (10M tokens); larger is a broken or hostile count.
@@ -392,15 +392,11 @@ impl Client {
         let body = request::body(&self.cfg, spec).map(bytes::Bytes::from);
         // A provider's token is fetched (or refreshed) before the request is timed.
         let bearer = self.signer.bearer().await;
-        let bearer_value = match &bearer {
-            Ok(Some(token)) => HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-                .ok()
-                .map(|mut v| {
-                    v.set_sensitive(true);
-                    v
-                }),
-            _ => None,
-        };
+        let bearer_value = bearer
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .and_then(provider::Signer::bearer_header);
         let trace = self.cfg.traceparent.then(trace::TraceContext::random);
         // The stale-connection retry builds its request again (same body, same trace
         // context) rather than every request cloning its builder for a rare retry.
@@ -453,19 +449,7 @@ impl Client {
         if rec.t_end.is_none() {
             rec.t_end = Some(Instant::now().duration_since(run_start));
         }
-        let known = match st.continuous {
-            Some(true) => Some(TokenSource::ContinuousUsage),
-            _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
-            _ => None,
-        };
-        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
-            (known, rec.usage_completion_tokens, &self.token_counter)
-        {
-            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
-            // counts only weight how it is spread over the chunks.
-            rec.rescale_chunk_tokens(counter(&st.text));
-        }
-        rec.resolve_tokens(known);
+        self.resolve_tokens(&mut rec, &st);
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
@@ -501,6 +485,23 @@ impl Client {
             rec.checks = checks.judge(&answer, self.secrets().chain(token.map(Secret::expose)));
         }
         (rec, st.answer.text)
+    }
+
+    /// Settles the record's token counts and where they came from.
+    fn resolve_tokens(&self, rec: &mut RequestRecord, st: &StreamState) {
+        let known = match st.continuous {
+            Some(true) => Some(TokenSource::ContinuousUsage),
+            _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
+            _ => None,
+        };
+        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
+            (known, rec.usage_completion_tokens, &self.token_counter)
+        {
+            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
+            // counts only weight how it is spread over the chunks.
+            rec.rescale_chunk_tokens(counter(&st.text));
+        }
+        rec.resolve_tokens(known);
     }
 
     async fn exchange(
@@ -673,7 +674,10 @@ impl Client {
                         "is `stream: true` honoured?",
                     )
                 } else {
-                    ("an application/json".to_string(), "`stream: false` was sent")
+                    (
+                        "an application/json".to_string(),
+                        "`stream: false` was sent",
+                    )
                 };
                 return Err(Failure::stream(format!(
                     "expected {want} response, got Content-Type {ct_text:?} ({hint}): {snippet}"

@@ -439,7 +439,11 @@ fn provider_path(t: &Target, path: &Path, msg: &str) -> Path {
             };
             if present {
                 let block = path.key(if key == "api_key" {
-                    if t.api_key_file.is_some() { "api_key_file" } else { "api_key_env" }
+                    if t.api_key_file.is_some() {
+                        "api_key_file"
+                    } else {
+                        "api_key_env"
+                    }
                 } else {
                     key
                 });

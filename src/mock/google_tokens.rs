@@ -58,9 +58,7 @@ impl TokenStore {
         {
             return Err("the assertion does not ask for the cloud-platform scope".into());
         }
-        let n = self
-            .count
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let token = format!("ya29.mock-{n}-{:016x}", rand::random::<u64>());
         let mut issued = self.issued.lock().unwrap_or_else(|e| e.into_inner());
         issued.retain(|_, exp| *exp > now);

@@ -35,11 +35,11 @@ pub mod trace_log;
 
 pub use command::MockArgs;
 pub use config::{
-    MockAws,    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
+    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockAws, MockConfig,
     MockFlags, parse_fault_flags,
 };
 pub use emissions::{ChunkLine, Emission, EmissionLine, EmissionLog, EmittedChunk};
-pub use google_tokens::MockGoogle;
 pub use fault::{FAULT_HEADER, FAULT_NAMES, FaultKind, FaultSpec};
+pub use google_tokens::MockGoogle;
 pub use jitter::Jitter;
 pub use serve::{MockServer, TRICKLE_BYTE_GAP, start, start_with_emissions};

@@ -78,7 +78,12 @@ async fn azure_v1_and_dated_paths_give_the_mocks_exact_timing() {
             let r = probe(c).await;
             assert_reasoning_truth(&r, &format!("{version:?} {endpoint:?}"));
         }
-        let mut c = cfg(mock.base_url(), Provider::Azure, Endpoint::Embeddings, false);
+        let mut c = cfg(
+            mock.base_url(),
+            Provider::Azure,
+            Endpoint::Embeddings,
+            false,
+        );
         c.api_version = version.map(String::from);
         let r = probe(c).await;
         assert_eq!(r.outcome, Outcome::Ok, "{version:?}: {:?}", r.error);
@@ -113,7 +118,13 @@ async fn gemini_streamed_thoughts_are_reasoning_and_usage_adds_them() {
     assert_eq!(r.usage_completion_tokens, Some(30));
     assert_eq!(r.usage_reasoning_tokens, Some(20));
     assert_eq!(r.finish_reason.as_deref(), Some("MAX_TOKENS"));
-    let r = probe(cfg(mock.base_url(), Provider::Gemini, Endpoint::Chat, false)).await;
+    let r = probe(cfg(
+        mock.base_url(),
+        Provider::Gemini,
+        Endpoint::Chat,
+        false,
+    ))
+    .await;
     assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
     assert_eq!(r.e2e(), Some(ms(50 + 29 * 5)));
     assert_eq!((r.output_tokens(), r.reasoning_tokens()), (30, 20));
@@ -128,7 +139,11 @@ async fn gemini_resource_exhausted_is_http_429_with_its_retry_after() {
     let r = probe(c).await;
     assert_eq!(r.outcome, Outcome::Http429);
     assert_eq!(r.retry_after, Some(Duration::from_secs(3)));
-    assert!(r.error.as_deref().unwrap().contains("RESOURCE_EXHAUSTED"), "{:?}", r.error);
+    assert!(
+        r.error.as_deref().unwrap().contains("RESOURCE_EXHAUSTED"),
+        "{:?}",
+        r.error
+    );
     // A wrong key: Google's 400, the key never in the error.
     let mut c = cfg(mock.base_url(), Provider::Gemini, Endpoint::Chat, true);
     c.api_key = Some(Secret::new("wrong-key-3"));
@@ -145,15 +160,27 @@ async fn gemini_error_event_mid_stream_is_a_stream_error_with_its_message() {
     c.headers = vec![("x-mock-fault".into(), Secret::new("error_event"))];
     let r = probe(c).await;
     assert_eq!(r.outcome, Outcome::StreamError, "{:?}", r.error);
-    assert!(r.error.as_deref().unwrap().contains("INTERNAL"), "{:?}", r.error);
+    assert!(
+        r.error.as_deref().unwrap().contains("INTERNAL"),
+        "{:?}",
+        r.error
+    );
     mock.shutdown().await;
 }
 
 #[test]
 fn a_provider_refuses_an_endpoint_it_does_not_serve() {
-    let c = cfg("http://127.0.0.1:1".into(), Provider::Gemini, Endpoint::Embeddings, false);
+    let c = cfg(
+        "http://127.0.0.1:1".into(),
+        Provider::Gemini,
+        Endpoint::Embeddings,
+        false,
+    );
     let e = Client::new(c, None).unwrap_err().to_string();
-    assert!(e.contains("provider gemini serves endpoint chat, not embeddings"), "{e}");
+    assert!(
+        e.contains("provider gemini serves endpoint chat, not embeddings"),
+        "{e}"
+    );
 }
 
 /// AWS credentials in files (as a mounted Secret), and the mock checking signatures
@@ -208,12 +235,22 @@ mod bedrock {
     async fn converse_stream_and_converse_give_the_mocks_exact_timing_and_its_latency() {
         let dir = tempfile::tempdir().unwrap();
         let mock = mock_support::start(bedrock_mock(20)).await;
-        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        let r = probe(bedrock_cfg(
+            mock.base_url(),
+            aws_files(dir.path(), SECRET),
+            true,
+        ))
+        .await;
         assert_reasoning_truth(&r, "converse-stream");
         assert_eq!(r.finish_reason.as_deref(), Some("max_tokens"));
         // Bedrock's own latency: the mock's time from arrival to its last token.
         assert_eq!(r.server_latency, Some(ms(195)));
-        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), SECRET), false)).await;
+        let r = probe(bedrock_cfg(
+            mock.base_url(),
+            aws_files(dir.path(), SECRET),
+            false,
+        ))
+        .await;
         assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
         assert_eq!(r.e2e(), Some(ms(195)));
         // Converse's usage has no reasoning count: a whole answer's split is the text's.
@@ -227,11 +264,19 @@ mod bedrock {
         let dir = tempfile::tempdir().unwrap();
         let mock = mock_support::start(bedrock_mock(0)).await;
         let wrong = "wrong-secret-canary-5";
-        let r = probe(bedrock_cfg(mock.base_url(), aws_files(dir.path(), wrong), true)).await;
+        let r = probe(bedrock_cfg(
+            mock.base_url(),
+            aws_files(dir.path(), wrong),
+            true,
+        ))
+        .await;
         assert_eq!(r.http_status, Some(403), "{:?}", r.error);
         let err = r.error.unwrap();
         assert!(err.contains("signature"), "{err}");
-        assert!(!err.contains(wrong) && !err.contains("session-token-canary-4"), "{err}");
+        assert!(
+            !err.contains(wrong) && !err.contains("session-token-canary-4"),
+            "{err}"
+        );
         mock.shutdown().await;
     }
 
@@ -246,43 +291,89 @@ mod bedrock {
         assert_eq!(r.retry_after, Some(Duration::from_secs(9)));
         mock.shutdown().await;
 
-        let start = encode(&[(":message-type", "event"), (":event-type", "messageStart")],
-            br#"{"role":"assistant"}"#);
+        let start = encode(
+            &[(":message-type", "event"), (":event-type", "messageStart")],
+            br#"{"role":"assistant"}"#,
+        );
         let throttled = encode(
-            &[(":message-type", "exception"), (":exception-type", "throttlingException")],
+            &[
+                (":message-type", "exception"),
+                (":exception-type", "throttlingException"),
+            ],
             br#"{"message":"Too many tokens, please wait before trying again."}"#,
         );
-        let server = serve(vec![Script::default()
-            .head(200, "OK", "application/vnd.amazon.eventstream", true)
-            .raw(&start)
-            .wait_ms(20)
-            .raw(&throttled)
-            .end()])
+        let server = serve(vec![
+            Script::default()
+                .head(200, "OK", "application/vnd.amazon.eventstream", true)
+                .raw(&start)
+                .wait_ms(20)
+                .raw(&throttled)
+                .end(),
+        ])
         .await;
-        let r = probe(bedrock_cfg(server.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        let r = probe(bedrock_cfg(
+            server.base_url(),
+            aws_files(dir.path(), SECRET),
+            true,
+        ))
+        .await;
         assert_eq!(r.outcome, Outcome::Http429, "{:?}", r.error);
-        assert!(r.error.as_deref().unwrap().contains("Too many tokens"), "{:?}", r.error);
+        assert!(
+            r.error.as_deref().unwrap().contains("Too many tokens"),
+            "{:?}",
+            r.error
+        );
         let sent = &server.requests()[0];
-        assert!(sent.head.starts_with("POST /model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream "));
-        assert!(sent.header("authorization").unwrap().starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"));
-        assert_eq!(sent.header("x-amz-security-token").as_deref(), Some("session-token-canary-4"));
+        assert!(
+            sent.head.starts_with(
+                "POST /model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream "
+            )
+        );
+        assert!(
+            sent.header("authorization")
+                .unwrap()
+                .starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        );
+        assert_eq!(
+            sent.header("x-amz-security-token").as_deref(),
+            Some("session-token-canary-4")
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_frame_with_a_bad_crc_is_a_stream_error_that_says_so() {
         let dir = tempfile::tempdir().unwrap();
-        let mut delta = encode(&[(":message-type", "event"), (":event-type", "contentBlockDelta")],
-            br#"{"contentBlockIndex":0,"delta":{"text":"hi"}}"#);
+        let mut delta = encode(
+            &[
+                (":message-type", "event"),
+                (":event-type", "contentBlockDelta"),
+            ],
+            br#"{"contentBlockIndex":0,"delta":{"text":"hi"}}"#,
+        );
         let last = delta.len() - 1;
         delta[last] ^= 0x5a;
-        let server = serve(vec![Script::default()
-            .head(200, "OK", "application/vnd.amazon.eventstream", true)
-            .raw(&delta)
-            .end()])
+        let server = serve(vec![
+            Script::default()
+                .head(200, "OK", "application/vnd.amazon.eventstream", true)
+                .raw(&delta)
+                .end(),
+        ])
         .await;
-        let r = probe(bedrock_cfg(server.base_url(), aws_files(dir.path(), SECRET), true)).await;
+        let r = probe(bedrock_cfg(
+            server.base_url(),
+            aws_files(dir.path(), SECRET),
+            true,
+        ))
+        .await;
         assert_eq!(r.outcome, Outcome::StreamError);
-        assert!(r.error.as_deref().unwrap().contains("event-stream message CRC mismatch"), "{:?}", r.error);
+        assert!(
+            r.error
+                .as_deref()
+                .unwrap()
+                .contains("event-stream message CRC mismatch"),
+            "{:?}",
+            r.error
+        );
     }
 }
 
@@ -295,13 +386,20 @@ mod vertex {
     use llmprobe::mock::MockGoogle;
 
     fn fixture() -> serde_json::Value {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/google/service-account.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/google/service-account.json"
+        );
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
     /// The test account's key file with its token endpoint at the mock, and the mock's
     /// side of it: the key's public half, tokens valid for `ttl`.
-    fn account(dir: &std::path::Path, base_url: &str, ttl: Duration) -> (std::path::PathBuf, MockGoogle) {
+    fn account(
+        dir: &std::path::Path,
+        base_url: &str,
+        ttl: Duration,
+    ) -> (std::path::PathBuf, MockGoogle) {
         let mut key = fixture();
         key["token_uri"] = format!("{base_url}/token").into();
         let path = dir.join("sa.json");
@@ -347,10 +445,17 @@ mod vertex {
 
     /// Starts a mock trusting the test account with tokens of `ttl`, then writes the
     /// account's key file naming the mock's token endpoint: (mock, key file).
-    async fn trusting(dir: &std::path::Path, ttl: Duration) -> (llmprobe::mock::MockServer, std::path::PathBuf) {
+    async fn trusting(
+        dir: &std::path::Path,
+        ttl: Duration,
+    ) -> (llmprobe::mock::MockServer, std::path::PathBuf) {
         // The account (public half, email) does not depend on the key file's token_uri.
         let (_, google) = account(dir, "http://unused", ttl);
-        let mock = mock_support::start(MockConfig { google: Some(google), ..mock_config(20) }).await;
+        let mock = mock_support::start(MockConfig {
+            google: Some(google),
+            ..mock_config(20)
+        })
+        .await;
         let (path, _) = account(dir, &mock.base_url(), ttl);
         (mock, path)
     }
@@ -361,7 +466,12 @@ mod vertex {
         let (mock, sa) = trusting(dir.path(), Duration::from_secs(3600)).await;
         let base = mock.base_url();
         for stream in [true, false] {
-            let r = probe(vertex_cfg(base.clone(), located(Some(sa.clone()), None), stream)).await;
+            let r = probe(vertex_cfg(
+                base.clone(),
+                located(Some(sa.clone()), None),
+                stream,
+            ))
+            .await;
             assert_eq!(r.outcome, Outcome::Ok, "{:?}", r.error);
             assert_eq!(r.e2e(), Some(ms(195)), "stream {stream}");
             if stream {
@@ -371,7 +481,11 @@ mod vertex {
         // One client per probe here, so one exchange each: a new source asks anew.
         assert_eq!(issued(&base).await, 2);
         // One client, two probes: the hour-long token is reused.
-        let client = Client::new(vertex_cfg(base.clone(), located(Some(sa), None), true), None).unwrap();
+        let client = Client::new(
+            vertex_cfg(base.clone(), located(Some(sa), None), true),
+            None,
+        )
+        .unwrap();
         let spec = RequestSpec {
             prompt: "nonce-2 hi".into(),
             prompt_tokens: 2,
@@ -415,15 +529,27 @@ mod vertex {
         let dir = tempfile::tempdir().unwrap();
         let (mock, sa) = trusting(dir.path(), Duration::from_secs(3600)).await;
         // The same account with another key: the mock verifies with the trusted half.
-        let mut key: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&sa).unwrap()).unwrap();
-        let other = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/google/other-key.pem");
+        let mut key: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&sa).unwrap()).unwrap();
+        let other = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/google/other-key.pem"
+        );
         key["private_key"] = std::fs::read_to_string(other).unwrap().into();
         let forged = dir.path().join("forged.json");
         std::fs::write(&forged, key.to_string()).unwrap();
-        let r = probe(vertex_cfg(mock.base_url(), located(Some(forged), None), true)).await;
+        let r = probe(vertex_cfg(
+            mock.base_url(),
+            located(Some(forged), None),
+            true,
+        ))
+        .await;
         assert_eq!(r.outcome, Outcome::Http4xx);
         let err = r.error.unwrap();
-        assert!(err.contains("access token") && err.contains("signature"), "{err}");
+        assert!(
+            err.contains("access token") && err.contains("signature"),
+            "{err}"
+        );
         assert!(!err.contains("PRIVATE KEY"), "{err}");
         // A token nobody issued is refused by the Vertex route.
         let file = dir.path().join("token");

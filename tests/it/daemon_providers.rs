@@ -86,7 +86,10 @@ targets:
             &[("target", "limited"), ("reason", "http_429")],
         )
         .unwrap_or(0.0);
-        (["azure", "gemini", "bedrock", "vertex"].iter().all(|t| n(t) >= 3.0) && limited >= 2.0)
+        (["azure", "gemini", "bedrock", "vertex"]
+            .iter()
+            .all(|t| n(t) >= 3.0)
+            && limited >= 2.0)
             .then_some(s)
     })
     .await;
@@ -111,6 +114,9 @@ targets:
         .unwrap();
         assert_eq!(at_most_40ms, 0.0, "{t}: a TTFT can only be late");
         let out = value(&s, "llmprobe_output_tokens_total", &l).unwrap();
-        assert!(out >= 8.0 * 3.0 && out % 8.0 == 0.0, "{t}: 8 tokens per probe, {out}");
+        assert!(
+            out >= 8.0 * 3.0 && out % 8.0 == 0.0,
+            "{t}: 8 tokens per probe, {out}"
+        );
     }
 }

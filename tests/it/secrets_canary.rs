@@ -671,31 +671,89 @@ async fn bench_never_shows_a_providers_secret() {
         file("vertex-token", &vertex_token),
     );
     let vertex = [
-        "--provider", "vertex", "--google-project", "p", "--google-location", "l",
-        "--google-token-file", &vertex_file, "--endpoint", "chat",
+        "--provider",
+        "vertex",
+        "--google-project",
+        "p",
+        "--google-location",
+        "l",
+        "--google-token-file",
+        &vertex_file,
+        "--endpoint",
+        "chat",
     ];
     let bedrock = [
-        "--provider", "bedrock", "--aws-region", "us-east-1",
-        "--aws-access-key-id-file", &id, "--aws-secret-access-key-file", &secret,
-        "--aws-session-token-file", &token, "--endpoint", "chat",
+        "--provider",
+        "bedrock",
+        "--aws-region",
+        "us-east-1",
+        "--aws-access-key-id-file",
+        &id,
+        "--aws-secret-access-key-file",
+        &secret,
+        "--aws-session-token-file",
+        &token,
+        "--endpoint",
+        "chat",
     ];
-    let azure = ["--provider", "azure", "--api-key", &key, "--endpoint", "chat"];
-    let gemini = ["--provider", "gemini", "--api-key", &key, "--endpoint", "chat"];
+    let azure = [
+        "--provider",
+        "azure",
+        "--api-key",
+        &key,
+        "--endpoint",
+        "chat",
+    ];
+    let gemini = [
+        "--provider",
+        "gemini",
+        "--api-key",
+        &key,
+        "--endpoint",
+        "chat",
+    ];
     let mut outputs: Vec<(String, String)> = Vec::new();
     for (name, base, args, all_ok) in [
         ("azure", format!("http://{}", mock.addr), &azure[..], true),
         ("gemini", format!("http://{}", mock.addr), &gemini[..], true),
-        ("bedrock", format!("http://{}", mock.addr), &bedrock[..], true),
+        (
+            "bedrock",
+            format!("http://{}", mock.addr),
+            &bedrock[..],
+            true,
+        ),
         ("azure-echo", format!("http://{gateway}"), &azure[..], false),
-        ("gemini-echo", format!("http://{gateway}"), &gemini[..], false),
-        ("bedrock-echo", format!("http://{gateway}"), &bedrock[..], false),
-        ("vertex-echo", format!("http://{gateway}"), &vertex[..], false),
+        (
+            "gemini-echo",
+            format!("http://{gateway}"),
+            &gemini[..],
+            false,
+        ),
+        (
+            "bedrock-echo",
+            format!("http://{gateway}"),
+            &bedrock[..],
+            false,
+        ),
+        (
+            "vertex-echo",
+            format!("http://{gateway}"),
+            &vertex[..],
+            false,
+        ),
     ] {
         let records = dir.path().join(format!("{name}-records.jsonl"));
         let mut cmd = llmprobe();
         cmd.args(["--log-level", "trace", "--log-format", "json", "bench"])
             .args(["--base-url", &base, "--model", "mock-llm", "--rate", "inf"])
-            .args(["--num-requests", "3", "--input-len", "16", "--output-len", "4"])
+            .args([
+                "--num-requests",
+                "3",
+                "--input-len",
+                "16",
+                "--output-len",
+                "4",
+            ])
             .args(["--timeout", "10s", "--no-progress"])
             .args(args)
             .arg("--records")
@@ -712,7 +770,10 @@ async fn bench_never_shows_a_providers_secret() {
         if all_ok {
             assert_eq!(ok, 3, "{name}: the secret did not work\n{recs}\n{stderr}");
         } else {
-            assert!(recs.contains("\"http_status\":401"), "{name}: not the 401 path\n{recs}\n{stderr}");
+            assert!(
+                recs.contains("\"http_status\":401"),
+                "{name}: not the 401 path\n{recs}\n{stderr}"
+            );
         }
         outputs.push((format!("bench {name} stdout"), stdout));
         outputs.push((format!("bench {name} stderr"), stderr));

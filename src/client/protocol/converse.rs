@@ -190,7 +190,9 @@ const API: Api = Api {
 fn exception(kind: &str, p: &StreamPayload<'_>) -> ChunkError {
     let msg = format!(
         "{} ({kind})",
-        p.message.as_deref().unwrap_or("exception without a message")
+        p.message
+            .as_deref()
+            .unwrap_or("exception without a message")
     );
     if kind.eq_ignore_ascii_case("throttlingException") {
         ChunkError::RateLimited(msg)
@@ -311,11 +313,17 @@ mod tests {
     #[test]
     fn stream_events() {
         let d = Converse
-            .decode_event(&ev("contentBlockDelta", br#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hm"}}}"#))
+            .decode_event(&ev(
+                "contentBlockDelta",
+                br#"{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"hm"}}}"#,
+            ))
             .unwrap();
         assert_eq!((d.reasoning.as_deref(), d.has_choice), (Some("hm"), true));
         let d = Converse
-            .decode_event(&ev("contentBlockDelta", br#"{"contentBlockIndex":1,"delta":{"text":"4"}}"#))
+            .decode_event(&ev(
+                "contentBlockDelta",
+                br#"{"contentBlockIndex":1,"delta":{"text":"4"}}"#,
+            ))
             .unwrap();
         assert_eq!(d.content.as_deref(), Some("4"));
         let d = Converse
@@ -331,7 +339,10 @@ mod tests {
         assert!(Converse.decode_event(&ev("future", b"{}")).unwrap().unknown);
         assert_eq!(
             Converse
-                .decode_event(&ev("throttlingException", br#"{"message":"Too many requests"}"#))
+                .decode_event(&ev(
+                    "throttlingException",
+                    br#"{"message":"Too many requests"}"#
+                ))
                 .unwrap_err(),
             ChunkError::RateLimited("Too many requests (throttlingException)".into())
         );
@@ -347,6 +358,12 @@ mod tests {
         assert_eq!((a.answer.as_str(), a.reasoning.as_str()), ("4", "t"));
         assert_eq!(a.server_latency_ms, Some(40));
         assert_eq!(a.usage.prompt_tokens, Some(3));
-        assert!(Converse.decode_full(br#"{"message":"The security token included in the request is invalid."}"#).is_err());
+        assert!(
+            Converse
+                .decode_full(
+                    br#"{"message":"The security token included in the request is invalid."}"#
+                )
+                .is_err()
+        );
     }
 }

@@ -307,7 +307,8 @@ mod tests {
 
     #[test]
     fn resource_exhausted_is_a_rate_limit() {
-        let body = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#;
+        let body =
+            br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#;
         assert_eq!(
             Gemini.decode_event(&ev(body)).unwrap_err(),
             ChunkError::RateLimited("Quota exceeded (RESOURCE_EXHAUSTED)".into())

@@ -7,8 +7,8 @@
 mod body;
 mod chat;
 mod completions;
-mod embeddings;
 mod converse;
+mod embeddings;
 mod endpoint;
 mod gemini;
 mod messages;

@@ -93,9 +93,17 @@ mod tests {
             "https://r.openai.azure.com/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21"
         );
         c.endpoint = Endpoint::Embeddings;
-        assert!(Azure.url(&c, false).ends_with("/deployments/gpt-4o-mini/embeddings?api-version=2024-10-21"));
+        assert!(
+            Azure
+                .url(&c, false)
+                .ends_with("/deployments/gpt-4o-mini/embeddings?api-version=2024-10-21")
+        );
         c.endpoint = Endpoint::Responses;
-        assert!(Azure.url(&c, true).ends_with("/openai/responses?api-version=2024-10-21"));
+        assert!(
+            Azure
+                .url(&c, true)
+                .ends_with("/openai/responses?api-version=2024-10-21")
+        );
         c.api_version = Some("v1".into());
         assert!(Azure.url(&c, true).ends_with("/openai/v1/responses"));
         c.api_version = Some("2024 10".into());

@@ -32,7 +32,11 @@ impl Host for Bedrock {
             "{}/model/{}/{}",
             base(cfg),
             encode_segment(&cfg.model),
-            if streamed { "converse-stream" } else { "converse" }
+            if streamed {
+                "converse-stream"
+            } else {
+                "converse"
+            }
         )
     }
 

@@ -68,6 +68,10 @@ mod tests {
             Gemini.url(&c, true),
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
         );
-        assert!(Gemini.url(&c, false).ends_with("/gemini-2.0-flash:generateContent"));
+        assert!(
+            Gemini
+                .url(&c, false)
+                .ends_with("/gemini-2.0-flash:generateContent")
+        );
     }
 }

@@ -265,7 +265,8 @@ mod tests {
                 let got = check(&c);
                 if served {
                     assert!(
-                        got.as_ref().map_or_else(|e| !e.contains("serves"), |()| true),
+                        got.as_ref()
+                            .map_or_else(|e| !e.contains("serves"), |()| true),
                         "{p:?} {e:?}: {got:?}"
                     );
                 } else {
@@ -279,9 +280,15 @@ mod tests {
     fn a_providers_block_on_another_provider_is_refused() {
         let mut c = cfg(Provider::Gemini, Endpoint::Chat);
         c.aws = Some(Default::default());
-        assert!(check(&c).unwrap_err().contains("aws belongs to provider: bedrock"));
-        let mut c = ClientConfig::default();
-        c.api_version = Some("v1".into());
+        assert!(
+            check(&c)
+                .unwrap_err()
+                .contains("aws belongs to provider: bedrock")
+        );
+        let c = ClientConfig {
+            api_version: Some("v1".into()),
+            ..ClientConfig::default()
+        };
         assert!(check(&c).unwrap_err().contains("provider is not"));
     }
 

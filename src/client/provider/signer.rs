@@ -89,15 +89,24 @@ impl Signer {
         };
         let signed = [("content-type".to_string(), "application/json".to_string())];
         let at = SystemTime::now();
-        sigv4::sign("POST", url, &signed, body, creds, region, bedrock::SERVICE, at)
-            .into_iter()
-            .filter_map(|(name, value)| {
-                let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
-                let mut value = HeaderValue::from_str(&value).ok()?;
-                value.set_sensitive(true);
-                Some((name, value))
-            })
-            .collect()
+        sigv4::sign(
+            "POST",
+            url,
+            &signed,
+            body,
+            creds,
+            region,
+            bedrock::SERVICE,
+            at,
+        )
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+            let mut value = HeaderValue::from_str(&value).ok()?;
+            value.set_sensitive(true);
+            Some((name, value))
+        })
+        .collect()
     }
 
     /// The bearer token of the next request, when the signer has a source (fetched or
@@ -113,15 +122,24 @@ impl Signer {
         }
     }
 
+    /// `Bearer TOKEN` as a sensitive header value (None when the token cannot be one).
+    pub fn bearer_header(token: &Secret) -> Option<HeaderValue> {
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", token.expose())).ok()?;
+        v.set_sensitive(true);
+        Some(v)
+    }
+
     /// The secrets it holds, for scrubbing.
     pub fn secrets(&self) -> Vec<&str> {
         match self {
             Signer::None | Signer::Bearer(_) => Vec::new(),
-            Signer::SigV4 { creds, .. } => [Some(&creds.secret_access_key), creds.session_token.as_ref()]
-                .into_iter()
-                .flatten()
-                .map(Secret::expose)
-                .collect(),
+            Signer::SigV4 { creds, .. } => {
+                [Some(&creds.secret_access_key), creds.session_token.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(Secret::expose)
+                    .collect()
+            }
         }
     }
 }

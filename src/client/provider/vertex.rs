@@ -59,9 +59,10 @@ impl Host for Vertex {
             (Some(_), Some(_)) => {
                 Err("set google.service_account_file or google.token_file, not both".into())
             }
-            (None, None) => {
-                Err("google needs service_account_file or token_file (the access token's source)".into())
-            }
+            (None, None) => Err(
+                "google needs service_account_file or token_file (the access token's source)"
+                    .into(),
+            ),
             _ => Ok(()),
         }
     }

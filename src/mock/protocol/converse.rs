@@ -101,7 +101,10 @@ impl MockProtocol for Converse {
     }
 
     fn open(&self, _w: &ChunkWriter, _usage: Usage) -> Option<Bytes> {
-        Some(Bytes::from(event("messageStart", &json!({"role": "assistant"}))))
+        Some(Bytes::from(event(
+            "messageStart",
+            &json!({"role": "assistant"}),
+        )))
     }
 
     fn tokens(
@@ -120,7 +123,11 @@ impl MockProtocol for Converse {
     }
 
     fn close(&self, w: &ChunkWriter, emitted: u32, usage: Option<Usage>, end: bool) -> Bytes {
-        let open = if emitted > w.reasoning { answer_index(w) } else { 0 };
+        let open = if emitted > w.reasoning {
+            answer_index(w)
+        } else {
+            0
+        };
         let mut out = event("contentBlockStop", &json!({"contentBlockIndex": open}));
         out.extend(event(
             "messageStop",

@@ -45,7 +45,12 @@ fn finish_reason(w: &ChunkWriter, emitted: u32) -> &'static str {
     }
 }
 
-fn response(w: &ChunkWriter, parts: Vec<Value>, finish: Option<&str>, usage: Option<Usage>) -> Value {
+fn response(
+    w: &ChunkWriter,
+    parts: Vec<Value>,
+    finish: Option<&str>,
+    usage: Option<Usage>,
+) -> Value {
     let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
     if let Some(f) = finish {
         candidate["finishReason"] = json!(f);
@@ -111,7 +116,9 @@ impl MockProtocol for Gemini {
         _usage: Option<Usage>,
     ) -> Bytes {
         let piece = w.piece(from, to);
-        sse(response(w, parts(&piece), None, None).to_string().as_bytes())
+        sse(response(w, parts(&piece), None, None)
+            .to_string()
+            .as_bytes())
     }
 
     fn content_json(&self, w: &ChunkWriter, text: &str) -> String {

@@ -86,11 +86,17 @@ pub fn check(
         return Err("The security token included in the request is invalid.".into());
     }
     if auth.region != aws.region {
-        return Err(format!("Credential should be scoped to a valid region ({})", aws.region));
+        return Err(format!(
+            "Credential should be scoped to a valid region ({})",
+            aws.region
+        ));
     }
     let mut signed = Vec::with_capacity(auth.signed_headers.len());
     for name in &auth.signed_headers {
-        let v = headers.get(*name).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let v = headers
+            .get(*name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         signed.push((name.to_string(), v.to_string()));
     }
     let input = CanonicalInput {
@@ -109,9 +115,11 @@ pub fn check(
     };
     let want = sigv4::sign_canonical(&input, &creds, &aws.region, "bedrock", at);
     if want.signature != auth.signature {
-        return Err("The request signature we calculated does not match the signature you \
+        return Err(
+            "The request signature we calculated does not match the signature you \
                     provided."
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -136,19 +144,41 @@ mod tests {
         let url = reqwest::Url::parse("http://127.0.0.1:9/model/a.b-v1%3A0/converse").unwrap();
         let body = br#"{"messages":[]}"#;
         let ct = [("content-type".to_string(), "application/json".to_string())];
-        let added = sigv4::sign("POST", &url, &ct, body, &creds, "us-east-1", "bedrock",
-            std::time::SystemTime::now());
+        let added = sigv4::sign(
+            "POST",
+            &url,
+            &ct,
+            body,
+            &creds,
+            "us-east-1",
+            "bedrock",
+            std::time::SystemTime::now(),
+        );
         let mut headers = HeaderMap::new();
         headers.insert("host", "127.0.0.1:9".parse().unwrap());
         headers.insert("content-type", "application/json".parse().unwrap());
         for (k, v) in added {
-            headers.insert(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+            headers.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
         }
         let uri: Uri = "/model/a.b-v1%3A0/converse".parse().unwrap();
         check(Some(&aws), &uri, &headers, body).unwrap();
-        assert!(check(Some(&aws), &uri, &headers, b"{}").unwrap_err().contains("signature"));
-        let other = MockAws { region: "eu-west-1".into(), ..aws.clone() };
-        assert!(check(Some(&other), &uri, &headers, body).unwrap_err().contains("region"));
+        assert!(
+            check(Some(&aws), &uri, &headers, b"{}")
+                .unwrap_err()
+                .contains("signature")
+        );
+        let other = MockAws {
+            region: "eu-west-1".into(),
+            ..aws.clone()
+        };
+        assert!(
+            check(Some(&other), &uri, &headers, body)
+                .unwrap_err()
+                .contains("region")
+        );
         headers.remove("authorization");
         assert!(check(None, &uri, &headers, body).is_err());
     }

@@ -31,8 +31,16 @@ const AZURE: [(&str, Endpoint, bool); 6] = [
     ("/openai/v1/chat/completions", Endpoint::Chat, false),
     ("/openai/v1/responses", Endpoint::Responses, false),
     ("/openai/v1/embeddings", Endpoint::Embeddings, false),
-    ("/openai/deployments/{deployment}/chat/completions", Endpoint::Chat, true),
-    ("/openai/deployments/{deployment}/embeddings", Endpoint::Embeddings, true),
+    (
+        "/openai/deployments/{deployment}/chat/completions",
+        Endpoint::Chat,
+        true,
+    ),
+    (
+        "/openai/deployments/{deployment}/embeddings",
+        Endpoint::Embeddings,
+        true,
+    ),
     ("/openai/responses", Endpoint::Responses, true),
 ];
 
@@ -78,7 +86,11 @@ pub fn routes(mut router: Router<Arc<Engine>>) -> Router<Arc<Engine>> {
             "/mock/tokens",
             axum::routing::get(|State(engine): State<Arc<Engine>>| async move {
                 let body = serde_json::json!({"issued": engine.google_tokens.issued()});
-                ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    body.to_string(),
+                )
+                    .into_response()
             }),
         )
         .route(
@@ -242,13 +254,26 @@ async fn token(
 ) -> Response {
     let error = |status: StatusCode, error: &str, description: &str| {
         let body = serde_json::json!({"error": error, "error_description": description});
-        (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
     };
     let Some(account) = &engine.cfg.google else {
-        return error(StatusCode::NOT_FOUND, "not_found", "the mock trusts no service account");
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "the mock trusts no service account",
+        );
     };
     if form.get("grant_type").map(String::as_str) != Some(GRANT_TYPE) {
-        return error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "Invalid grant_type");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "unsupported_grant_type",
+            "Invalid grant_type",
+        );
     }
     // The assertion's audience is this endpoint's URL, as the key file's token_uri.
     let host = header(&headers, header::HOST.as_str()).unwrap_or("");
@@ -261,7 +286,11 @@ async fn token(
         Ok(g) => {
             let body = serde_json::json!({"access_token": g.access_token,
                 "expires_in": g.expires_in, "token_type": "Bearer"});
-            ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response()
         }
         Err(msg) => error(StatusCode::BAD_REQUEST, "invalid_grant", &msg),
     }
