@@ -699,7 +699,7 @@ impl Client {
             format!(
                 "the server has no POST {} route: it may not speak the {} API \
                  (endpoint: {}), or base_url points at the wrong place",
-                self.cfg.endpoint.path(),
+                self.url.path(),
                 self.cfg.endpoint.as_str(),
                 self.cfg.endpoint.as_str()
             )

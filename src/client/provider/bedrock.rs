@@ -58,6 +58,10 @@ impl Host for Bedrock {
 
     fn check(&self, cfg: &ClientConfig) -> Result<(), String> {
         let Some(aws) = &cfg.aws else {
+            if cfg.api_key.is_some() {
+                // A Bedrock API key: a bearer, nothing signed, no region needed.
+                return Ok(());
+            }
             return Err("provider bedrock needs aws: {region} (and credentials)".into());
         };
         let region = aws.region.trim();
