@@ -11,7 +11,7 @@ const FRAME_OVERHEAD: usize = 16;
 const PRELUDE: usize = 12;
 /// The largest headers section and message AWS's own decoders accept.
 pub const MAX_HEADERS_BYTES: usize = 128 * 1024;
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024 + MAX_HEADERS_BYTES + FRAME_OVERHEAD;
+pub const MAX_MESSAGE_BYTES: usize = 24 * 1024 * 1024 + MAX_HEADERS_BYTES + FRAME_OVERHEAD;
 
 /// Header value types of the framing.
 const TYPE_STRING: u8 = 7;

@@ -255,7 +255,8 @@ fn canonical_uri(path: &str, normalize: bool, encode: bool) -> String {
     }
 }
 
-/// Dot segments resolved and empty segments dropped; a trailing slash is kept.
+/// Dot segments resolved and empty segments dropped; a trailing slash is kept (as
+/// botocore does: `/a/b/..` is `/a`).
 fn normalize_path(path: &str) -> String {
     let mut segments: Vec<&str> = Vec::new();
     for segment in path.split('/') {
@@ -267,9 +268,8 @@ fn normalize_path(path: &str) -> String {
             s => segments.push(s),
         }
     }
-    let trailing = path.ends_with('/') || path.ends_with("/.") || path.ends_with("/..");
     let mut out = format!("/{}", segments.join("/"));
-    if trailing && !segments.is_empty() {
+    if path.ends_with('/') && !segments.is_empty() {
         out.push('/');
     }
     out
@@ -353,6 +353,7 @@ mod tests {
             "/a%20b//c/./d/../"
         );
         assert_eq!(canonical_uri("//a//b/../c/", true, true), "/a/c/");
+        assert_eq!(canonical_uri("/a/b/..", true, true), "/a");
         assert_eq!(canonical_uri("", true, true), "/");
     }
 
