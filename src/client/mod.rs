@@ -188,6 +188,7 @@ impl Client {
     /// Builds the client (and its connection pool). Config errors are usage errors.
     pub fn new(cfg: ClientConfig, token_counter: Option<TokenCounter>) -> anyhow::Result<Client> {
         cfg.validate()?;
+        let cfg = provider::without_engine_extensions(cfg);
         if let Err(e) = provider::check(&cfg) {
             crate::usage_bail!("{e}");
         }

@@ -156,6 +156,18 @@ pub fn otel_provider(cfg: &ClientConfig) -> &'static str {
     }
 }
 
+/// The config as a hosted API takes it: the vLLM extensions (`ignore_eos`,
+/// `min_tokens`, `stream_options.continuous_usage_stats`) are never sent to one, as no
+/// provider knows them and Azure refuses unknown fields.
+pub fn without_engine_extensions(mut cfg: ClientConfig) -> ClientConfig {
+    if cfg.provider.is_some() {
+        cfg.ignore_eos = false;
+        cfg.min_tokens = false;
+        cfg.continuous_usage_stats = false;
+    }
+    cfg
+}
+
 /// Checks the provider's settings: an endpoint it serves, the blocks it needs and no
 /// block of another provider. The error names the setting.
 pub fn check(cfg: &ClientConfig) -> Result<(), String> {
@@ -290,6 +302,34 @@ mod tests {
             ..ClientConfig::default()
         };
         assert!(check(&c).unwrap_err().contains("provider is not"));
+    }
+
+    #[test]
+    fn a_hosted_api_gets_no_engine_extensions() {
+        let cfg = without_engine_extensions(ClientConfig {
+            ignore_eos: true,
+            min_tokens: true,
+            ..cfg(Provider::Azure, Endpoint::Chat)
+        });
+        let spec = crate::workload::RequestSpec {
+            prompt: "p".into(),
+            prompt_tokens: 1,
+            max_tokens: 4,
+            history: Vec::new(),
+            system: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(&protocol(&cfg).body(&cfg, &spec).unwrap()).unwrap();
+        assert_eq!(
+            body["stream_options"],
+            serde_json::json!({"include_usage": true})
+        );
+        assert!(body.get("ignore_eos").is_none() && body.get("min_tokens").is_none());
+        let named: Vec<&str> = crate::client::request::non_standard_fields(&cfg)
+            .into_iter()
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(named, ["stream_options.include_usage"]);
     }
 
     #[test]
