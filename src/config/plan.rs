@@ -427,6 +427,40 @@ fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String
     })
 }
 
+/// Reads the provider's credential files now (a Vertex token file may change later),
+/// so a missing one is a config error at its key, or a note of `--config.check
+/// --config.check.allow-missing-secrets`, not a target that fails when it starts.
+fn provider_files(t: &Target, path: &Path, unread: &mut Unread) -> Result<(), (Path, String)> {
+    let mut files: Vec<(&FsPath, Path)> = Vec::new();
+    if let Some(aws) = &t.aws {
+        let at = path.key("aws");
+        for (file, key) in [
+            (&aws.access_key_id_file, "access_key_id_file"),
+            (&aws.secret_access_key_file, "secret_access_key_file"),
+            (&aws.session_token_file, "session_token_file"),
+        ] {
+            if let Some(f) = file {
+                files.push((f, at.key(key)));
+            }
+        }
+    }
+    if let Some(g) = &t.google {
+        let at = path.key("google");
+        for (file, key) in [
+            (&g.service_account_file, "service_account_file"),
+            (&g.token_file, "token_file"),
+        ] {
+            if let Some(f) = file {
+                files.push((f, at.key(key)));
+            }
+        }
+    }
+    for (file, at) in files {
+        unread.file(file, &at)?;
+    }
+    Ok(())
+}
+
 /// Where a provider error points: the block or key it names, else `provider`.
 fn provider_path(t: &Target, path: &Path, msg: &str) -> Path {
     for key in ["api_version", "aws", "google", "api_key"] {
@@ -524,6 +558,7 @@ fn target(
         (path.clone(), msg)
     })?;
     crate::client::provider::check(&client).map_err(|e| (provider_path(t, path, &e), e))?;
+    provider_files(t, path, unread)?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
     let tls = unread.tls(&t.tls, &path.key("tls"))?;
