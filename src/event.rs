@@ -18,13 +18,28 @@ pub enum SkipReason {
     MaxInflight,
     /// The admission hook refused it (the daemon's token budget).
     TokenBudget,
+    /// The target answered 429 with a retry delay that has not passed (the daemon's
+    /// rate-limit pause).
+    RateLimited,
+    /// The target's probes spent its `budget_per_day` dollars this UTC day.
+    CostBudget,
 }
 
 impl SkipReason {
+    /// Every reason, in the order of the `reason` label values.
+    pub const ALL: [SkipReason; 4] = [
+        SkipReason::MaxInflight,
+        SkipReason::TokenBudget,
+        SkipReason::RateLimited,
+        SkipReason::CostBudget,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::MaxInflight => "max_inflight",
             SkipReason::TokenBudget => "token_budget",
+            SkipReason::RateLimited => "rate_limited",
+            SkipReason::CostBudget => "cost_budget",
         }
     }
 }

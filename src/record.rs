@@ -359,7 +359,11 @@ pub struct RequestRecord {
     /// when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_endpoint: Option<String>,
-    /// The server's `Retry-After` on a 429 or 503 response, as a delay.
+    /// How long the server asked the client to wait, on a 429 or 503 response: the
+    /// client reads `retry-after-ms` or `Retry-After` (`client/retry_after.rs`); a
+    /// protocol whose server says it in its body sets it from there. With outcome
+    /// `Http429` it pauses the daemon's target (`daemon/limits.rs`); bench's
+    /// `--respect-retry-after` waits it out.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
     /// The provider's own latency of the request, when its answer reports one
@@ -553,6 +557,13 @@ impl RequestRecord {
     /// Prompt tokens: the server's usage when sent, else what the workload built.
     pub fn prompt_tokens(&self) -> u32 {
         self.usage_prompt_tokens.unwrap_or(self.prompt_tokens_sent)
+    }
+
+    /// Whether the server answered (an HTTP response came back): only such a probe
+    /// spent tokens. A connect or TLS failure sent no prompt, though the record's
+    /// prompt count falls back to what it meant to send.
+    pub fn answered(&self) -> bool {
+        self.http_status.is_some()
     }
 
     /// Whether this is a later turn of a conversation (turn 2 or after): not an

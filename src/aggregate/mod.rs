@@ -131,6 +131,12 @@ impl Collector {
         self
     }
 
+    /// Counted requests so far (warmup excluded) and the failed ones among them: the
+    /// report's `requests` and `failed`.
+    pub fn counted(&self) -> (u64, u64) {
+        (self.requests, self.requests - self.completed)
+    }
+
     /// Takes one runner event.
     pub fn push_event(&mut self, event: &RunEvent) {
         match event {

@@ -373,6 +373,11 @@ pub struct BenchArgs {
         help_heading = "SLOs and gates"
     )]
     pub gate_on: String,
+    /// Stop a run early once more than this share of its requests failed (`0.2` or
+    /// `20%`), counted after at least 10 requests; a sweep or search stops with it and
+    /// bench exits with 3. Limits what a failing hosted API costs.
+    #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
+    pub max_error_rate: Option<String>,
     /// Shorthand for `--gate goodput-ratio>=R`.
     #[arg(long, value_name = "R", help_heading = "SLOs and gates")]
     pub min_goodput_ratio: Option<String>,

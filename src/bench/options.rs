@@ -23,7 +23,8 @@ use crate::exit::UsageError;
 use crate::latency::{Latency, Slo};
 use crate::probe::{Origin, Part, ProbeSpec, PromptSource, Refusal, Syntax};
 pub use crate::rate::Rate;
-use crate::report::gate::{Gate, GateBasis, GateMetric};
+use crate::report::gate::{Gate, GateBasis, GateMetric, parse_ratio};
+use crate::report::stop::MaxErrorRate;
 pub use crate::schedule::{ArrivalProcess, Shard};
 use crate::schedule::{ThinkDist, ThinkTime};
 
@@ -172,6 +173,8 @@ pub struct BenchOptions {
     pub stream: bool,
     /// Pause new requests for a server's Retry-After (429/503).
     pub respect_retry_after: bool,
+    /// `--max-error-rate`: a run stops once its failed share passes it.
+    pub max_error_rate: Option<MaxErrorRate>,
     /// `--self-check`: measure the client's own error before and after each rate.
     pub self_check: bool,
     /// `--gpu-metrics-url`: the GPU telemetry read around each rate.
@@ -304,6 +307,7 @@ impl BenchOptions {
             self_check: a.self_check,
             gpu_metrics: parse_gpu_sources(&a.gpu_metrics_url, a.mock)?,
             respect_retry_after: a.respect_retry_after,
+            max_error_rate: parse_max_error_rate(a.max_error_rate.as_deref())?,
             tokenizer: a.tokenizer.clone(),
             rates,
             stop,
@@ -554,6 +558,13 @@ fn parse_warmup(s: &str) -> Result<Warmup> {
 /// The most `--repeat` runs: beyond it the interval hardly narrows (it shrinks as
 /// 1/√n) while the run time grows linearly.
 pub const MAX_REPEAT: u32 = 1000;
+
+/// `--max-error-rate`: a ratio, as gates write one.
+fn parse_max_error_rate(v: Option<&str>) -> Result<Option<MaxErrorRate>> {
+    v.map(|v| parse_ratio(v.trim()).map(MaxErrorRate))
+        .transpose()
+        .map_err(|e| flag("--max-error-rate", e))
+}
 
 fn parse_repeat(n: u32) -> Result<u32> {
     if !(1..=MAX_REPEAT).contains(&n) {

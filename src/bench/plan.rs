@@ -11,6 +11,7 @@ use crate::rate::Rate;
 use crate::record::RequestRecord;
 use crate::report::RateReport;
 use crate::report::gate::{self, GateResult};
+use crate::report::stop::StoppedEarly;
 
 /// What one run at one rate produced.
 #[derive(Debug, Clone)]
@@ -49,8 +50,12 @@ pub async fn run_plan<E: Executor>(
     let search = match plan {
         RatePlan::Fixed(rates) => {
             for &rate in rates {
-                runs.push(exec.run_rate(rate).await?);
-                if exec.interrupted() {
+                let run = exec.run_rate(rate).await?;
+                let stopped = run.report.stopped_early.is_some();
+                runs.push(run);
+                // A run stopped by --max-error-rate ends the sweep: higher rates of a
+                // failing endpoint only cost more.
+                if stopped || exec.interrupted() {
                     break;
                 }
             }
@@ -64,23 +69,32 @@ pub async fn run_plan<E: Executor>(
             eprintln!(
                 "searching for the highest rate passing {gates} (precision {precision}, limit {limit} req/s)"
             );
-            let runs = &mut runs;
+            let (runs_ref, stopped) = (&mut runs, &mut false);
             let result = search::find_max_rate(start.per_second(), precision, limit, async |r| {
                 let rate = Rate::new(r).unwrap_or(start);
                 if exec.interrupted() {
                     anyhow::bail!("interrupted");
                 }
                 let run = exec.run_rate(rate).await?;
+                if run.report.stopped_early.is_some() {
+                    // Ends the search as it ends a sweep; the verdict names the run.
+                    runs_ref.push(run);
+                    *stopped = true;
+                    anyhow::bail!("stopped early");
+                }
                 let passed = run.report.gates_passed();
                 eprintln!(
                     "probe {rate} req/s: {}",
                     if passed { "pass" } else { "FAIL" }
                 );
-                runs.push(run);
+                runs_ref.push(run);
                 Ok(passed)
             })
-            .await?;
-            Some(result)
+            .await;
+            match result {
+                Err(_) if *stopped => None,
+                result => Some(result?),
+            }
         }
     };
     Ok(PlanResult { runs, search })
@@ -100,6 +114,8 @@ pub enum Verdict {
     AtLimit { max: f64 },
     /// The search found no passing rate down to its floor.
     NothingPasses,
+    /// `--max-error-rate` stopped a run (and with it the sweep or the search).
+    StoppedEarly { rate: String, stopped: StoppedEarly },
     /// A gate failed at a fixed rate (the first one, in run order).
     GateFailed { rate: String, gate: GateResult },
     /// Every gate passed at every rate (or there were none).
@@ -112,7 +128,9 @@ impl Verdict {
         match self {
             Verdict::Interrupted => exit::FAILURE,
             Verdict::MaxRate { .. } | Verdict::AtLimit { .. } | Verdict::Passed => exit::OK,
-            Verdict::NothingPasses | Verdict::GateFailed { .. } => exit::SLO_FAILED,
+            Verdict::NothingPasses | Verdict::GateFailed { .. } | Verdict::StoppedEarly { .. } => {
+                exit::SLO_FAILED
+            }
         }
     }
 
@@ -141,6 +159,12 @@ impl Verdict {
                     g.gate
                 );
             }
+            Verdict::StoppedEarly { rate, stopped } => {
+                eprintln!(
+                    "Error: rate {rate}: {}; the rest of the run and of the plan was not sent",
+                    stopped.describe()
+                );
+            }
             Verdict::Passed => {}
         }
     }
@@ -162,6 +186,14 @@ impl PlanResult {
     pub fn verdict(&self, interrupted: bool) -> Verdict {
         if interrupted {
             return Verdict::Interrupted;
+        }
+        if let Some(r) = self.runs.iter().find(|r| r.report.stopped_early.is_some())
+            && let Some(stopped) = r.report.stopped_early
+        {
+            return Verdict::StoppedEarly {
+                rate: r.report.rate.to_string(),
+                stopped,
+            };
         }
         if let Some(s) = &self.search {
             return match (s.max_rate, s.hit_limit) {
@@ -200,6 +232,8 @@ mod tests {
         ran: Vec<f64>,
         /// Interrupt after this many runs.
         interrupt_after: Option<usize>,
+        /// Runs above this rate stop early (`--max-error-rate`).
+        stops_above: f64,
     }
 
     impl Fake {
@@ -209,6 +243,7 @@ mod tests {
                 gates: gates.iter().map(|g| g.parse().unwrap()).collect(),
                 ran: Vec::new(),
                 interrupt_after: None,
+                stops_above: f64::INFINITY,
             }
         }
     }
@@ -221,6 +256,9 @@ mod tests {
                 report.goodput_ratio = Some(0.5);
             }
             report.gates = self.gates.iter().map(|g| g.check(&report)).collect();
+            if rate.per_second() > self.stops_above {
+                report.stopped_early = crate::report::stop::MaxErrorRate(0.1).check(10, 2);
+            }
             Ok(RateRun {
                 report,
                 records: Vec::new(),
@@ -247,6 +285,42 @@ mod tests {
         assert_eq!(rows, vec![8.0, 2.0, 32.0]);
         assert_eq!(r.verdict(false), Verdict::Passed);
         assert_eq!(r.verdict(false).exit_code(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_run_stopped_early_ends_the_sweep_and_the_search_and_exits_3() {
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        fake.stops_above = 10.0;
+        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran, vec![4.0, 16.0]);
+        let v = r.verdict(false);
+        let Verdict::StoppedEarly { rate, stopped } = &v else {
+            panic!("{v:?}");
+        };
+        assert_eq!(
+            (rate.as_str(), stopped.requests, stopped.failed),
+            ("16", 10, 2)
+        );
+        assert_eq!(v.exit_code(), exit::SLO_FAILED);
+        // An interrupt still wins.
+        assert_eq!(r.verdict(true), Verdict::Interrupted);
+
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        fake.stops_above = 10.0;
+        let plan = RatePlan::FindMax {
+            start: Rate::new(4.0).unwrap(),
+            precision: Precision::PerSecond(1.0),
+            limit: 1000.0,
+        };
+        let r = run_plan(&plan, "goodput-ratio>=0.8", &mut fake)
+            .await
+            .unwrap();
+        // The search doubles from 4 and ends at the first run that stopped.
+        assert_eq!(fake.ran, vec![4.0, 8.0, 16.0]);
+        assert!(r.search.is_none());
+        assert!(matches!(r.verdict(false), Verdict::StoppedEarly { .. }));
     }
 
     #[tokio::test]

@@ -358,6 +358,8 @@ impl Bench {
             stop: stop.clone(),
             events: tx.clone(),
         });
+        // --max-error-rate stops this run (not the bench: the verdict ends the plan).
+        let stop_on_errors = stop.clone();
         let config = self.run_config(max_requests, duration, stop);
         let sender = RequestSender {
             prober: Arc::new(Prober {
@@ -385,7 +387,7 @@ impl Bench {
             None => Box::new(schedule.arrivals(seed)),
         };
         let runner = runner::run(arrivals, config, None, probe, tx);
-        let sinks = self.sinks(rate, &run_id, &progress);
+        let sinks = self.sinks(rate, &run_id, &progress, stop_on_errors);
         // The request whose prompt could not be built was never sent: it is no result
         // (the run fails below).
         let unsent = |id| build_failure.is(id);
@@ -393,6 +395,7 @@ impl Bench {
         progress.finish_and_clear();
         let collected = collected?;
         let (mut collector, mut records) = (collected.summary, collected.records);
+        let stopped_early = collected.stopped_early;
         self.output_tokens += collected.output_tokens;
         if let Some(e) = build_failure.error() {
             return Err(e.into());
@@ -411,13 +414,14 @@ impl Bench {
         if self.opts.save_result.is_none() {
             records.clear();
         }
-        let report = self.report(
+        let mut report = self.report(
             rate,
             process_rate,
             &collector,
             started_at,
             collected.first_cached,
         );
+        report.stopped_early = stopped_early;
         Ok(RateRun { report, records })
     }
 
@@ -427,6 +431,7 @@ impl Bench {
         rate: Rate,
         run_id: &'a str,
         progress: &'a ProgressBar,
+        stop: CancellationToken,
     ) -> RunSinks<'a> {
         let opts = &self.opts;
         RunSinks {
@@ -447,6 +452,7 @@ impl Bench {
                 records: Vec::new(),
             }),
             slo: opts.slo,
+            max_error_rate: opts.max_error_rate.map(|m| (m, stop)),
         }
     }
 
@@ -694,7 +700,12 @@ impl Executor for Bench {
             if k > 0 && self.cancel.is_cancelled() {
                 break;
             }
-            runs.push(self.run_one(rate, repeat_seed(self.opts.seed, k)).await?);
+            let run = self.run_one(rate, repeat_seed(self.opts.seed, k)).await?;
+            let stopped = run.report.stopped_early.is_some();
+            runs.push(run);
+            if stopped {
+                break;
+            }
         }
         let reports: Vec<RateReport> = runs.iter().map(|r| r.report.clone()).collect();
         let mut report = report::repeat::combine(&reports, &self.opts.gates, self.opts.gate_basis);

@@ -133,10 +133,14 @@ pub enum ChunkError {
     Server(String),
     #[error("malformed JSON chunk: {0}")]
     Malformed(String),
-    /// The server said it is rate-limiting this caller inside its answer (Bedrock's
-    /// `throttlingException`, Gemini's `RESOURCE_EXHAUSTED`): the `http_429` reason.
-    #[error("rate limited: {0}")]
-    RateLimited(String),
+    /// The server refused for its rate limit inside the stream or the answer (an
+    /// exception event of a 200 response): the failure is `http_429`, and the delay the
+    /// server named, if any, pauses the daemon's target (`RequestRecord::retry_after`).
+    #[error("rate limited: {message}")]
+    RateLimited {
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
 }
 
 /// Decodes the data of one SSE event.

@@ -29,6 +29,7 @@ pub mod llm_d;
 pub mod protocol;
 pub mod provider;
 pub mod request;
+pub mod retry_after;
 pub mod sse;
 mod stale;
 pub mod tls;
@@ -101,6 +102,8 @@ impl std::fmt::Debug for Client {
 struct Failure {
     outcome: Outcome,
     message: String,
+    /// The delay a rate-limit refusal named ([`ChunkError::RateLimited`]).
+    retry_after: Option<Duration>,
 }
 
 impl Failure {
@@ -108,6 +111,7 @@ impl Failure {
         Failure {
             outcome,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -454,6 +458,7 @@ impl Client {
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
+                rec.retry_after = f.retry_after.or(rec.retry_after);
                 let token = bearer.as_ref().ok().and_then(Option::as_ref);
                 let secrets = self.secrets().chain(token.map(Secret::expose));
                 rec.error = Some(crate::secret::scrub(&f.message, secrets));
@@ -612,10 +617,8 @@ impl Client {
         rec.http_status = Some(status.as_u16());
         rec.served_endpoint = served_endpoint(resp.headers());
         if matches!(status.as_u16(), 429 | 503) {
-            rec.retry_after = resp
-                .headers()
-                .get(header::RETRY_AFTER)
-                .and_then(|v| parse_retry_after(v.as_bytes(), std::time::SystemTime::now()));
+            rec.retry_after =
+                retry_after::from_headers(resp.headers(), std::time::SystemTime::now());
         }
         if !status.is_success() {
             // A gateway that dropped the request says why: that decides the failure
@@ -631,6 +634,11 @@ impl Client {
                 total_deadline.min(Instant::now() + self.cfg.timeouts.idle),
             )
             .await;
+            // A 429 whose headers name no delay may name one in its body (the
+            // protocol's own error shape).
+            if status.as_u16() == 429 && rec.retry_after.is_none() {
+                rec.retry_after = self.protocol.retry_delay(snippet.as_bytes());
+            }
             let mut msg = format!("HTTP {status}");
             if let Some(value) = &dropped {
                 msg.push_str(&format!(" ({}: {value})", llm_d::DROPPED_REASON_HEADER));
@@ -1047,17 +1055,23 @@ fn decode_failure(e: ChunkError, data: &[u8], streamed: bool) -> Failure {
             "server error {place}: {}",
             truncate_text(&msg, ERROR_BODY_BYTES)
         )),
-        ChunkError::RateLimited(msg) => Failure::new(
-            Outcome::Http429,
-            format!(
-                "rate limited {place}: {}",
-                truncate_text(&msg, ERROR_BODY_BYTES)
-            ),
-        ),
         ChunkError::Malformed(msg) => Failure::stream(format!(
             "malformed {what} ({msg}): {}",
             truncate_text(&String::from_utf8_lossy(data), 256)
         )),
+        ChunkError::RateLimited {
+            message,
+            retry_after,
+        } => Failure {
+            retry_after,
+            ..Failure::new(
+                Outcome::Http429,
+                format!(
+                    "rate limited {place}: {}",
+                    truncate_text(&message, ERROR_BODY_BYTES)
+                ),
+            )
+        },
     }
 }
 
@@ -1122,20 +1136,38 @@ fn fmt_dur(d: Duration) -> String {
     humantime::format_duration(d).to_string()
 }
 
-/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, the
-/// latter relative to `now`. A date in the past is no delay; garbage is ignored.
-fn parse_retry_after(value: &[u8], now: std::time::SystemTime) -> Option<Duration> {
-    let text = std::str::from_utf8(value).ok()?.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(text).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+/// The Gateway API Inference Extension's response header naming the endpoint that
+/// served a request (`pkg/epp/metadata/consts.go` of its repository).
+pub const SERVED_ENDPOINT_HEADER: &str = "x-gateway-destination-endpoint-served";
+
+/// The served endpoint a gateway names, if it names one that looks like an address
+/// (printable ASCII, at most 256 bytes): it becomes part of a page, never a label.
+fn served_endpoint(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let v = headers.get(SERVED_ENDPOINT_HEADER)?.to_str().ok()?.trim();
+    (!v.is_empty() && v.len() <= 256 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| v.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_limit_inside_the_answer_is_a_429_with_its_delay() {
+        let e = ChunkError::RateLimited {
+            message: "Too many tokens, please wait (ThrottlingException)".into(),
+            retry_after: Some(Duration::from_secs(7)),
+        };
+        let f = decode_failure(e, b"", true);
+        assert_eq!(f.outcome, Outcome::Http429);
+        assert_eq!(f.retry_after, Some(Duration::from_secs(7)));
+        assert_eq!(
+            f.message,
+            "rate limited in stream: Too many tokens, please wait (ThrottlingException)"
+        );
+        // The APIs that exist today say it in headers only.
+        assert_eq!(protocol::of(Endpoint::Chat).retry_delay(b"{}"), None);
+    }
 
     #[test]
     fn truncation_respects_char_boundaries() {
@@ -1174,43 +1206,4 @@ mod tests {
         let err = Client::new(cfg, None).unwrap_err();
         assert!(!format!("{err:#}").contains("bad\nkey"));
     }
-}
-
-#[cfg(test)]
-mod retry_after_tests {
-    use super::*;
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-    #[test]
-    fn seconds_and_http_dates() {
-        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
-        assert_eq!(
-            parse_retry_after(b"120", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(parse_retry_after(b" 0 ", now), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after(b"Wed, 21 Oct 2015 07:28:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after(b"Wed, 21 Oct 2015 07:27:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after(b"soon", now), None);
-        assert_eq!(parse_retry_after(b"-5", now), None);
-        assert_eq!(parse_retry_after(&[0xff, 0xfe], SystemTime::now()), None);
-    }
-}
-
-/// The Gateway API Inference Extension's response header naming the endpoint that
-/// served a request (`pkg/epp/metadata/consts.go` of its repository).
-pub const SERVED_ENDPOINT_HEADER: &str = "x-gateway-destination-endpoint-served";
-
-/// The served endpoint a gateway names, if it names one that looks like an address
-/// (printable ASCII, at most 256 bytes): it becomes part of a page, never a label.
-fn served_endpoint(headers: &reqwest::header::HeaderMap) -> Option<String> {
-    let v = headers.get(SERVED_ENDPOINT_HEADER)?.to_str().ok()?.trim();
-    (!v.is_empty() && v.len() <= 256 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .then(|| v.to_string())
 }

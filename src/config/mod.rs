@@ -6,6 +6,7 @@
 //! Nothing here starts a task or opens a socket; the daemon owns reloads.
 
 mod checks;
+pub mod cost_budget;
 pub mod error;
 pub mod golden;
 pub mod gpu;

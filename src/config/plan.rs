@@ -74,6 +74,8 @@ pub struct TargetPlan {
     pub max_inflight: u32,
     pub token_budget_per_hour: Option<u64>,
     pub price: Option<TokenPrice>,
+    /// Dollars per UTC day the probes may spend (with a price: the config checks it).
+    pub budget_per_day: Option<f64>,
     pub capacity: Option<CapacityPlan>,
     pub engine_metrics_url: Option<String>,
     /// The endpoint picker's `/metrics` in front of the engines.
@@ -566,6 +568,11 @@ fn target(
 
     let kinds = super::kinds::KindPlans::plan(t, &path.key("scenarios"))?;
     let scenarios = scenarios(cfg, t, path, buckets)?;
+    let price = t.price.map(|p| TokenPrice {
+        input_per_million: p.input_per_million,
+        output_per_million: p.output_per_million,
+    });
+    super::cost_budget::check(t.budget_per_day, price.as_ref(), &scenarios, path)?;
 
     let replicas = super::replicas::plan(cfg, t, path)?;
     let capacity = capacity_plan(t, path)?;
@@ -582,10 +589,8 @@ fn target(
         kinds,
         max_inflight: t.max_inflight.unwrap_or(cfg.defaults.max_inflight),
         token_budget_per_hour: t.token_budget_per_hour,
-        price: t.price.map(|p| TokenPrice {
-            input_per_million: p.input_per_million,
-            output_per_million: p.output_per_million,
-        }),
+        price,
+        budget_per_day: t.budget_per_day,
         capacity,
         engine_metrics_url: t.engine_metrics_url.clone(),
         router_metrics_url: t.router_metrics_url.clone(),

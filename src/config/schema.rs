@@ -299,6 +299,12 @@ pub struct Target {
     /// (`llmprobe_probe_cost_dollars_total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<PriceConfig>,
+    /// Dollars the probes of this target may spend per UTC day at its `price:`
+    /// (needed). `--config.check` refuses a config whose expected daily spend exceeds
+    /// it; once the day's spend reaches it, arrivals are skipped
+    /// (`reason="cost_budget"`) until the next UTC day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_per_day: Option<f64>,
     /// Send `stream_options.continuous_usage_stats` (vLLM; exact tokens per chunk).
     /// Turn off for servers that reject unknown fields.
     #[serde(default = "yes")]

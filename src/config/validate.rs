@@ -166,6 +166,22 @@ fn target(t: &Target, path: &Path) -> Result<(), Violation> {
             }
         }
     }
+    if let Some(b) = t.budget_per_day {
+        if !b.is_finite() || b <= 0.0 {
+            return Err((
+                path.key("budget_per_day"),
+                format!("must be a number of dollars > 0, got {b}"),
+            ));
+        }
+        if t.price.is_none() {
+            return Err((
+                path.key("budget_per_day"),
+                "needs the target's price: (input_per_million, output_per_million) to \
+                 count what its probes spend"
+                    .into(),
+            ));
+        }
+    }
     if let Some(u) = &t.engine_metrics_url {
         url(u, &path.key("engine_metrics_url"))?;
     }

@@ -195,6 +195,7 @@ targets:
     rate: {DEMO_RATE}
     token_budget_per_hour: 50000000
     price: {{input_per_million: 0.15, output_per_million: 0.60}}
+    budget_per_day: 100
     timeouts: {{connect: 2s, first_token: 5s, idle: 5s, total: 30s}}
     scenarios:
       - name: chat-short
@@ -329,6 +330,7 @@ mod tests {
                 .is_some()
         );
         assert!(t.capacity.is_some() && t.price.is_some() && t.engine_metrics_url.is_some());
+        assert!(t.budget_per_day.is_some());
         assert!((t.scenarios.iter().map(|s| s.rate_hz).sum::<f64>() - 4.0).abs() < 1e-9);
         let fleet = &plan.targets[2];
         assert!(fleet.replicas.is_some());

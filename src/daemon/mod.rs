@@ -16,6 +16,7 @@ pub mod failure_lines;
 pub mod failure_log;
 pub mod fleet;
 pub mod kinds;
+pub mod limits;
 pub mod pipeline;
 pub mod router_scrape;
 pub mod scenario;
@@ -121,6 +122,7 @@ impl Daemon {
             failure_summary_interval: summary_interval_rx,
             run_nonce: run_nonce(),
             otlp: otlp_export(&plan)?,
+            limits: Arc::default(),
         };
         let otlp = shared.otlp.clone();
         let mut control = Control {
@@ -487,6 +489,11 @@ impl Control {
                 metrics.remove_target(&old.name, &old.model);
                 self.shared.status.remove_engine(&old.name);
             }
+        }
+        // A rate-limit pause and the day's spend outlive a restart, not a removal.
+        if new.is_none() {
+            self.shared.limits.retain(|name| name != old.name);
+            self.shared.status.remove_hold(&old.name);
         }
     }
 }

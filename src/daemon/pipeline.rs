@@ -12,14 +12,14 @@ use tokio_util::sync::CancellationToken;
 use super::budget::TokenBudget;
 use super::engine_scrape::TtftWindow;
 use super::failure_log::{FailureKey, FailureLog};
+use super::limits::{TargetLimits, system_clock};
 use super::scenario::{
-    ScenarioProber, budget_admission, run_config, scenario_client, scenario_workload,
-    stagger_offset,
+    Gate, ScenarioProber, run_config, scenario_client, scenario_workload, stagger_offset,
 };
 use super::shared::Shared;
 use super::sinks::{
-    BudgetSink, Consumer, LogSink, MetricsSink, OtlpSink, PageFiling, ReplicaStatusSink,
-    StatusSink, TtftSink, consume,
+    BudgetSink, Consumer, LimitsSink, LogSink, MetricsSink, OtlpSink, PageFiling,
+    ReplicaStatusSink, StatusSink, TtftSink, consume,
 };
 use crate::client::Client;
 use crate::config::{ScenarioPlan, TargetPlan};
@@ -91,11 +91,19 @@ impl Pipeline<'_> {
         );
         let (tx, rx) = mpsc::unbounded_channel();
         let estimate = u64::from(scenario.input_tokens) + u64::from(scenario.output_tokens);
-        let admission = self
-            .target
-            .budget
-            .clone()
-            .map(|b| budget_admission(b, plan.name.clone(), estimate));
+        let limits = self.target.shared.limits.of(&plan.name);
+        let admission = Some(
+            Gate {
+                target: plan.name.clone(),
+                limits: limits.clone(),
+                budget_per_day: plan
+                    .budget_per_day
+                    .map(|b| (b, self.target.shared.status.clone())),
+                tokens: self.target.budget.clone().map(|b| (b, estimate)),
+                clock: system_clock(),
+            }
+            .admission(),
+        );
         let prober = ScenarioProber {
             prober: Arc::new(Prober {
                 client,
@@ -125,7 +133,7 @@ impl Pipeline<'_> {
         let (pages, stop) = (self.page_filing(), self.stop.clone());
         let consumer = Consumer {
             pages,
-            sinks: self.sinks(estimate),
+            sinks: self.sinks(estimate, limits),
             slo: scenario.slo,
             stop,
         };
@@ -150,10 +158,10 @@ impl Pipeline<'_> {
         }
     }
 
-    /// Where the records go, in the order they are fed: metrics, token budget, TTFT
+    /// Where the records go, in the order they are fed: metrics, token budget, limits, TTFT
     /// window, logs, OTLP, and last the status board (a probe it shows is already in
     /// the metrics).
-    fn sinks(self, estimate: u64) -> Vec<Box<dyn RecordSink + Send>> {
+    fn sinks(self, estimate: u64, limits: Arc<TargetLimits>) -> Vec<Box<dyn RecordSink + Send>> {
         let (plan, scenario, shared) = (self.target.plan, self.scenario, self.target.shared);
         let summary_interval = shared.failure_summary_interval.clone();
         let failures = FailureLog::new(*summary_interval.borrow());
@@ -165,6 +173,13 @@ impl Pipeline<'_> {
         if let Some(budget) = self.target.budget.clone() {
             sinks.push(Box::new(BudgetSink { budget, estimate }));
         }
+        sinks.push(Box::new(LimitsSink {
+            target: plan.name.clone(),
+            limits,
+            price: plan.price,
+            board: shared.status.clone(),
+            clock: system_clock(),
+        }));
         if let Some(window) = self.ttft_window {
             sinks.push(Box::new(TtftSink(window)));
         }

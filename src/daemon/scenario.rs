@@ -1,5 +1,6 @@
 //! The parts of one scenario's runner that the front door and each discovered replica
-//! share: its client settings, its workload, the runner's configuration and admission,
+//! share: its client settings, its workload, the runner's configuration and admission
+//! (the rate-limit pause, the daily cost budget, the token budget),
 //! the first probe's stagger, and the prober that counts a probe in flight.
 
 use std::future::Future;
@@ -10,13 +11,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::TokenBudget;
+use super::limits::{TargetLimits, WallClock};
 use crate::client::ClientConfig;
 use crate::config::{ScenarioPlan, TargetPlan};
 use crate::exposition::ScenarioSeries;
 use crate::probe::Prober;
 use crate::record::RequestRecord;
 use crate::runner::{self, CapPolicy, ConcurrencyCap, Dispatch, RunConfig, Stop};
-use crate::status::board::ScenarioHandle;
+use crate::status::StatusBoard;
+use crate::status::board::{BudgetHold, ScenarioHandle};
 use crate::workload::Workload;
 use crate::workload::lengths::Lengths;
 use crate::workload::prompt::PromptGenerator;
@@ -113,26 +116,57 @@ pub fn run_config(plan: &TargetPlan, stop: &CancellationToken) -> RunConfig {
     }
 }
 
-/// Admits a probe only when the target's token budget has `estimate` tokens left.
-pub fn budget_admission(
-    budget: Arc<Mutex<TokenBudget>>,
-    target: String,
-    estimate: u64,
-) -> runner::Admission {
-    Box::new(move |_d: &Dispatch| {
-        let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if b.try_take(now, estimate) {
-            Ok(())
-        } else {
-            tracing::debug!(
-                target = %target,
-                wait = ?b.wait_for(now, estimate),
-                "token budget spent; skipping a probe"
-            );
-            Err(runner::SkipReason::TokenBudget)
+/// What an arrival of a target must pass, in this order: no rate-limit pause, the
+/// day's cost budget not spent, and the token budget holding its `estimate` (last: it
+/// takes the tokens).
+pub struct Gate {
+    pub target: String,
+    pub limits: Arc<TargetLimits>,
+    /// Dollars per UTC day, and where a spent budget is shown.
+    pub budget_per_day: Option<(f64, Arc<StatusBoard>)>,
+    pub tokens: Option<(Arc<Mutex<TokenBudget>>, u64)>,
+    /// Whose day the spend is counted in (the system's; a test's own).
+    pub clock: WallClock,
+}
+
+impl Gate {
+    /// The runner's admission hook.
+    pub fn admission(self) -> runner::Admission {
+        Box::new(move |_d: &Dispatch| self.admit(Instant::now(), (self.clock)()))
+    }
+
+    /// Admits an arrival at `now` (monotonic) and `unix` (the wall clock's day).
+    pub fn admit(&self, now: Instant, unix: f64) -> Result<(), runner::SkipReason> {
+        if self.limits.paused(now) {
+            return Err(runner::SkipReason::RateLimited);
         }
-    })
+        if let Some((budget, board)) = &self.budget_per_day {
+            let spent = self.limits.spent_today(unix);
+            if spent >= *budget {
+                let resumes_at = super::limits::next_utc_midnight(unix);
+                board.update_hold(&self.target, |h| {
+                    h.budget_spent = Some(BudgetHold {
+                        spent,
+                        budget: *budget,
+                        resumes_at,
+                    });
+                });
+                return Err(runner::SkipReason::CostBudget);
+            }
+        }
+        if let Some((budget, estimate)) = &self.tokens {
+            let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
+            if !b.try_take(now, *estimate) {
+                tracing::debug!(
+                    target = %self.target,
+                    wait = ?b.wait_for(now, *estimate),
+                    "token budget spent; skipping a probe"
+                );
+                return Err(runner::SkipReason::TokenBudget);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The most output tokens a probe of this scenario may report before the client calls

@@ -25,4 +25,7 @@ pub struct Shared {
     /// The OTLP export every probe goes to, when `otlp:` is configured (set at start:
     /// a reload does not change it).
     pub otlp: Option<Arc<OtlpExport>>,
+    /// Each target's rate-limit pause and daily spend, by name: a reload that restarts
+    /// a target keeps them.
+    pub limits: Arc<super::limits::LimitStore>,
 }

@@ -154,7 +154,7 @@ pub fn failure_reasons() -> Vec<&'static str> {
 /// Every skip reason, in a stable order. The reason itself is the runner's
 /// ([`SkipReason`]), so it is defined once.
 pub fn skip_reasons() -> Vec<&'static str> {
-    [SkipReason::MaxInflight, SkipReason::TokenBudget]
+    SkipReason::ALL
         .into_iter()
         .map(SkipReason::as_str)
         .collect()

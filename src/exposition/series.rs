@@ -101,7 +101,7 @@ impl ScenarioSeries {
         // Spend counts only probes the server answered: a connect or TLS failure sent
         // no prompt (the record's prompt count falls back to what it meant to send).
         if let Some(spend) = &self.spend
-            && r.http_status.is_some()
+            && r.answered()
         {
             spend.prompt_tokens.inc_by(u64::from(r.prompt_tokens()));
             spend.output_tokens.inc_by(u64::from(r.output_tokens()));

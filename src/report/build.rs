@@ -133,6 +133,7 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         dispatch_lag_warn_ms: warn_ms,
         cache_hit_share: s.cache.share(),
         cache_warning: None,
+        stopped_early: None,
         turns: s
             .turns
             .as_ref()

@@ -155,7 +155,7 @@ impl Gate {
             GateMetric::GoodputRatio => r.goodput_ratio,
             GateMetric::CheckFailureRatio => r.check_failure_ratio,
             GateMetric::SuccessRatio => ratio(r.completed),
-            GateMetric::ErrorRatio => ratio(r.failed),
+            GateMetric::ErrorRatio => super::stop::error_ratio(r.failed, r.requests),
             GateMetric::Goodput => Some(r.goodput),
             GateMetric::RequestThroughput => Some(r.achieved_rate),
             GateMetric::OutputThroughput => Some(r.output_throughput),
@@ -307,29 +307,35 @@ fn parse_metric(name: &str) -> Result<GateMetric, String> {
     })
 }
 
-fn parse_value(metric: GateMetric, v: &str) -> Result<f64, String> {
-    let number = |t: &str| -> Result<f64, String> {
-        let x: f64 = t.parse().map_err(|_| format!("{v:?} is not a number"))?;
-        if !x.is_finite() || x < 0.0 {
-            return Err(format!("{v:?} must be a finite number >= 0"));
-        }
-        Ok(x)
+/// A finite number >= 0 (`v` is the whole value, for messages).
+fn number(v: &str, t: &str) -> Result<f64, String> {
+    let x: f64 = t.parse().map_err(|_| format!("{v:?} is not a number"))?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(format!("{v:?} must be a finite number >= 0"));
+    }
+    Ok(x)
+}
+
+/// A ratio in [0, 1], written `0.05` or `5%` (gates and `--max-error-rate`).
+pub fn parse_ratio(v: &str) -> Result<f64, String> {
+    let x = match v.strip_suffix('%') {
+        Some(p) => number(v, p)? / 100.0,
+        None => number(v, v)?,
     };
+    if x > 1.0 {
+        return Err(format!("a ratio is at most 1 (or 100%), got {v:?}"));
+    }
+    Ok(x)
+}
+
+fn parse_value(metric: GateMetric, v: &str) -> Result<f64, String> {
+    let number = |t: &str| number(v, t);
     match metric {
         GateMetric::GoodputRatio
         | GateMetric::CheckFailureRatio
         | GateMetric::SuccessRatio
         | GateMetric::ErrorRatio
-        | GateMetric::Golden(_) => {
-            let x = match v.strip_suffix('%') {
-                Some(p) => number(p)? / 100.0,
-                None => number(v)?,
-            };
-            if x > 1.0 {
-                return Err(format!("a ratio is at most 1 (or 100%), got {v:?}"));
-            }
-            Ok(x)
-        }
+        | GateMetric::Golden(_) => parse_ratio(v),
         GateMetric::Goodput | GateMetric::RequestThroughput | GateMetric::OutputThroughput => {
             number(v.strip_suffix("/s").unwrap_or(v))
         }

@@ -25,6 +25,7 @@ pub mod jsonl;
 pub mod merge;
 pub mod plot;
 pub mod repeat;
+pub mod stop;
 pub mod table;
 pub mod vllm;
 
@@ -419,6 +420,10 @@ pub struct RateReport {
     /// `probes`, `failed`, `ttft_error_ms` and `itl_error_ms` as p50/p99/max).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub self_check: Option<serde_json::Value>,
+    /// `--max-error-rate`: the run stopped before its plan ended, why and at what
+    /// counts; absent for a run that ran its plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<stop::StoppedEarly>,
 }
 
 impl RateReport {
@@ -576,6 +581,7 @@ pub mod test_support {
             dispatch_lag_warn_ms: 1.0,
             cache_hit_share: None,
             cache_warning: None,
+            stopped_early: None,
             turns: None,
             energy: None,
             token_sources: BTreeMap::from([("continuous_usage".to_string(), 98)]),

@@ -40,6 +40,7 @@ pub fn combine(runs: &[RateReport], gates: &[Gate], basis: GateBasis) -> RateRep
     out.duration_s = runs.iter().map(|r| r.duration_s).sum::<f64>() / runs.len() as f64;
     out.client_behind = runs.iter().any(|r| r.client_behind);
     out.cache_warning = runs.iter().find_map(|r| r.cache_warning.clone());
+    out.stopped_early = runs.iter().find_map(|r| r.stopped_early);
     out.repeats = u32::try_from(runs.len()).unwrap_or(u32::MAX);
     out.ci95 = ci95;
     out.gates = gates.iter().map(|g| g.check_on(&out, basis)).collect();

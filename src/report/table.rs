@@ -351,6 +351,12 @@ fn notes(reports: &[RateReport]) -> String {
             r.rate, r.repeats
         );
     }
+    for (r, stopped) in reports
+        .iter()
+        .filter_map(|r| Some((r, r.stopped_early.as_ref()?)))
+    {
+        let _ = writeln!(out, "rate {}: {}", r.rate, stopped.describe());
+    }
     for (r, why) in reports
         .iter()
         .filter_map(|r| Some((r, r.cache_warning.as_ref()?)))

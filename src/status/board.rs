@@ -173,6 +173,26 @@ struct Board {
     engines: BTreeMap<String, EngineState>,
     /// By fleet target: its last scrape round's sums (`None` before the first).
     fleets: BTreeMap<String, Option<FleetState>>,
+    /// By target: what holds its probes back (a rate-limit pause, the day's budget).
+    holds: BTreeMap<String, TargetHold>,
+}
+
+/// What holds a target's probes back, as the page shows it (Unix times; a hold whose
+/// time has passed is over and not shown).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TargetHold {
+    /// When the pause a 429's retry delay asked for ends.
+    pub rate_limited_until: Option<f64>,
+    /// The day's cost budget, spent: probing resumes at the next UTC midnight.
+    pub budget_spent: Option<BudgetHold>,
+}
+
+/// A spent daily budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetHold {
+    pub spent: f64,
+    pub budget: f64,
+    pub resumes_at: f64,
 }
 
 /// A target's engine as the status page shows it: the last scrape and the headroom.
@@ -427,6 +447,21 @@ impl StatusBoard {
     /// before its first scrape round.
     pub fn fleet(&self, target: &str) -> Option<Option<FleetState>> {
         self.read().fleets.get(target).copied()
+    }
+
+    /// Updates what holds `target`'s probes back.
+    pub fn update_hold(&self, target: &str, f: impl FnOnce(&mut TargetHold)) {
+        f(self.write().holds.entry(target.to_string()).or_default());
+    }
+
+    /// What holds `target`'s probes back, if anything ever did.
+    pub fn hold(&self, target: &str) -> Option<TargetHold> {
+        self.read().holds.get(target).copied()
+    }
+
+    /// Forgets `target`'s holds (it left the config).
+    pub fn remove_hold(&self, target: &str) {
+        self.write().holds.remove(target);
     }
 
     /// Forgets `target`'s engine (its scrape is gone).

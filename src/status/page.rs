@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use super::board::{EngineState, FleetState, ScenarioStatus, StatusBoard};
+use super::board::{EngineState, FleetState, ScenarioStatus, StatusBoard, TargetHold};
 use super::fingerprint_table::fingerprint_table;
 use super::history::{ProbeRow, WindowStats};
 pub use super::html::{Column, escape};
@@ -169,7 +169,8 @@ pub fn status_page(board: &StatusBoard, now: f64, refresh: bool) -> String {
     let mut out = head("llmprobe daemon", refresh, "/");
     let targets = board.targets();
     for (target, model) in &targets {
-        let engines = engine_lines(board.engine(target), board.fleet(target));
+        let engines = engine_lines(board.engine(target), board.fleet(target))
+            + &hold_lines(board.hold(target), now);
         section_head(&mut out, target, model, &engines, refresh);
         let scenarios = board.scenarios_of(target);
         if !scenarios.is_empty() {
@@ -229,11 +230,12 @@ pub fn target_page(board: &StatusBoard, name: &str, now: f64, refresh: bool) -> 
     let mut out = head(&format!("{name} · llmprobe"), refresh, &here);
     let _ = write!(
         out,
-        "<section><h2>{} <small>{}</small></h2><p>The last {} probes of each scenario, \
-         newest first. <a href=\"/{}\">All targets</a></p>\n<div class=\"scroll\"><table>\
-         <thead><tr>",
+        "<section><h2>{} <small>{}</small></h2>\n{}<p>The last {} probes of each \
+         scenario, newest first. <a href=\"/{}\">All targets</a></p>\n<div class=\"scroll\">\
+         <table><thead><tr>",
         escape(name),
         escape(&model),
+        hold_lines(board.hold(name), now),
         super::history::RECENT,
         if refresh { "" } else { "?refresh=off" }
     );
@@ -364,6 +366,35 @@ fn fleet_line(g: Option<FleetState>) -> String {
         percent(g.kv_cache_usage_ratio),
         percent(g.headroom)
     )
+}
+
+/// What holds a target's probes back now: `rate-limited until HH:MM:SS UTC`, the day's
+/// budget spent. Nothing once its time has passed.
+fn hold_lines(h: Option<TargetHold>, now: f64) -> String {
+    let Some(h) = h else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(until) = h.rate_limited_until.filter(|u| *u > now) {
+        let _ = writeln!(
+            out,
+            "<p class=\"engine\"><span class=\"warn\">rate-limited until {} UTC</span> · \
+             the server answered 429 with a retry delay; arrivals until then are skipped \
+             (<code>rate_limited</code>)</p>",
+            clock(until)
+        );
+    }
+    if let Some(b) = h.budget_spent.filter(|b| b.resumes_at > now) {
+        let _ = writeln!(
+            out,
+            "<p class=\"engine\"><span class=\"warn\">budget spent: ${:.2} of ${:.2} \
+             today</span> · probing resumes at {} UTC (<code>cost_budget</code>)</p>",
+            b.spent,
+            b.budget,
+            clock(b.resumes_at)
+        );
+    }
+    out
 }
 
 fn engine_line(e: Option<EngineState>) -> String {
@@ -620,6 +651,30 @@ mod tests {
         board.remove_replicas("prod/eu");
         let page = status_page(&board, 6_300.0, true);
         assert!(!page.contains("<tr class=\"replica\">") && !page.contains("Replicas"));
+    }
+
+    #[test]
+    fn a_held_target_says_until_when() {
+        let board = board();
+        board.update_hold("prod/eu", |h| {
+            h.rate_limited_until = Some(6_330.0);
+            h.budget_spent = Some(crate::status::board::BudgetHold {
+                spent: 5.004,
+                budget: 5.0,
+                resumes_at: 86_400.0,
+            });
+        });
+        let page = status_page(&board, 6_300.0, true);
+        assert!(page.contains("rate-limited until 01:45:30 UTC"), "{page}");
+        assert!(page.contains(
+            "budget spent: $5.00 of $5.00 today</span> · probing resumes at 00:00:00 UTC"
+        ));
+        let target = target_page(&board, "prod/eu", 6_300.0, true).unwrap();
+        assert!(target.contains("rate-limited until 01:45:30 UTC"));
+        // Once its time has passed, a hold is over and not shown.
+        let later = status_page(&board, 6_330.0, true);
+        assert!(!later.contains("rate-limited") && later.contains("budget spent"));
+        assert!(!status_page(&board, 86_400.0, true).contains("budget spent"));
     }
 
     #[test]

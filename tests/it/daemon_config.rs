@@ -163,6 +163,18 @@ const BAD: &[(&str, &str)] = &[
         "budget_too_small_for_one_scenario.yaml:5:28: targets[0].token_budget_per_hour: 1000 tokens cannot pay for one probe of scenario \"long\" (it needs 4200: input_tokens + output_tokens); every scenario must fit",
     ),
     (
+        "budget_per_day_without_price",
+        "budget_per_day_without_price.yaml:5:21: targets[0].budget_per_day: needs the target's price: (input_per_million, output_per_million) to count what its probes spend",
+    ),
+    (
+        "budget_per_day_zero",
+        "budget_per_day_zero.yaml:5:21: targets[0].budget_per_day: must be a number of dollars > 0, got 0",
+    ),
+    (
+        "budget_per_day_too_small",
+        "budget_per_day_too_small.yaml:7:21: targets[0].budget_per_day: the probes are expected to spend $9.85 per day at their rates, lengths and price, more than the budget of $5.00: lower the rate or the lengths, or raise the budget",
+    ),
+    (
         "default_max_inflight_zero",
         "default_max_inflight_zero.yaml:2:17: defaults.max_inflight: must be at least 1",
     ),
@@ -232,7 +244,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `provider`, `api_version`, `aws`, `google`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `provider`, `api_version`, `aws`, `google`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `budget_per_day`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`",
     ),
     (
         "zero_grace_period",

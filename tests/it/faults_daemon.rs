@@ -7,9 +7,10 @@
 //!   target (dispatch lag p90 bucket at most 100 ms, no probe later than the 1 s
 //!   bucket, where a dispatcher waiting on the bad target's 2 s stalls would show):
 //!   one target failing in every way does not disturb the others;
-//! - 429s are counted and the schedule is kept: `Retry-After: 30` does not slow the
-//!   rate-limited target's probes down (the daemon never honours it; bench does when
-//!   asked).
+//! - 429s are counted and honoured: after `Retry-After: 30` the rate-limited target's
+//!   arrivals are skipped as `rate_limited`, never sent later, so its schedule's
+//!   arrivals are all accounted for (sent or skipped). The bad target's 429s carry
+//!   `Retry-After: 0`, which pauses nothing, so every other fault still gets probed.
 
 use std::time::Duration;
 
@@ -114,7 +115,9 @@ async fn a_target_failing_in_every_way_does_not_disturb_the_others() {
     let bad = mock(&[
         "http_500:0.06",
         "http_503:0.04",
-        "http_429:0.08",
+        // A zero delay: the 429 is counted and the target is not paused (a pause would
+        // starve the rarer faults of probes in a short run).
+        "http_429=0:0.08",
         // Higher than the rest: on a reused connection the client retries once (src/client/stale.rs).
         "close_before_response:0.25",
         "reset_mid_stream:0.06",
@@ -218,9 +221,10 @@ async fn a_target_failing_in_every_way_does_not_disturb_the_others() {
         "good target's slowest dispatch is in the {lag_max} s bucket (> 1 s)"
     );
 
-    // 429s are counted and the schedule is kept. Poisson arrivals at RATE over the
-    // run (minus the start stagger, at most 1/RATE): expect about RATE × elapsed
-    // probes; a daemon honouring `Retry-After: 30` would have sent one or two.
+    // 429s are counted and honoured, and the schedule is kept: Poisson arrivals at
+    // RATE over the run (minus the start stagger, at most 1/RATE), about RATE ×
+    // elapsed, are sent (the first ones, until a refusal comes back) or skipped as
+    // rate-limited (every later one: `Retry-After: 30` outlasts the run).
     let limited_total = sum(&s, "llmprobe_requests_total", &["target=\"limited\""]);
     let limited_429 = sum(
         &s,
@@ -228,7 +232,14 @@ async fn a_target_failing_in_every_way_does_not_disturb_the_others() {
         &["target=\"limited\"", "reason=\"http_429\""],
     );
     let skipped = sum(&s, "llmprobe_probes_skipped_total", &["target=\"limited\""]);
+    let rate_limited = sum(
+        &s,
+        "llmprobe_probes_skipped_total",
+        &["target=\"limited\"", "reason=\"rate_limited\""],
+    );
     assert_eq!(limited_429, limited_total, "every limited probe is a 429");
+    assert!(limited_total >= 1.0 && rate_limited >= 1.0, "{text}");
+    assert_eq!(skipped, rate_limited, "skipped for the pause only");
     let expected = RATE * elapsed;
     assert!(
         limited_total + skipped >= 0.5 * expected,
@@ -243,7 +254,8 @@ async fn a_target_failing_in_every_way_does_not_disturb_the_others() {
         );
     }
     eprintln!(
-        "bad {bad_total} probes ({bad_failed} failed), limited {limited_total} (all 429), \
+        "bad {bad_total} probes ({bad_failed} failed), limited {limited_total} (all 429, \
+         {rate_limited} rate-limited), \
          good {good_total} (0 failed, dispatch lag p90 <= {lag_p90} s, max <= {lag_max} s)"
     );
     bad.shutdown().await;

@@ -1,20 +1,26 @@
 //! Where a bench run's events go: the rate's summary (its [`Collector`]), `--records`,
-//! the progress bar and the kept records, fed in that order by one loop.
+//! the progress bar and the kept records, fed in that order by one loop, which also stops
+//! the run when `--max-error-rate` is passed.
 
+mod error_stop;
 mod kept;
 mod progress;
 mod records_file;
 mod summary;
 
+use error_stop::ErrorStop;
 pub use kept::Kept;
 pub use progress::Progress;
 pub use records_file::RecordsFile;
 
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::aggregate::Collector;
 use crate::latency::Slo;
 use crate::record::RequestRecord;
+use crate::report::stop::{MaxErrorRate, StoppedEarly};
+
 use crate::runner::RunEvent;
 use crate::sink::{self, RecordSink};
 
@@ -29,6 +35,8 @@ pub struct Collected {
     /// The first successful request's (cached, prompt) tokens as the server reported
     /// them: a cache that already held it was warm before the run.
     pub first_cached: Option<(u32, u32)>,
+    /// `--max-error-rate` stopped the run.
+    pub stopped_early: Option<StoppedEarly>,
 }
 
 /// The sinks of one run.
@@ -41,6 +49,9 @@ pub struct RunSinks<'a> {
     pub kept: Option<Kept>,
     /// The run's objectives, which judge each request once for every sink.
     pub slo: Slo,
+    /// `--max-error-rate`, and the run's stop it cancels when the summary's counts
+    /// pass it.
+    pub max_error_rate: Option<(MaxErrorRate, CancellationToken)>,
 }
 
 impl RunSinks<'_> {
@@ -53,7 +64,12 @@ impl RunSinks<'_> {
     ) -> anyhow::Result<Collected> {
         let mut output_tokens = 0_u64;
         let mut first: Option<(u64, Option<(u32, u32)>)> = None;
-        let mut sinks: Vec<&mut (dyn RecordSink + Send)> = vec![&mut self.summary];
+        let mut summary = ErrorStop {
+            summary: &mut self.summary,
+            rule: self.max_error_rate.take(),
+            stopped: None,
+        };
+        let mut sinks: Vec<&mut (dyn RecordSink + Send)> = vec![&mut summary];
         if let Some(f) = self.records_file.as_mut() {
             sinks.push(f);
         }
@@ -76,11 +92,13 @@ impl RunSinks<'_> {
             sink::feed(sinks.iter_mut(), &ev, &self.slo)?;
         }
         drop(sinks);
+        let stopped_early = summary.stopped;
         Ok(Collected {
             summary: self.summary,
             records: self.kept.map_or_else(Vec::new, |k| k.records),
             output_tokens,
             first_cached: first.and_then(|(_, c)| c),
+            stopped_early,
         })
     }
 }

@@ -195,7 +195,10 @@ fn exception(kind: &str, p: &StreamPayload<'_>) -> ChunkError {
             .unwrap_or("exception without a message")
     );
     if kind.eq_ignore_ascii_case("throttlingException") {
-        ChunkError::RateLimited(msg)
+        ChunkError::RateLimited {
+            message: msg,
+            retry_after: None,
+        }
     } else {
         ChunkError::Server(msg)
     }
@@ -344,7 +347,10 @@ mod tests {
                     br#"{"message":"Too many requests"}"#
                 ))
                 .unwrap_err(),
-            ChunkError::RateLimited("Too many requests (throttlingException)".into())
+            ChunkError::RateLimited {
+                message: "Too many requests (throttlingException)".into(),
+                retry_after: None,
+            }
         );
         assert!(matches!(
             Converse.decode_event(&ev("validationException", br#"{"message":"bad"}"#)),

@@ -134,10 +134,30 @@ struct ErrorObject {
     status: Option<String>,
     #[serde(default)]
     message: Option<String>,
+    /// `google.rpc` details; a `RetryInfo` carries `retryDelay` (`"30s"`).
+    #[serde(default)]
+    details: Vec<serde_json::Value>,
+}
+
+/// The `{"error": ...}` of a whole error body.
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorObject,
 }
 
 impl ErrorObject {
+    /// The `RetryInfo` detail's `retryDelay`: seconds with an `s` (`"30s"`, `"1.5s"`).
+    fn retry_delay(&self) -> Option<std::time::Duration> {
+        self.details.iter().find_map(|d| {
+            let secs = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
+            let secs: f64 = secs.parse().ok()?;
+            (secs.is_finite() && secs >= 0.0 && secs < 1e9)
+                .then(|| std::time::Duration::from_secs_f64(secs))
+        })
+    }
+
     fn into_error(self) -> ChunkError {
+        let retry_after = self.retry_delay();
         let mut s = self
             .message
             .unwrap_or_else(|| "error without a message".into());
@@ -145,7 +165,10 @@ impl ErrorObject {
             s.push_str(&format!(" ({st})"));
         }
         if self.status.as_deref() == Some("RESOURCE_EXHAUSTED") || self.code == Some(429) {
-            ChunkError::RateLimited(s)
+            ChunkError::RateLimited {
+                message: s,
+                retry_after,
+            }
         } else {
             ChunkError::Server(s)
         }
@@ -255,6 +278,13 @@ impl Protocol for Gemini {
     fn final_event(&self) -> &'static str {
         "a candidate with a `finishReason`"
     }
+
+    fn retry_delay(&self, body: &[u8]) -> Option<std::time::Duration> {
+        serde_json::from_slice::<ErrorBody>(body)
+            .ok()?
+            .error
+            .retry_delay()
+    }
 }
 
 #[cfg(test)]
@@ -311,8 +341,20 @@ mod tests {
             br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#;
         assert_eq!(
             Gemini.decode_event(&ev(body)).unwrap_err(),
-            ChunkError::RateLimited("Quota exceeded (RESOURCE_EXHAUSTED)".into())
+            ChunkError::RateLimited {
+                message: "Quota exceeded (RESOURCE_EXHAUSTED)".into(),
+                retry_after: None,
+            }
         );
+        let with_delay = br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"31s"}]}}"#;
+        assert_eq!(
+            Gemini.retry_delay(with_delay),
+            Some(std::time::Duration::from_secs(31))
+        );
+        assert!(matches!(
+            Gemini.decode_event(&ev(with_delay)),
+            Err(ChunkError::RateLimited { retry_after: Some(d), .. }) if d.as_secs() == 31
+        ));
         assert!(matches!(
             Gemini.decode_full(br#"{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}"#),
             Err(ChunkError::Server(m)) if m.contains("INVALID_ARGUMENT")

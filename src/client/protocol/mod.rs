@@ -77,6 +77,13 @@ pub trait Protocol: Sync {
 
     /// How the stream's last event is spelled, for the error when it never came.
     fn final_event(&self) -> &'static str;
+
+    /// How long the body of a 429 answer asks to wait, for APIs that say it there
+    /// rather than in `retry-after-ms`/`Retry-After` (read first, `client/retry_after.rs`).
+    /// `body` is the start of the error body, as the error message quotes it.
+    fn retry_delay(&self, _body: &[u8]) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The protocol of an endpoint.

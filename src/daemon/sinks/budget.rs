@@ -18,7 +18,7 @@ pub struct BudgetSink {
 impl RecordSink for BudgetSink {
     fn record(&mut self, r: &RequestRecord, _verdict: Verdict) -> anyhow::Result<()> {
         // A probe the server never answered cost nothing.
-        let actual = if r.http_status.is_some() {
+        let actual = if r.answered() {
             u64::from(r.prompt_tokens()) + u64::from(r.output_tokens())
         } else {
             0

@@ -1,10 +1,11 @@
 //! Where a scenario's probe records go in the daemon: a list of sinks (metrics, token
-//! budget, TTFT window, logs, OTLP, status board), fed in that order by one consumer per
+//! budget, rate-limit pause and daily spend, TTFT window, logs, OTLP, status board), fed in that order by one consumer per
 //! runner. The consumer files each probe's page first, so every sink knows its probe ID
 //! (metrics exemplars name it); the status board comes last, so a probe it shows is
 //! already in the metrics.
 
 mod budget;
+mod limits;
 mod log;
 mod metrics;
 mod otlp;
@@ -12,6 +13,7 @@ mod status;
 mod ttft;
 
 pub use budget::BudgetSink;
+pub use limits::LimitsSink;
 pub use log::LogSink;
 pub use metrics::MetricsSink;
 pub use otlp::OtlpSink;
