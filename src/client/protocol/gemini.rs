@@ -151,7 +151,8 @@ impl ErrorObject {
         self.details.iter().find_map(|d| {
             let secs = d.get("retryDelay")?.as_str()?.strip_suffix('s')?;
             let secs: f64 = secs.parse().ok()?;
-            (secs.is_finite() && secs >= 0.0 && secs < 1e9)
+            (0.0..1e9)
+                .contains(&secs)
                 .then(|| std::time::Duration::from_secs_f64(secs))
         })
     }
