@@ -369,6 +369,10 @@ pub struct RequestRecord {
     /// `--respect-retry-after` waits it out.
     #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<Duration>,
+    /// The provider's own latency of the request, when its answer reports one
+    /// (Bedrock's `metrics.latencyMs`): its side of the E2E, for comparison only.
+    #[serde(with = "opt_secs", default, skip_serializing_if = "Option::is_none")]
+    pub server_latency: Option<Duration>,
     /// The W3C trace ID the request carried in its `traceparent` header (32 hex digits),
     /// when the client sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -418,6 +422,7 @@ impl RequestRecord {
             error: None,
             served_endpoint: None,
             retry_after: None,
+            server_latency: None,
             trace_id: None,
             span_id: None,
             checks: Vec::new(),

@@ -50,6 +50,40 @@ pub struct BenchArgs {
     /// Extra HTTP header `Name:Value` (repeatable).
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
+    /// A hosted API: azure (chat, responses, embeddings), bedrock, gemini or vertex
+    /// (chat); the key of azure and gemini is --api-key.
+    #[arg(long, value_enum, help_heading = "Provider")]
+    pub provider: Option<crate::client::Provider>,
+    /// Azure: the api-version of the deployment path (absent or v1: the v1 API).
+    #[arg(long, help_heading = "Provider")]
+    pub api_version: Option<String>,
+    /// Bedrock: the region requests are signed for.
+    #[arg(long, help_heading = "Provider")]
+    pub aws_region: Option<String>,
+    /// Bedrock: the shared credentials file's profile.
+    #[arg(long, help_heading = "Provider")]
+    pub aws_profile: Option<String>,
+    /// Bedrock: a file holding the access key id (else AWS_ACCESS_KEY_ID).
+    #[arg(long, value_name = "FILE", help_heading = "Provider")]
+    pub aws_access_key_id_file: Option<std::path::PathBuf>,
+    /// Bedrock: a file holding the secret access key (else AWS_SECRET_ACCESS_KEY).
+    #[arg(long, value_name = "FILE", help_heading = "Provider")]
+    pub aws_secret_access_key_file: Option<std::path::PathBuf>,
+    /// Bedrock: a file holding a session token (else AWS_SESSION_TOKEN).
+    #[arg(long, value_name = "FILE", help_heading = "Provider")]
+    pub aws_session_token_file: Option<std::path::PathBuf>,
+    /// Vertex: the Google Cloud project.
+    #[arg(long, help_heading = "Provider")]
+    pub google_project: Option<String>,
+    /// Vertex: the location (region), e.g. us-central1.
+    #[arg(long, help_heading = "Provider")]
+    pub google_location: Option<String>,
+    /// Vertex: a service-account key file (tokens by the JWT-bearer flow).
+    #[arg(long, value_name = "FILE", help_heading = "Provider")]
+    pub google_service_account_file: Option<std::path::PathBuf>,
+    /// Vertex: a file holding an access token, re-read when it changes.
+    #[arg(long, value_name = "FILE", help_heading = "Provider")]
+    pub google_token_file: Option<std::path::PathBuf>,
     /// Send no W3C `traceparent` header (by default each request carries a fresh,
     /// sampled trace ID, kept in its record), for a gateway that rejects or strips it.
     #[arg(long, help_heading = "Target")]

@@ -162,6 +162,8 @@ pub struct BenchOptions {
     pub model: String,
     pub api: Endpoint,
     pub api_key: Option<String>,
+    /// `--provider` and its settings (a hosted API's URL, auth and framing).
+    pub hosted: Hosted,
     pub headers: Vec<(String, String)>,
     /// Send a W3C `traceparent` with each request (`--no-traceparent` turns it off).
     pub traceparent: bool,
@@ -303,6 +305,7 @@ impl BenchOptions {
             model,
             api,
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+            hosted: parse_hosted(a, api)?,
             headers,
             traceparent: !a.no_traceparent,
             timeout,
@@ -417,6 +420,77 @@ fn parse_target(a: &BenchArgs) -> Result<(String, String, Endpoint)> {
         )));
     }
     Ok((base_url, model, api))
+}
+
+/// A hosted API's settings as the flags give them.
+#[derive(Debug, Clone, Default)]
+pub struct Hosted {
+    pub provider: Option<crate::client::Provider>,
+    pub api_version: Option<String>,
+    pub aws: Option<crate::client::AwsConfig>,
+    pub google: Option<crate::client::GoogleConfig>,
+}
+
+/// `--provider` and the flags of its settings, checked as the client will.
+fn parse_hosted(a: &BenchArgs, api: Endpoint) -> Result<Hosted> {
+    let aws_set = a.aws_region.is_some()
+        || a.aws_profile.is_some()
+        || a.aws_access_key_id_file.is_some()
+        || a.aws_secret_access_key_file.is_some()
+        || a.aws_session_token_file.is_some();
+    let google_set = a.google_project.is_some()
+        || a.google_location.is_some()
+        || a.google_service_account_file.is_some()
+        || a.google_token_file.is_some();
+    let hosted = Hosted {
+        provider: a.provider,
+        api_version: a.api_version.clone(),
+        aws: aws_set.then(|| crate::client::AwsConfig {
+            region: a.aws_region.clone().unwrap_or_default(),
+            access_key_id_file: a.aws_access_key_id_file.clone(),
+            secret_access_key_file: a.aws_secret_access_key_file.clone(),
+            session_token_file: a.aws_session_token_file.clone(),
+            profile: a.aws_profile.clone(),
+        }),
+        google: google_set.then(|| crate::client::GoogleConfig {
+            project: a.google_project.clone().unwrap_or_default(),
+            location: a.google_location.clone().unwrap_or_default(),
+            service_account_file: a.google_service_account_file.clone(),
+            token_file: a.google_token_file.clone(),
+        }),
+    };
+    let cfg = crate::client::ClientConfig {
+        endpoint: api,
+        provider: hosted.provider,
+        api_version: hosted.api_version.clone(),
+        aws: hosted.aws.clone(),
+        google: hosted.google.clone(),
+        ..crate::client::ClientConfig::default()
+    };
+    crate::client::provider::check(&cfg).map_err(|e| flag("--provider", bench_names(&e)))?;
+    Ok(hosted)
+}
+
+/// A provider error in the flags' names (`aws.region` → `--aws-region`).
+fn bench_names(msg: &str) -> String {
+    let mut out = msg.to_string();
+    for (key, flag) in [
+        ("aws.access_key_id_file", "--aws-access-key-id-file"),
+        ("aws.secret_access_key_file", "--aws-secret-access-key-file"),
+        ("aws.session_token_file", "--aws-session-token-file"),
+        ("aws.region", "--aws-region"),
+        (
+            "google.service_account_file",
+            "--google-service-account-file",
+        ),
+        ("google.token_file", "--google-token-file"),
+        ("google.project", "--google-project"),
+        ("google.location", "--google-location"),
+        ("api_version", "--api-version"),
+    ] {
+        out = out.replace(key, flag);
+    }
+    out
 }
 
 /// When a run at one rate stops: `--num-requests` (shared among shards) or `--duration`.

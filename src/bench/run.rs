@@ -185,6 +185,10 @@ impl Bench {
             images: opts.images.clone(),
             base_url: base_url.clone(),
             endpoint: opts.api,
+            provider: opts.hosted.provider,
+            api_version: opts.hosted.api_version.clone(),
+            aws: opts.hosted.aws.clone(),
+            google: opts.hosted.google.clone(),
             model: opts.model.clone(),
             api_key: opts.api_key.clone().map(Secret::new),
             headers: opts

@@ -27,6 +27,9 @@ pub struct ChunkData<'a> {
     /// The response's `model` field, on the events that carry it.
     pub model: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,
+    /// The provider's own latency of the request in milliseconds (Bedrock's
+    /// `metrics.latencyMs`), on the event that carries it.
+    pub server_latency_ms: Option<u64>,
     /// True when the chunk had at least one choice (usage-only chunks have none).
     pub has_choice: bool,
     /// The protocol's end-of-stream event (`response.completed`, `message_stop`).

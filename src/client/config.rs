@@ -48,6 +48,81 @@ impl Endpoint {
     ];
 }
 
+/// A hosted API whose URL, auth and framing differ from the OpenAI/Anthropic shapes
+/// (`client::provider`: one file each). Absent: the plain shapes of `endpoint`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Azure OpenAI: chat, responses and embeddings; `model` is the deployment; the key
+    /// in `api-key` (or a bearer token from `headers`); `api_version` picks the path.
+    Azure,
+    /// AWS Bedrock Converse and ConverseStream (chat); SigV4 with the `aws:` credentials.
+    Bedrock,
+    /// Google Gemini API `generateContent`/`streamGenerateContent` (chat); key in
+    /// `x-goog-api-key`.
+    Gemini,
+    /// Google Vertex AI, the Gemini body under `google:`'s project and location, with
+    /// an OAuth2 token from a service account (or a token file).
+    Vertex,
+}
+
+impl Provider {
+    /// Every provider, in a stable order.
+    pub const ALL: [Provider; 4] = [
+        Provider::Azure,
+        Provider::Bedrock,
+        Provider::Gemini,
+        Provider::Vertex,
+    ];
+
+    /// The config and command-line name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Azure => "azure",
+            Provider::Bedrock => "bedrock",
+            Provider::Gemini => "gemini",
+            Provider::Vertex => "vertex",
+        }
+    }
+}
+
+/// Bedrock's AWS settings. Credentials come from the files named here, else the
+/// standard environment variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`), else the shared credentials file's `profile`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AwsConfig {
+    /// The region the requests are signed for (e.g. `us-east-1`).
+    pub region: String,
+    /// File holding the access key id.
+    pub access_key_id_file: Option<PathBuf>,
+    /// File holding the secret access key (needs `access_key_id_file`).
+    pub secret_access_key_file: Option<PathBuf>,
+    /// File holding a session token (temporary credentials).
+    pub session_token_file: Option<PathBuf>,
+    /// The shared credentials file's profile (default `AWS_PROFILE`, else `default`).
+    pub profile: Option<String>,
+}
+
+/// Vertex AI's Google Cloud settings: where the model is, and where the OAuth2 access
+/// token comes from (exactly one of `service_account_file` and `token_file`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoogleConfig {
+    /// The Google Cloud project id.
+    pub project: String,
+    /// The location (region) of the endpoint, e.g. `us-central1`.
+    pub location: String,
+    /// A service-account key file (JSON): tokens by the JWT-bearer flow at its
+    /// `token_uri`, refreshed before they expire.
+    pub service_account_file: Option<PathBuf>,
+    /// A file holding an access token, re-read when it changes (kept fresh by
+    /// something else, e.g. `gcloud auth print-access-token` on a timer).
+    pub token_file: Option<PathBuf>,
+}
+
 /// Whether `name` is a valid HTTP header name (a non-empty RFC 9110 token), the one
 /// check of header names in config files and on the command line.
 pub fn valid_header_name(name: &str) -> bool {
@@ -64,6 +139,16 @@ pub struct ClientConfig {
     /// Server base URL, with or without a trailing `/v1` (e.g. `http://vllm:8000`).
     pub base_url: String,
     pub endpoint: Endpoint,
+    /// A hosted API (`azure`, `bedrock`, `gemini`, `vertex`); absent: the plain
+    /// OpenAI/Anthropic shapes.
+    pub provider: Option<Provider>,
+    /// Azure: the `api-version` query (`/openai/deployments/MODEL/...`); absent or `v1`:
+    /// the v1 API (`/openai/v1/...`).
+    pub api_version: Option<String>,
+    /// Bedrock: region and credentials.
+    pub aws: Option<AwsConfig>,
+    /// Vertex: project, location and the token's source.
+    pub google: Option<GoogleConfig>,
     /// The `model` field of the request.
     pub model: String,
     /// Sent as `Authorization: Bearer <key>`, or as `x-api-key` for `messages`.
@@ -137,6 +222,10 @@ impl Default for ClientConfig {
         ClientConfig {
             base_url: "http://127.0.0.1:8000".to_string(),
             endpoint: Endpoint::Chat,
+            provider: None,
+            api_version: None,
+            aws: None,
+            google: None,
             model: String::new(),
             api_key: None,
             headers: Vec::new(),

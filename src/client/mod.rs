@@ -23,9 +23,11 @@
 pub mod auth;
 pub mod chunk;
 pub mod config;
+mod frames;
 mod json_call;
 pub mod llm_d;
 pub mod protocol;
+pub mod provider;
 pub mod request;
 pub mod retry_after;
 pub mod sse;
@@ -44,15 +46,17 @@ use tokio::time::{Instant, Sleep, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    ClientConfig, Documents, Endpoint, Limits, Timeouts, TlsConfig, valid_header_name,
+    AwsConfig, ClientConfig, Documents, Endpoint, GoogleConfig, Limits, Provider, Timeouts,
+    TlsConfig, valid_header_name,
 };
 
 use crate::check::{Answer, Checks, MAX_ANSWER_BYTES};
 use crate::record::{Outcome, RequestRecord, TokenSource};
+use crate::secret::Secret;
 use crate::workload::{RequestSpec, TokenCounter};
 use chunk::ChunkError;
+use frames::Frames;
 use protocol::{FullAnswer, Protocol};
-use sse::SseParser;
 
 /// Largest `usage.prompt_tokens` believed from a server: far above any context window
 /// served today (10M tokens); larger is a broken or hostile count.
@@ -79,6 +83,8 @@ pub struct Client {
     connects: stale::ConnectCounter,
     /// The answer checks every successful request is judged by.
     checks: Option<Arc<Checks>>,
+    /// What each request carries beyond the default headers (a provider's signature).
+    signer: provider::Signer,
 }
 
 impl std::fmt::Debug for Client {
@@ -188,12 +194,16 @@ impl Client {
     /// Builds the client (and its connection pool). Config errors are usage errors.
     pub fn new(cfg: ClientConfig, token_counter: Option<TokenCounter>) -> anyhow::Result<Client> {
         cfg.validate()?;
-        let url = match reqwest::Url::parse(&cfg.url()) {
+        let cfg = provider::without_engine_extensions(cfg);
+        if let Err(e) = provider::check(&cfg) {
+            crate::usage_bail!("{e}");
+        }
+        let url = match reqwest::Url::parse(&provider::url(&cfg)) {
             Ok(u) => u,
             Err(e) => crate::usage_bail!("base_url {:?}: {e}", cfg.base_url),
         };
-        let protocol = protocol::of(cfg.endpoint);
-        let streamed = cfg.stream && cfg.endpoint.can_stream();
+        let protocol = provider::protocol(&cfg);
+        let streamed = provider::streamed(&cfg);
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -202,7 +212,7 @@ impl Client {
         headers.insert(
             header::ACCEPT,
             HeaderValue::from_static(if streamed {
-                "text/event-stream"
+                provider::framing(&cfg).content_type()
             } else {
                 "application/json"
             }),
@@ -214,7 +224,7 @@ impl Client {
             headers.insert(name, v);
         }
         if let Some(key) = &cfg.api_key {
-            let (name, value) = protocol.api_key_header(key.expose());
+            let (name, value) = provider::key_header(&cfg, key.expose());
             let mut v = match HeaderValue::from_str(&value) {
                 Ok(v) => v,
                 Err(_) => crate::usage_bail!("api_key contains characters not allowed in a header"),
@@ -260,7 +270,9 @@ impl Client {
             .build()
             .context("building the HTTP client")?;
         let non_standard_hint = request::non_standard_hint(&cfg);
+        let signer = provider::Signer::new(&cfg)?;
         Ok(Client {
+            signer,
             http,
             url,
             cfg,
@@ -290,6 +302,7 @@ impl Client {
             .iter()
             .chain(self.cfg.headers.iter().map(|(_, v)| v))
             .map(|s| s.expose())
+            .chain(self.signer.secrets())
             .filter(|s| !s.is_empty())
     }
 
@@ -385,6 +398,13 @@ impl Client {
         headers: &[(header::HeaderName, header::HeaderValue)],
     ) -> (RequestRecord, String) {
         let body = request::body(&self.cfg, spec).map(bytes::Bytes::from);
+        // A provider's token is fetched (or refreshed) before the request is timed.
+        let bearer = self.signer.bearer().await;
+        let bearer_value = bearer
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .and_then(provider::Signer::bearer_header);
         let trace = self.cfg.traceparent.then(trace::TraceContext::random);
         // The stale-connection retry builds its request again (same body, same trace
         // context) rather than every request cloning its builder for a rare retry.
@@ -395,6 +415,12 @@ impl Client {
             }
             for (name, value) in headers {
                 request = request.header(name.clone(), value.clone());
+            }
+            for (name, value) in self.signer.headers(&self.url, body) {
+                request = request.header(name, value);
+            }
+            if let Some(v) = &bearer_value {
+                request = request.header(header::AUTHORIZATION, v.clone());
             }
             request.body(body.clone())
         };
@@ -408,6 +434,10 @@ impl Client {
         rec.model = spec.model.as_deref().map(str::to_string);
         let mut st = self.stream_state(keep_answer);
         let result = match request {
+            _ if bearer.is_err() => Err(Failure::new(
+                Outcome::Http4xx,
+                bearer.as_ref().err().cloned().unwrap_or_default(),
+            )),
             Ok((request, body)) => {
                 let retry = || build(&body);
                 let exchange = self.exchange(request, retry, start, run_start, &mut rec, &mut st);
@@ -428,24 +458,14 @@ impl Client {
         if rec.t_end.is_none() {
             rec.t_end = Some(Instant::now().duration_since(run_start));
         }
-        let known = match st.continuous {
-            Some(true) => Some(TokenSource::ContinuousUsage),
-            _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
-            _ => None,
-        };
-        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
-            (known, rec.usage_completion_tokens, &self.token_counter)
-        {
-            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
-            // counts only weight how it is spread over the chunks.
-            rec.rescale_chunk_tokens(counter(&st.text));
-        }
-        rec.resolve_tokens(known);
+        self.resolve_tokens(&mut rec, &st);
         match result {
             Err(f) => {
                 rec.outcome = f.outcome;
                 rec.retry_after = f.retry_after.or(rec.retry_after);
-                rec.error = Some(crate::secret::scrub(&f.message, self.secrets()));
+                let token = bearer.as_ref().ok().and_then(Option::as_ref);
+                let secrets = self.secrets().chain(token.map(Secret::expose));
+                rec.error = Some(crate::secret::scrub(&f.message, secrets));
             }
             Ok(()) if !self.cfg.endpoint.generates() && st.items == 0 => {
                 rec.outcome = Outcome::EmptyOutput;
@@ -476,9 +496,27 @@ impl Client {
                 output_tokens: rec.output_tokens(),
                 top_document: st.top_document,
             };
-            rec.checks = checks.judge(&answer, self.secrets());
+            let token = bearer.as_ref().ok().and_then(Option::as_ref);
+            rec.checks = checks.judge(&answer, self.secrets().chain(token.map(Secret::expose)));
         }
         (rec, st.answer.text)
+    }
+
+    /// Settles the record's token counts and where they came from.
+    fn resolve_tokens(&self, rec: &mut RequestRecord, st: &StreamState) {
+        let known = match st.continuous {
+            Some(true) => Some(TokenSource::ContinuousUsage),
+            _ if self.token_counter.is_some() => Some(TokenSource::Tokenizer),
+            _ => None,
+        };
+        if let (Some(TokenSource::Tokenizer), None, Some(counter)) =
+            (known, rec.usage_completion_tokens, &self.token_counter)
+        {
+            // N_out from the whole text, as vLLM's benchmark counts it; the per-chunk
+            // counts only weight how it is spread over the chunks.
+            rec.rescale_chunk_tokens(counter(&st.text));
+        }
+        rec.resolve_tokens(known);
     }
 
     async fn exchange(
@@ -525,7 +563,7 @@ impl Client {
         }
 
         let limits = self.cfg.limits;
-        let mut parser = SseParser::new(limits.max_line_bytes, limits.max_line_bytes);
+        let mut parser = Frames::new(provider::framing(&self.cfg), limits.max_line_bytes);
         let mut last_bytes = Instant::now();
         loop {
             let (deadline, phase) = if rec.t_first.is_none() {
@@ -635,8 +673,9 @@ impl Client {
         if let Some(ct) = resp.headers().get(header::CONTENT_TYPE) {
             let ct_text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
             let essence = ct_text.split(';').next().unwrap_or("").trim();
+            let framing = provider::framing(&self.cfg);
             let expected = if self.streamed() {
-                essence.eq_ignore_ascii_case("text/event-stream")
+                essence.eq_ignore_ascii_case(framing.content_type())
             } else {
                 essence.eq_ignore_ascii_case("application/json")
                     || essence.to_ascii_lowercase().ends_with("+json")
@@ -648,9 +687,15 @@ impl Client {
                 )
                 .await;
                 let (want, hint) = if self.streamed() {
-                    ("a text/event-stream", "is `stream: true` honoured?")
+                    (
+                        format!("a {}", framing.content_type()),
+                        "is `stream: true` honoured?",
+                    )
                 } else {
-                    ("an application/json", "`stream: false` was sent")
+                    (
+                        "an application/json".to_string(),
+                        "`stream: false` was sent",
+                    )
                 };
                 return Err(Failure::stream(format!(
                     "expected {want} response, got Content-Type {ct_text:?} ({hint}): {snippet}"
@@ -662,7 +707,7 @@ impl Client {
 
     /// Whether this client asks for a streamed answer.
     fn streamed(&self) -> bool {
-        self.cfg.stream && self.cfg.endpoint.can_stream()
+        provider::streamed(&self.cfg)
     }
 
     /// The hint for a 404 or 405: the route is missing, so the server probably does
@@ -672,7 +717,7 @@ impl Client {
             format!(
                 "the server has no POST {} route: it may not speak the {} API \
                  (endpoint: {}), or base_url points at the wrong place",
-                self.cfg.endpoint.path(),
+                self.url.path(),
                 self.cfg.endpoint.as_str(),
                 self.cfg.endpoint.as_str()
             )
@@ -733,7 +778,7 @@ impl Client {
     /// Handles every complete event the parser holds.
     fn drain_events(
         &self,
-        parser: &mut SseParser,
+        parser: &mut Frames,
         at: Duration,
         rec: &mut RequestRecord,
         st: &mut StreamState,
@@ -742,9 +787,7 @@ impl Client {
             let ev = match parser.next_event() {
                 Ok(Some(ev)) => ev,
                 Ok(None) => return Ok(()),
-                Err(e) => {
-                    return Err(Failure::stream(format!("{e} (limits.max_line_bytes)")));
-                }
+                Err(e) => return Err(Failure::stream(e)),
             };
             if st.done {
                 // Anything after [DONE] is ignored.
@@ -780,6 +823,9 @@ impl Client {
             return Ok(());
         }
         st.done |= chunk.done;
+        if let Some(ms) = chunk.server_latency_ms {
+            rec.server_latency = Some(Duration::from_millis(ms));
+        }
         let cum = chunk.usage.and_then(|u| u.completion_tokens);
         if let Some(u) = chunk.usage {
             self.take_usage(u, rec)?;
@@ -929,6 +975,7 @@ impl Client {
     ) -> Result<(), Failure> {
         self.take_usage(answer.usage, rec)?;
         rec.finish_reason = answer.finish_reason;
+        rec.server_latency = answer.server_latency_ms.map(Duration::from_millis);
         if let Some(model) = &answer.model {
             st.keep_model(model);
         }

@@ -3,14 +3,20 @@
 
 use super::config::ClientConfig;
 
-pub use super::protocol::body;
+use crate::workload::RequestSpec;
+
+/// The JSON body for one request, in the protocol of the config's provider and
+/// endpoint.
+pub fn body(cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
+    super::provider::protocol(cfg).body(cfg, spec)
+}
 
 /// Non-standard fields this config puts in a request, each with the config switch that
 /// turns it off. Servers that are strict about the OpenAI schema reject them with a 4xx.
 pub fn non_standard_fields(cfg: &ClientConfig) -> Vec<(&'static str, &'static str)> {
     let ours = |key: &str| !cfg.extra_body.contains_key(key);
     let mut out = Vec::new();
-    let api = cfg.endpoint.api();
+    let api = super::provider::api(cfg);
     let generates = api.generates;
     if generates && cfg.ignore_eos && ours("ignore_eos") {
         out.push(("ignore_eos", "ignore_eos: false"));

@@ -435,6 +435,78 @@ fn resolve_with(cfg: &Config, unread: &mut Unread) -> Result<Plan, (Path, String
     })
 }
 
+/// Reads the provider's credential files now (a Vertex token file may change later),
+/// so a missing one is a config error at its key, or a note of `--config.check
+/// --config.check.allow-missing-secrets`, not a target that fails when it starts.
+fn provider_files(t: &Target, path: &Path, unread: &mut Unread) -> Result<(), (Path, String)> {
+    let mut files: Vec<(&FsPath, Path)> = Vec::new();
+    if let Some(aws) = &t.aws {
+        let at = path.key("aws");
+        for (file, key) in [
+            (&aws.access_key_id_file, "access_key_id_file"),
+            (&aws.secret_access_key_file, "secret_access_key_file"),
+            (&aws.session_token_file, "session_token_file"),
+        ] {
+            if let Some(f) = file {
+                files.push((f, at.key(key)));
+            }
+        }
+    }
+    if let Some(g) = &t.google {
+        let at = path.key("google");
+        for (file, key) in [
+            (&g.service_account_file, "service_account_file"),
+            (&g.token_file, "token_file"),
+        ] {
+            if let Some(f) = file {
+                files.push((f, at.key(key)));
+            }
+        }
+    }
+    for (file, at) in files {
+        unread.file(file, &at)?;
+    }
+    Ok(())
+}
+
+/// Where a provider error points: the block or key it names, else `provider`.
+fn provider_path(t: &Target, path: &Path, msg: &str) -> Path {
+    for key in ["api_version", "aws", "google", "api_key"] {
+        if msg.starts_with(key) || msg.contains(&format!(" {key}")) {
+            let present = match key {
+                "api_version" => t.api_version.is_some(),
+                "aws" => t.aws.is_some(),
+                "google" => t.google.is_some(),
+                _ => t.api_key_file.is_some() || t.api_key_env.is_some(),
+            };
+            if present {
+                let block = path.key(if key == "api_key" {
+                    if t.api_key_file.is_some() {
+                        "api_key_file"
+                    } else {
+                        "api_key_env"
+                    }
+                } else {
+                    key
+                });
+                // `aws.region …`: the key inside the block.
+                if let Some(inner) = msg
+                    .strip_prefix(key)
+                    .and_then(|r| r.strip_prefix('.'))
+                    .and_then(|r| r.split_whitespace().next())
+                {
+                    return block.key(inner);
+                }
+                return block;
+            }
+        }
+    }
+    if msg.contains("endpoint") {
+        return path.key("endpoint");
+    }
+    path.key("provider")
+}
+
 fn target(
     cfg: &Config,
     t: &Target,
@@ -458,6 +530,10 @@ fn target(
     let client = ClientConfig {
         base_url: t.base_url.clone(),
         endpoint: t.endpoint,
+        provider: t.provider,
+        api_version: t.api_version.clone(),
+        aws: t.aws.clone(),
+        google: t.google.clone(),
         model: t.model.clone(),
         api_key,
         headers,
@@ -492,6 +568,8 @@ fn target(
         let msg = format!("{e:#}").replace(&t.base_url, &redact_url(&t.base_url));
         (path.clone(), msg)
     })?;
+    crate::client::provider::check(&client).map_err(|e| (provider_path(t, path, &e), e))?;
+    provider_files(t, path, unread)?;
     // Reads the CA, certificate and key files now, so a missing one is a config error
     // and not a target that silently fails to start.
     let tls = unread.tls(&t.tls, &path.key("tls"))?;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rate::ProbeRate;
 use crate::check::CheckSpec;
-use crate::client::{Endpoint, Limits, Timeouts, TlsConfig};
+use crate::client::{AwsConfig, Endpoint, GoogleConfig, Limits, Provider, Timeouts, TlsConfig};
 use crate::schedule::ThinkDist;
 use crate::secret::Secret;
 
@@ -250,6 +250,20 @@ pub struct Target {
     /// The API: chat, completions, responses, messages (Anthropic) or embeddings.
     #[serde(default)]
     pub endpoint: Endpoint,
+    /// A hosted API: `azure` (chat, responses, embeddings), `bedrock`, `gemini` or
+    /// `vertex` (chat). Absent: the plain OpenAI/Anthropic shape of `endpoint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
+    /// Azure: the `api-version` of the deployment path; absent or `v1`: the v1 API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// Bedrock: `region`, and credentials from files (else the AWS environment
+    /// variables, else the shared credentials file's `profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws: Option<AwsConfig>,
+    /// Vertex: `project`, `location`, and `service_account_file` or `token_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub google: Option<GoogleConfig>,
     /// The `anthropic-version` header of `messages` requests (default 2023-06-01).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anthropic_version: Option<String>,

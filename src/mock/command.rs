@@ -65,6 +65,29 @@ pub struct MockArgs {
     /// Demand `Authorization: Bearer KEY` on /v1 routes.
     #[arg(long, env = "LLMPROBE_MOCK_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Bedrock routes: check SigV4 signatures made with this access key id (needs
+    /// --aws-secret-access-key; without both only the signature's shape is checked).
+    #[arg(long, requires = "aws_secret_access_key")]
+    pub aws_access_key_id: Option<String>,
+    /// Bedrock routes: the secret access key the signatures are checked with.
+    #[arg(
+        long,
+        env = "LLMPROBE_MOCK_AWS_SECRET_ACCESS_KEY",
+        hide_env_values = true,
+        requires = "aws_access_key_id"
+    )]
+    pub aws_secret_access_key: Option<String>,
+    /// Bedrock routes: the region the signatures must be scoped to.
+    #[arg(long, default_value = "us-east-1")]
+    pub aws_region: String,
+    /// Vertex routes: trust this service-account key file's account: `POST /token`
+    /// grants tokens for its JWT assertions (checked with the key's public half), and
+    /// the Vertex routes demand one.
+    #[arg(long, value_name = "FILE")]
+    pub google_service_account: Option<std::path::PathBuf>,
+    /// How long a token of `POST /token` is valid, in seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub google_token_ttl: u64,
     /// Inject a fault: KIND[=PARAM][:PROBABILITY] (repeatable; probability default 1).
     #[arg(long, value_name = "KIND[=PARAM][:P]", long_help = fault_flag_help())]
     pub fault: Vec<String>,
@@ -167,6 +190,26 @@ impl MockArgs {
             no_usage: self.no_usage,
             seed: Some(self.seed),
             api_key: self.api_key.clone(),
+            aws: match (&self.aws_access_key_id, &self.aws_secret_access_key) {
+                (Some(id), Some(secret)) => Some(crate::mock::config::MockAws {
+                    access_key_id: id.clone(),
+                    secret_access_key: crate::secret::Secret::new(secret.clone()),
+                    region: self.aws_region.clone(),
+                }),
+                _ => None,
+            },
+            google: match &self.google_service_account {
+                Some(path) => {
+                    let key = crate::client::auth::jwt::ServiceAccountKey::from_file(path)
+                        .map_err(|e| UsageError::new(format!("--google-service-account: {e:#}")))?;
+                    Some(crate::mock::google_tokens::MockGoogle {
+                        public_key_der: key.public_key_der(),
+                        client_email: key.client_email.clone(),
+                        token_ttl: std::time::Duration::from_secs(self.google_token_ttl.max(1)),
+                    })
+                }
+                None => None,
+            },
             faults,
             model: Some(self.model.clone()),
             num_gpu_blocks: Some(self.num_gpu_blocks),

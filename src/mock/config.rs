@@ -58,6 +58,16 @@ pub struct MockConfig {
     pub seed: u64,
     /// When set, `/v1/*` demands `Authorization: Bearer <key>`.
     pub api_key: Option<String>,
+    /// When set, the Bedrock routes demand a SigV4 signature made with these
+    /// credentials (else only its shape is checked).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub aws: Option<MockAws>,
+    /// When set, `POST /token` grants access tokens for this service account's JWT
+    /// assertions, and the Vertex routes demand one of them.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub google: Option<super::google_tokens::MockGoogle>,
     /// Faults drawn for every request, in order, first hit wins.
     #[schemars(with = "Vec<String>")]
     pub faults: Vec<FaultSpec>,
@@ -123,6 +133,8 @@ impl Default for MockConfig {
             usage: true,
             seed: 0,
             api_key: None,
+            aws: None,
+            google: None,
             faults: Vec::new(),
             model: DEFAULT_MODEL.to_string(),
             num_gpu_blocks: DEFAULT_NUM_GPU_BLOCKS,
@@ -138,6 +150,14 @@ impl Default for MockConfig {
             lora_adapters: Vec::new(),
         }
     }
+}
+
+/// The AWS credentials and region the mock's Bedrock routes check signatures with.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MockAws {
+    pub access_key_id: String,
+    pub secret_access_key: crate::secret::Secret,
+    pub region: String,
 }
 
 pub const DEFAULT_MODEL: &str = "mock-llm";
@@ -169,6 +189,7 @@ impl fmt::Debug for MockConfig {
             .field("usage", &self.usage)
             .field("seed", &self.seed)
             .field("api_key", &self.api_key.as_ref().map(|_| "<secret>"))
+            .field("aws", &self.aws.as_ref().map(|a| &a.access_key_id))
             .field("faults", &self.faults)
             .field("model", &self.model)
             .field("num_gpu_blocks", &self.num_gpu_blocks)
@@ -295,6 +316,8 @@ impl MockConfig {
             usage: !flags.no_usage,
             seed: flags.seed.unwrap_or(d.seed),
             api_key: flags.api_key.or(d.api_key),
+            aws: flags.aws,
+            google: flags.google,
             faults: flags.faults,
             model: flags.model.unwrap_or(d.model),
             num_gpu_blocks: flags.num_gpu_blocks.unwrap_or(d.num_gpu_blocks),
@@ -341,6 +364,8 @@ pub struct MockFlags {
     pub no_usage: bool,
     pub seed: Option<u64>,
     pub api_key: Option<String>,
+    pub aws: Option<MockAws>,
+    pub google: Option<super::google_tokens::MockGoogle>,
     pub faults: Vec<FaultSpec>,
     pub model: Option<String>,
     pub num_gpu_blocks: Option<u32>,

@@ -51,6 +51,8 @@ pub struct Engine {
     pub power: Option<super::gpu::PowerMeter>,
     /// `host:port` the mock listens on (its GPUs' `pod`).
     pub address: String,
+    /// The access tokens its token endpoint issued (Vertex).
+    pub google_tokens: super::google_tokens::TokenStore,
 }
 
 struct Hists {
@@ -113,6 +115,7 @@ impl Engine {
             golden,
             power: cfg_gpu.map(super::gpu::PowerMeter::new),
             address: String::new(),
+            google_tokens: Default::default(),
         }
     }
 

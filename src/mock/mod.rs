@@ -23,6 +23,7 @@ mod emissions;
 mod engine;
 mod fault;
 pub mod gateway;
+mod google_tokens;
 pub mod gpu;
 mod jitter;
 pub(crate) mod lora;
@@ -35,10 +36,11 @@ pub mod trace_log;
 
 pub use command::MockArgs;
 pub use config::{
-    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockConfig,
+    DEFAULT_BLOCK_SIZE, DEFAULT_MODEL, DEFAULT_NUM_GPU_BLOCKS, DEFAULT_STALL, MockAws, MockConfig,
     MockFlags, parse_fault_flags,
 };
 pub use emissions::{ChunkLine, Emission, EmissionLine, EmissionLog, EmittedChunk};
 pub use fault::{FAULT_HEADER, FAULT_NAMES, FaultKind, FaultSpec};
+pub use google_tokens::MockGoogle;
 pub use jitter::Jitter;
 pub use serve::{MockServer, TRICKLE_BYTE_GAP, start, start_with_emissions};

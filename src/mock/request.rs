@@ -64,7 +64,10 @@ pub fn parse_request(
     };
     let mut max_tokens = None;
     for &key in protocol.max_tokens_keys() {
-        match obj.get(key) {
+        // A dotted key is a field of an object (`generationConfig.maxOutputTokens`).
+        let mut at = key.split('.');
+        let first = obj.get(at.next().unwrap_or(key));
+        match at.fold(first, |v, k| v.and_then(|v| v.get(k))) {
             None | Some(Value::Null) => {}
             Some(v) => match v.as_u64() {
                 Some(n) if n >= 1 && n <= u64::from(MAX_OUTPUT_TOKENS) => {

@@ -142,6 +142,27 @@ mod tests {
     }
 
     #[test]
+    fn the_metrics_page_gives_each_hosted_providers_name() {
+        let cells = row(PROVIDER_NAME);
+        for p in crate::client::Provider::ALL {
+            let cfg = crate::client::ClientConfig {
+                provider: Some(p),
+                ..crate::client::ClientConfig::default()
+            };
+            let want = format!(
+                "`{}` ({})",
+                crate::client::provider::otel_provider(&cfg),
+                p.as_str()
+            );
+            assert!(
+                cells[1].contains(&want),
+                "docs/metrics.md (OTLP), {PROVIDER_NAME}: {:?} does not say {want}",
+                cells[1]
+            );
+        }
+    }
+
+    #[test]
     fn the_metrics_page_gives_each_apis_operation_and_provider() {
         for (key, value) in [
             (

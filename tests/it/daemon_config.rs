@@ -244,7 +244,7 @@ const BAD: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `budget_per_day`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`, `adapters`",
+        "unknown_field.yaml:5:5: targets[0]: unknown field `rat`, expected one of `name`, `base_url`, `model`, `endpoint`, `provider`, `api_version`, `aws`, `google`, `anthropic_version`, `api_key_file`, `api_key_env`, `headers`, `tls`, `timeouts`, `limits`, `rate`, `max_inflight`, `token_budget_per_hour`, `price`, `budget_per_day`, `continuous_usage_stats`, `include_usage`, `reuse_connections`, `traceparent`, `extra_body`, `scenarios`, `replicas`, `replicas_from`, `replica_rate`, `engine_metrics_path`, `replica_series`, `capacity`, `engine_metrics_url`, `router_metrics_url`, `llm_d`, `gpu_metrics`, `adapters`",
     ),
     (
         "zero_grace_period",
@@ -419,6 +419,22 @@ const BAD: &[(&str, &str)] = &[
         "replicas_from_zero_interval.yaml:6:65: targets[0].replicas_from.dns.interval: must be greater than zero",
     ),
     (
+        "provider_endpoint",
+        "provider_endpoint.yaml:4:15: targets[0].endpoint: provider gemini serves endpoint chat, not embeddings",
+    ),
+    (
+        "provider_aws_region",
+        "provider_aws_region.yaml:7:15: targets[0].aws.region: aws.region \"US East\" must be a region such as us-east-1",
+    ),
+    (
+        "provider_vertex_token",
+        "provider_vertex_token.yaml:6:13: targets[0].google: google needs service_account_file or token_file (the access token's source)",
+    ),
+    (
+        "provider_block_without_provider",
+        "provider_block_without_provider.yaml:5:18: targets[0].api_version: api_version is set but provider is not (it belongs to provider: azure)",
+    ),
+    (
         "zero_timeout",
         "zero_timeout.yaml:5:29: targets[0].timeouts.first_token: must be greater than zero",
     ),
@@ -462,7 +478,7 @@ fn a_missing_file_is_named() {
 
 #[test]
 fn examples_parse_and_validate() {
-    for name in ["daemon.yaml", "daemon-minimal.yaml"] {
+    for name in ["daemon.yaml", "daemon-minimal.yaml", "providers.yaml"] {
         let path = root().join("examples").join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         let cfg = llmprobe::config::plan::parse(&text, name).unwrap();

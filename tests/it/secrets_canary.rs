@@ -106,7 +106,9 @@ async fn echoing_gateway() -> SocketAddr {
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(echo))
         .route("/v1/completions", axum::routing::post(echo))
-        .route("/v1/messages", axum::routing::post(echo));
+        .route("/v1/messages", axum::routing::post(echo))
+        // Every hosted API's path (Azure, Gemini, Vertex, Bedrock).
+        .fallback(echo);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -632,4 +634,153 @@ async fn the_web_config_never_shows_a_password_hash_or_key() {
     outputs.push(("stdout".into(), stdout));
     outputs.push(("stderr".into(), stderr));
     assert_no_leaks(&[password, wrong, hash, key_canary, pasted], &outputs);
+}
+
+/// The hosted APIs' secrets: an Azure and a Gemini key (`--api-key`), Bedrock's secret
+/// access key and session token (files), each against the mock (which checks them) and
+/// against a gateway that echoes every header it got in its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_never_shows_a_providers_secret() {
+    let key = canary("provider-key");
+    let aws_secret = canary("aws-secret");
+    let session = canary("aws-session");
+    let vertex_token = canary("vertex-token");
+    let canaries = vec![
+        key.clone(),
+        aws_secret.clone(),
+        session.clone(),
+        vertex_token.clone(),
+    ];
+    let mut cmd = llmprobe();
+    cmd.args(["--log-level", "trace", "--log-format", "json", "mock"])
+        .args(["--listen", "127.0.0.1:0", "--ttft-ms", "5", "--itl-ms", "1"])
+        .args(["--api-key", &key, "--aws-access-key-id", "AKIDCANARY"])
+        .env("LLMPROBE_MOCK_AWS_SECRET_ACCESS_KEY", &aws_secret);
+    let mock = Process::spawn(cmd, "llmprobe mock listening on http://");
+    let gateway = echoing_gateway().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = |name: &str, value: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, value).expect("write");
+        p.display().to_string()
+    };
+    let (id, secret, token, vertex_file) = (
+        file("id", "AKIDCANARY"),
+        file("secret", &aws_secret),
+        file("token", &session),
+        file("vertex-token", &vertex_token),
+    );
+    let vertex = [
+        "--provider",
+        "vertex",
+        "--google-project",
+        "p",
+        "--google-location",
+        "l",
+        "--google-token-file",
+        &vertex_file,
+        "--endpoint",
+        "chat",
+    ];
+    let bedrock = [
+        "--provider",
+        "bedrock",
+        "--aws-region",
+        "us-east-1",
+        "--aws-access-key-id-file",
+        &id,
+        "--aws-secret-access-key-file",
+        &secret,
+        "--aws-session-token-file",
+        &token,
+        "--endpoint",
+        "chat",
+    ];
+    let azure = [
+        "--provider",
+        "azure",
+        "--api-key",
+        &key,
+        "--endpoint",
+        "chat",
+    ];
+    let gemini = [
+        "--provider",
+        "gemini",
+        "--api-key",
+        &key,
+        "--endpoint",
+        "chat",
+    ];
+    let mut outputs: Vec<(String, String)> = Vec::new();
+    for (name, base, args, all_ok) in [
+        ("azure", format!("http://{}", mock.addr), &azure[..], true),
+        ("gemini", format!("http://{}", mock.addr), &gemini[..], true),
+        (
+            "bedrock",
+            format!("http://{}", mock.addr),
+            &bedrock[..],
+            true,
+        ),
+        ("azure-echo", format!("http://{gateway}"), &azure[..], false),
+        (
+            "gemini-echo",
+            format!("http://{gateway}"),
+            &gemini[..],
+            false,
+        ),
+        (
+            "bedrock-echo",
+            format!("http://{gateway}"),
+            &bedrock[..],
+            false,
+        ),
+        (
+            "vertex-echo",
+            format!("http://{gateway}"),
+            &vertex[..],
+            false,
+        ),
+    ] {
+        let records = dir.path().join(format!("{name}-records.jsonl"));
+        let mut cmd = llmprobe();
+        cmd.args(["--log-level", "trace", "--log-format", "json", "bench"])
+            .args(["--base-url", &base, "--model", "mock-llm", "--rate", "inf"])
+            .args([
+                "--num-requests",
+                "3",
+                "--input-len",
+                "16",
+                "--output-len",
+                "4",
+            ])
+            .args(["--timeout", "10s", "--no-progress"])
+            .args(args)
+            .arg("--records")
+            .arg(&records)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN");
+        let out = cmd.output().expect("bench runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let recs = read(&records);
+        let ok = recs.matches("\"outcome\":\"ok\"").count();
+        if all_ok {
+            assert_eq!(ok, 3, "{name}: the secret did not work\n{recs}\n{stderr}");
+        } else {
+            assert!(
+                recs.contains("\"http_status\":401"),
+                "{name}: not the 401 path\n{recs}\n{stderr}"
+            );
+        }
+        outputs.push((format!("bench {name} stdout"), stdout));
+        outputs.push((format!("bench {name} stderr"), stderr));
+        outputs.push((format!("bench {name} --records"), recs));
+    }
+    let (mock_out, mock_err) = stop(mock);
+    outputs.push(("mock stdout".into(), mock_out));
+    outputs.push(("mock stderr".into(), mock_err));
+    assert_no_leaks(&canaries, &outputs);
 }

@@ -133,6 +133,25 @@ pub fn write(
     spec: &RequestSpec,
     fields: impl FnOnce(&mut Fields<'_, '_>) -> serde_json::Result<()>,
 ) -> serde_json::Result<Vec<u8>> {
+    write_body(cfg, spec, true, fields)
+}
+
+/// The body of an API that names the model in its URL (Gemini, Bedrock): the
+/// protocol's fields, then `extra_body`.
+pub fn write_without_model(
+    cfg: &ClientConfig,
+    spec: &RequestSpec,
+    fields: impl FnOnce(&mut Fields<'_, '_>) -> serde_json::Result<()>,
+) -> serde_json::Result<Vec<u8>> {
+    write_body(cfg, spec, false, fields)
+}
+
+fn write_body(
+    cfg: &ClientConfig,
+    spec: &RequestSpec,
+    model: bool,
+    fields: impl FnOnce(&mut Fields<'_, '_>) -> serde_json::Result<()>,
+) -> serde_json::Result<Vec<u8>> {
     // Prompt plus a few hundred bytes of fields: one allocation in the common case.
     let history: usize = spec
         .history
@@ -147,7 +166,9 @@ pub fn write(
             map,
             extra: &cfg.extra_body,
         };
-        f.put("model", spec.model.as_deref().unwrap_or(&cfg.model))?;
+        if model {
+            f.put("model", spec.model.as_deref().unwrap_or(&cfg.model))?;
+        }
         fields(&mut f)?;
         for (k, v) in &cfg.extra_body {
             f.map.serialize_entry(k, v)?;

@@ -7,8 +7,10 @@
 mod body;
 mod chat;
 mod completions;
+mod converse;
 mod embeddings;
 mod endpoint;
+mod gemini;
 mod messages;
 mod rerank;
 mod responses;
@@ -43,6 +45,8 @@ pub struct FullAnswer {
     /// The function calls of the answer (chat `message.tool_calls`, Responses
     /// `function_call` items).
     pub tool_calls: Vec<ToolCall>,
+    /// The provider's own latency in milliseconds (Bedrock's `metrics.latencyMs`).
+    pub server_latency_ms: Option<u64>,
 }
 
 /// One API's wire format.
@@ -99,10 +103,18 @@ pub fn of(endpoint: Endpoint) -> &'static dyn Protocol {
     }
 }
 
-/// The JSON body for one request of `cfg.endpoint`.
-pub fn body(cfg: &ClientConfig, spec: &RequestSpec) -> serde_json::Result<Vec<u8>> {
-    of(cfg.endpoint).body(cfg, spec)
+/// Google's `generateContent` (Gemini API, Vertex AI): spoken by providers only.
+pub fn gemini() -> &'static dyn Protocol {
+    &gemini::Gemini
 }
+
+/// Bedrock's Converse: spoken by a provider only.
+pub fn converse() -> &'static dyn Protocol {
+    &converse::Converse
+}
+
+/// Every protocol a provider speaks besides the endpoints' own, for the decoder tests.
+pub const PROVIDERS_ONLY: [fn() -> &'static dyn Protocol; 2] = [gemini, converse];
 
 /// Decodes a whole body as JSON of type `T`, as a [`ChunkError::Malformed`] when it
 /// is not.
@@ -159,6 +171,15 @@ mod tests {
             "index",
             "output",
             "status",
+            "candidates",
+            "parts",
+            "thought",
+            "usageMetadata",
+            "finishReason",
+            "reasoningContent",
+            "stopReason",
+            "metrics",
+            "latencyMs",
         ]);
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -184,8 +205,8 @@ mod tests {
             bytes in prop::collection::vec(any::<u8>(), 0..200),
             name in prop::collection::vec(any::<u8>(), 0..24),
         ) {
-            for e in Endpoint::ALL {
-                let p = of(e);
+            let all = Endpoint::ALL.map(of).into_iter().chain(PROVIDERS_ONLY.map(|p| p()));
+            for p in all {
                 let _ = p.decode_event(&Event { event: &name, data: &bytes });
                 let _ = p.decode_full(&bytes);
             }
@@ -194,9 +215,10 @@ mod tests {
         #[test]
         fn no_decoder_panics_on_json_of_the_right_words(v in vocab_json()) {
             let bytes = serde_json::to_vec(&v).unwrap();
-            for e in Endpoint::ALL {
-                let p = of(e);
-                for name in [&b""[..], b"error", b"message_stop", b"response.completed"] {
+            let all = Endpoint::ALL.map(of).into_iter().chain(PROVIDERS_ONLY.map(|p| p()));
+            for p in all {
+                for name in [&b""[..], b"error", b"message_stop", b"response.completed",
+                             b"contentBlockDelta", b"metadata", b"throttlingException"] {
                     let _ = p.decode_event(&Event { event: name, data: &bytes });
                 }
                 let _ = p.decode_full(&bytes);

@@ -64,7 +64,10 @@ fn attributes(
     let operation = endpoint.otel_operation();
     let mut common = vec![
         KeyValue::new(n::OPERATION_NAME, operation),
-        KeyValue::new(n::PROVIDER_NAME, endpoint.otel_provider()),
+        KeyValue::new(
+            n::PROVIDER_NAME,
+            crate::client::provider::otel_provider(&plan.client),
+        ),
         KeyValue::new(n::REQUEST_MODEL, plan.model.clone()),
     ];
     if let Ok(url) = reqwest::Url::parse(base_url) {

@@ -117,6 +117,9 @@ pub struct Usage {
     /// Of `prompt`, how many the prefix cache held (None: the cache is off, and the
     /// usage says nothing about it).
     pub cached: Option<u32>,
+    /// How long the request has taken so far, from its arrival (Bedrock reports it
+    /// as `metrics.latencyMs`).
+    pub elapsed: std::time::Duration,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use super::table::{Act, FaultKind};
 use crate::mock::answer::ChunkWriter;
 use crate::mock::engine::Engine;
 use crate::mock::protocol::{MockProtocol, sse};
-use crate::mock::serve::{ConnCtl, error_response};
+use crate::mock::serve::{ConnCtl, protocol_error};
 
 /// The fault if it acts at `act`.
 fn at(fault: Option<FaultKind>, act: Act) -> Option<FaultKind> {
@@ -20,7 +20,7 @@ fn at(fault: Option<FaultKind>, act: Act) -> Option<FaultKind> {
 }
 
 /// [`Act::Status`]: the error response sent at once instead of the answer.
-pub fn status(fault: Option<FaultKind>) -> Option<Response> {
+pub fn status(fault: Option<FaultKind>, protocol: &dyn MockProtocol) -> Option<Response> {
     let (status, message, kind, retry_after) = match at(fault, Act::Status)? {
         FaultKind::Http500 => (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -42,7 +42,7 @@ pub fn status(fault: Option<FaultKind>) -> Option<Response> {
         ),
         _ => return None,
     };
-    let mut r = error_response(status, message, kind);
+    let mut r = protocol_error(protocol, status, message, kind);
     if let Some(secs) = retry_after {
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -5,7 +5,9 @@
 
 mod chat;
 mod completions;
+mod converse;
 mod embeddings;
+mod gemini;
 pub mod image;
 mod messages;
 mod openai;
@@ -105,6 +107,23 @@ pub trait MockProtocol: Sync {
 
     /// A complete (non-streamed) answer.
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value;
+
+    /// The body of an error reply with `status` (OpenAI's shape unless the API has
+    /// its own).
+    fn error_response(&self, status: u16, message: &str, kind: &str) -> Value {
+        error_body(message, kind, status.into())
+    }
+
+    /// Headers of an error reply besides its body (Bedrock names the error's kind in
+    /// `x-amzn-ErrorType`).
+    fn error_headers(&self, _status: u16) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// The Content-Type of a streamed answer.
+    fn stream_content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
 }
 
 /// The mock's side of `endpoint`: the one mapping from an endpoint to its protocol.
@@ -118,6 +137,16 @@ pub fn of(endpoint: Endpoint) -> &'static dyn MockProtocol {
         Endpoint::Rerank => &rerank::Rerank,
         Endpoint::Score => &score::Score,
     }
+}
+
+/// Google's `generateContent` (Gemini API, Vertex AI): a provider's, not an endpoint's.
+pub fn gemini() -> &'static dyn MockProtocol {
+    &gemini::Gemini
+}
+
+/// Bedrock's Converse: a provider's, not an endpoint's.
+pub fn converse() -> &'static dyn MockProtocol {
+    &converse::Converse
 }
 
 /// The head and tail of a content event whose text is filled with `x` bytes in

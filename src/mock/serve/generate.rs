@@ -26,6 +26,14 @@ use crate::mock::request::{GenRequest, parse_request};
 /// A request header that sets this request's reasoning tokens (else `reasoning_tokens`).
 pub const REASONING_HEADER: &str = "x-mock-reasoning-tokens";
 
+/// What a route says about its requests besides their body: the protocol, and for a
+/// hosted API the model and whether it streams (named in its URL, not its body).
+pub struct Route {
+    pub protocol: &'static dyn MockProtocol,
+    pub model: Option<String>,
+    pub stream: Option<bool>,
+}
+
 /// The handler of one generating route: every protocol shares `generate`.
 pub async fn route_for(
     endpoint: Endpoint,
@@ -34,32 +42,46 @@ pub async fn route_for(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    generate(engine, ctl, headers, body, endpoint).await
+    let arrival = Instant::now();
+    if let Some(r) = unauthorized(&engine, &headers) {
+        return r;
+    }
+    let route = Route {
+        protocol: protocol::of(endpoint),
+        model: None,
+        stream: None,
+    };
+    generate(engine, ctl, headers, body, route, arrival).await
 }
 
-async fn generate(
+/// Answers one authorised request of `route` that arrived (its body read) at
+/// `arrival`.
+pub async fn generate(
     engine: Arc<Engine>,
     ctl: ConnCtl,
     headers: HeaderMap,
     body: Bytes,
-    endpoint: Endpoint,
+    route: Route,
+    arrival: Instant,
 ) -> Response {
-    // Time zero: the request body has been read.
-    let mut arrival = Instant::now();
-    if let Some(r) = unauthorized(&engine, &headers) {
-        return r;
-    }
+    let mut arrival = arrival;
     engine.traces.note(&headers);
-    let protocol = protocol::of(endpoint);
-    let req = match parse_request(protocol, &body, &engine.cfg.model) {
+    let protocol = route.protocol;
+    let mut req = match parse_request(protocol, &body, &engine.cfg.model) {
         Ok(r) => r,
         Err(msg) => return bad_request(&msg),
     };
+    if let Some(model) = route.model {
+        req.model = model;
+    }
+    if let Some(stream) = route.stream {
+        req.stream = stream;
+    }
     let fault = match request_fault(&engine, &headers) {
         Ok(f) => f,
         Err(msg) => return bad_request(&msg),
     };
-    if let Some(r) = inject::status(fault) {
+    if let Some(r) = inject::status(fault, protocol) {
         return r;
     }
     match inject::before_headers(fault, &engine, &ctl).await {

@@ -38,6 +38,7 @@ impl Job {
             completion,
             reasoning: self.writer.reasoning_of(completion),
             cached: self.cached,
+            elapsed: self.arrival.elapsed(),
         }
     }
 

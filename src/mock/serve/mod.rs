@@ -2,8 +2,10 @@
 //! reset (`conn.rs`), error replies, and one generating request answered: checked and
 //! planned (`generate.rs`, `job.rs`), then streamed (`stream.rs`) or whole (`whole.rs`).
 
+mod aws_auth;
 mod conn;
 mod generate;
+mod hosted;
 mod job;
 mod reply;
 mod server;
@@ -11,6 +13,6 @@ mod stream;
 mod whole;
 
 pub use conn::ConnCtl;
-pub use reply::error_response;
+pub use reply::protocol_error;
 pub use server::{MockServer, start, start_with_emissions};
 pub use stream::TRICKLE_BYTE_GAP;

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::mock::engine::Engine;
-use crate::mock::protocol::error_body;
+use crate::mock::protocol::{MockProtocol, error_body};
 
 /// `status` with `{"error": {message, type: kind, param: null, code: status}}`.
 pub fn error_response(status: StatusCode, message: &str, kind: &str) -> Response {
@@ -17,6 +17,28 @@ pub fn error_response(status: StatusCode, message: &str, kind: &str) -> Response
         body.to_string(),
     )
         .into_response()
+}
+
+/// `status` with `protocol`'s error body (and its error headers).
+pub fn protocol_error(
+    protocol: &dyn MockProtocol,
+    status: StatusCode,
+    message: &str,
+    kind: &str,
+) -> Response {
+    let body = protocol.error_response(status.as_u16(), message, kind);
+    let mut r = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    for (name, value) in protocol.error_headers(status.as_u16()) {
+        if let Ok(v) = axum::http::HeaderValue::from_str(&value) {
+            r.headers_mut().insert(name, v);
+        }
+    }
+    r
 }
 
 /// A 503: the mock is shutting down.

@@ -131,7 +131,7 @@ fn routes(engine: Arc<Engine>) -> Router {
             post(move |state, ctl, headers, body| route_for(endpoint, state, ctl, headers, body)),
         );
     }
-    router
+    super::hosted::routes(router)
         .route("/v1/models", get(models))
         .route("/v1/load_lora_adapter", post(load_lora))
         .route("/v1/unload_lora_adapter", post(unload_lora))

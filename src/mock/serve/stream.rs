@@ -43,7 +43,9 @@ enum Frame {
 pub fn stream_response(mut job: Job, ctl: ConnCtl) -> Response {
     let (tx, rx) = mpsc::channel::<Frame>(8);
     let framing = inject::framing(job.fault);
-    let content_type = framing.content_type.unwrap_or("text/event-stream");
+    let content_type = framing
+        .content_type
+        .unwrap_or(job.protocol.stream_content_type());
     let out = SseOut {
         tx,
         trickle: framing.trickle,
