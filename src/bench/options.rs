@@ -250,16 +250,8 @@ impl BenchOptions {
         let (base_url, model, api) = parse_target(a)?;
         let lora_split = parse_lora_split(a, &model)?;
         let headers = parse_headers(a)?;
-        let timeout = parse_duration(&a.timeout).map_err(|e| flag("--timeout", e))?;
-        if timeout.is_zero() {
-            return Err(UsageError::new("--timeout must be greater than 0"));
-        }
-        let shard = a
-            .shard
-            .as_deref()
-            .map(str::parse::<Shard>)
-            .transpose()
-            .map_err(|e| flag("--shard", e))?;
+        let timeout = parse_timeout(a)?;
+        let shard = parse_shard(a)?;
         let warmup = parse_warmup(&a.warmup)?;
         check_load_shape(a)?;
         let arrival = parse_arrival(a)?;
@@ -1766,4 +1758,22 @@ fn parse_prefix_hit_ratio(
 /// `--header NAME:VALUE`, each checked.
 fn parse_headers(a: &BenchArgs) -> Result<Vec<(String, String)>> {
     a.headers.iter().map(|h| parse_header(h)).collect()
+}
+
+/// `--timeout`: a duration above zero.
+fn parse_timeout(a: &BenchArgs) -> Result<Duration> {
+    let timeout = parse_duration(&a.timeout).map_err(|e| flag("--timeout", e))?;
+    if timeout.is_zero() {
+        return Err(UsageError::new("--timeout must be greater than 0"));
+    }
+    Ok(timeout)
+}
+
+/// `--shard K/N`, if given.
+fn parse_shard(a: &BenchArgs) -> Result<Option<Shard>> {
+    a.shard
+        .as_deref()
+        .map(str::parse::<Shard>)
+        .transpose()
+        .map_err(|e| flag("--shard", e))
 }

@@ -386,6 +386,15 @@ impl Client {
         }
     }
 
+    /// Why a non-generating answer (embeddings, rerank, score) is empty.
+    fn no_items_error(&self) -> &'static str {
+        if self.cfg.endpoint.api().documents {
+            "the answer ranked no document"
+        } else {
+            "the answer carried no embedding vector"
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn send_inner(
         &self,
@@ -469,11 +478,7 @@ impl Client {
             }
             Ok(()) if !self.cfg.endpoint.generates() && st.items == 0 => {
                 rec.outcome = Outcome::EmptyOutput;
-                rec.error = Some(if self.cfg.endpoint.api().documents {
-                    "the answer ranked no document".into()
-                } else {
-                    "the answer carried no embedding vector".into()
-                });
+                rec.error = Some(self.no_items_error().into());
             }
             Ok(()) if self.cfg.endpoint.generates() && rec.chunks.is_empty() => {
                 rec.outcome = Outcome::EmptyOutput;

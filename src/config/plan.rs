@@ -507,6 +507,22 @@ fn provider_path(t: &Target, path: &Path, msg: &str) -> Path {
     path.key("provider")
 }
 
+/// The target's `gpu_metrics:` block, planned.
+fn gpu_plan(t: &Target, path: &Path) -> Result<Option<super::gpu::GpuPlan>, (Path, String)> {
+    t.gpu_metrics
+        .as_ref()
+        .map(|g| {
+            let labels = t.replicas_from.as_ref().map(|f| f.labels.as_slice());
+            super::gpu::plan(
+                g,
+                t.engine_metrics_url.is_some(),
+                labels,
+                path.key("gpu_metrics"),
+            )
+        })
+        .transpose()
+}
+
 fn target(
     cfg: &Config,
     t: &Target,
@@ -605,19 +621,7 @@ fn target(
         engine_metrics_url: t.engine_metrics_url.clone(),
         router_metrics_url: t.router_metrics_url.clone(),
         llm_d_slo_headers: t.llm_d.as_ref().is_some_and(|l| l.slo_headers),
-        gpu: t
-            .gpu_metrics
-            .as_ref()
-            .map(|g| {
-                let labels = t.replicas_from.as_ref().map(|f| f.labels.as_slice());
-                super::gpu::plan(
-                    g,
-                    t.engine_metrics_url.is_some(),
-                    labels,
-                    path.key("gpu_metrics"),
-                )
-            })
-            .transpose()?,
+        gpu: gpu_plan(t, path)?,
         replicas,
         adapters,
         context_tokens,
