@@ -1,8 +1,9 @@
 //! The prefix-cache kind against the mock: a cache that works (warm probes read their
 //! prefix from it and answer sooner), a cache that is off, the status rows, and the
 //! config errors of its block. The mock's
-//! TTFT is 5 ms plus 50 µs per prompt token its cache does not hold, so a cold probe of
-//! 1,056 words takes about 58 ms and a warm one (1,024 words cached) about 7 ms.
+//! TTFT is 5 ms plus 300 µs per prompt token its cache does not hold, so a cold probe of
+//! 1,056 words takes about 322 ms and a warm one (1,024 words cached) about 15 ms: a gap
+//! wide enough that a busy machine's delays of tens of milliseconds cannot close it.
 
 use crate::support::daemon as daemon_support;
 
@@ -16,7 +17,7 @@ use llmprobe::mock::MockConfig;
 fn target(name: &str, base: &str) -> String {
     format!(
         "  - name: {name}\n    base_url: {base}\n    model: m\n    endpoint: chat\n    scenarios:\n      \
-         - name: cache\n        prefix_cache: {{prefix_tokens: 1024, every: 200ms, warm_probes: 2, \
+         - name: cache\n        prefix_cache: {{prefix_tokens: 1024, every: 500ms, warm_probes: 2, \
          affinity: {{header: x-session-token}}}}\n"
     )
 }
@@ -25,7 +26,7 @@ fn mock(prefix_cache: bool) -> MockConfig {
     MockConfig {
         ttft: Duration::from_millis(5),
         itl: Duration::from_millis(1),
-        prefill_per_token: Duration::from_micros(50),
+        prefill_per_token: Duration::from_micros(300),
         prefix_cache,
         ..MockConfig::default()
     }
