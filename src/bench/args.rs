@@ -31,14 +31,10 @@ pub struct BenchArgs {
     pub model: Option<String>,
     /// API: chat, completions, responses (OpenAI Responses), messages (Anthropic) or
     /// embeddings; also their paths (/v1/chat/completions, …) and vLLM's --backend
-    /// names openai-chat, openai, vllm, sglang.
-    #[arg(
-        long,
-        visible_alias = "backend",
-        default_value = "completions",
-        help_heading = "Target"
-    )]
-    pub endpoint: String,
+    /// names openai-chat, openai, vllm, sglang. Default: completions, or chat with
+    /// --provider.
+    #[arg(long, visible_alias = "backend", help_heading = "Target")]
+    pub endpoint: Option<String>,
     /// Bearer API key.
     #[arg(
         long,

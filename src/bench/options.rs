@@ -381,7 +381,15 @@ pub fn computed_percentiles(reported: &[f64], gates: &[Gate]) -> Vec<f64> {
 
 /// The server to load: base URL (or vLLM's `--host`/`--port`), model and API.
 fn parse_target(a: &BenchArgs) -> Result<(String, String, Endpoint)> {
-    let api: Endpoint = a.endpoint.parse().map_err(|e| flag("--endpoint", e))?;
+    // A hosted API's generating operation is its chat; vLLM's bench defaults to completions.
+    let default = if a.provider.is_some() {
+        "chat"
+    } else {
+        "completions"
+    };
+    let api: Endpoint = (a.endpoint.as_deref().unwrap_or(default))
+        .parse()
+        .map_err(|e| flag("--endpoint", e))?;
     let model = match (&a.model, a.mock) {
         (Some(m), _) if !m.trim().is_empty() => m.clone(),
         (Some(_), _) => return Err(UsageError::new("--model must not be empty")),
@@ -453,6 +461,11 @@ fn parse_hosted(a: &BenchArgs, api: Endpoint) -> Result<Hosted> {
     };
     let cfg = crate::client::ClientConfig {
         endpoint: api,
+        // Whether the provider's format carries image parts.
+        images: match hosted.provider {
+            Some(_) => parse_images(a)?,
+            None => crate::workload::image::Images::None,
+        },
         provider: hosted.provider,
         api_version: hosted.api_version.clone(),
         aws: hosted.aws.clone(),
@@ -1716,6 +1729,13 @@ fn parse_lora_split(
         return Err(UsageError::new(
             "--lora-split picks a model per request: it takes no --trace or --turns",
         ));
+    }
+    if let Some(p) = a.provider {
+        return Err(UsageError::new(format!(
+            "--lora-split names the adapters an engine (vLLM, SGLang) serves beside its base \
+             model: not with --provider {}",
+            p.as_str()
+        )));
     }
     crate::workload::lora::parse_split(model, text)
         .map(Some)

@@ -26,6 +26,16 @@ pub fn plan(t: &Target, path: &Path) -> Result<Option<AdapterPlan>, (Path, Strin
         return Ok(None);
     };
     let at = path.key("adapters");
+    if let Some(p) = t.provider {
+        return Err((
+            at,
+            format!(
+                "adapters are an engine's (vLLM, SGLang) beside its base model: not with \
+                 provider: {}",
+                p.as_str()
+            ),
+        ));
+    }
     match cfg {
         AdaptersConfig::List(list) => {
             if list.is_empty() {

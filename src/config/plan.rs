@@ -658,6 +658,20 @@ fn scenarios(
         plan.golden = super::golden::plan_golden(s, &sp)?;
         plan.prompt = plan_prompt(s, &sp)?;
         plan.images = plan_images(s, &sp)?;
+        if t.provider.is_some() && !plan.images.is_none() {
+            // The provider's wire format decides whether images can go: checked as the
+            // client will check it, at the scenario's `images:`.
+            let client = crate::client::ClientConfig {
+                endpoint: t.endpoint,
+                provider: t.provider,
+                api_version: t.api_version.clone(),
+                aws: t.aws.clone(),
+                google: t.google.clone(),
+                images: plan.images.clone(),
+                ..crate::client::ClientConfig::default()
+            };
+            crate::client::provider::check(&client).map_err(|e| (sp.key("images"), e))?;
+        }
         if let Some((question, preamble)) = plan_messages(s, &sp)? {
             plan.prompt = Some(question);
             plan.preamble = Some(preamble);

@@ -84,4 +84,21 @@ fn a_bad_split_is_a_usage_error() {
             .code(2)
             .stderr(predicates::str::contains(says));
     }
+    // A hosted API serves no engine's adapters; nor do Gemini's requests carry images.
+    for (flags, says) in [
+        (
+            "--mock --provider bedrock --aws-region us-east-1 --model m --rate 1 --lora-split ad1=0.5",
+            "not with --provider bedrock",
+        ),
+        (
+            "--mock --provider gemini --model g --api-key k --rate 1 --images 1",
+            "--provider: provider gemini (chat) sends no image parts",
+        ),
+    ] {
+        bench()
+            .args(args(flags))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
 }

@@ -435,6 +435,14 @@ const BAD: &[(&str, &str)] = &[
         "provider_block_without_provider.yaml:5:18: targets[0].api_version: api_version is set but provider is not (it belongs to provider: azure)",
     ),
     (
+        "provider_images",
+        "provider_images.yaml:8:17: targets[0].scenarios[0].images: provider gemini (chat) sends no image parts: no images",
+    ),
+    (
+        "provider_adapters",
+        "provider_adapters.yaml:7:15: targets[0].adapters: adapters are an engine's (vLLM, SGLang) beside its base model: not with provider: bedrock",
+    ),
+    (
         "zero_timeout",
         "zero_timeout.yaml:5:29: targets[0].timeouts.first_token: must be greater than zero",
     ),

@@ -228,6 +228,13 @@ pub fn check(cfg: &ClientConfig) -> Result<(), String> {
             cfg.endpoint.as_str()
         ));
     }
+    if !cfg.images.is_none() && !api.images {
+        return Err(format!(
+            "provider {} ({}) sends no image parts: no images",
+            p.as_str(),
+            cfg.endpoint.as_str()
+        ));
+    }
     host.check(cfg)
 }
 
