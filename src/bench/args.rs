@@ -196,9 +196,10 @@ pub struct BenchArgs {
     pub shared_prefix_len: u32,
     /// Only this share (0..1) of the requests start with the --shared-prefix-len prefix,
     /// drawn per request; the others are as long without it. The engine's prefix-cache
-    /// hit ratio then follows it: runs at several shares show TTFT against the hit ratio.
-    #[arg(long, value_name = "R", help_heading = "Workload")]
-    pub prefix_hit_ratio: Option<f64>,
+    /// hit ratio then follows it. A list (`0,0.5,1`) runs the rates once per share, in
+    /// the order given: TTFT against the hit ratio.
+    #[arg(long, value_name = "R1,R2,..", help_heading = "Workload")]
+    pub prefix_hit_ratio: Option<String>,
     /// Split the requests between --model and its LoRA adapters: NAME=WEIGHT,… (each
     /// weight in (0, 1], their sum at most 1; the base model gets the rest). Each request
     /// names a model drawn from --seed; the table and --json-out add a row per model.

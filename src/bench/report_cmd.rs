@@ -11,11 +11,11 @@ use crate::bench::args::{CompareArgs, MergeArgs, ReportArgs, ReportCommand};
 use crate::bench::options::{computed_percentiles, parse_metrics, parse_percentiles, parse_slo};
 use crate::exit::{self, UsageError};
 use crate::rate::Rate;
-use crate::report::compare;
 use crate::report::gate::{self, Gate};
 use crate::report::jsonl::JsonlWriter;
 use crate::report::merge::{merged_report, missing_shards, read_groups};
 use crate::report::table;
+use crate::report::{compare, hit_ratios_vary};
 
 /// `llmprobe report …`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -141,9 +141,10 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
         reports.push(r);
     }
     print!("{}", table::render(&reports, &metrics, &percentiles));
+    let vary = hit_ratios_vary(&reports);
     let verdicts: Vec<(String, Vec<gate::GateResult>)> = reports
         .iter()
-        .map(|r| (r.rate.to_string(), r.gates.clone()))
+        .map(|r| (r.row_name(vary), r.gates.clone()))
         .collect();
     if let Some((rate, g)) = gate::first_failure(&verdicts) {
         eprintln!("SLO gate failed at rate {rate}: {}", g.gate);
