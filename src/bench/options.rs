@@ -1519,6 +1519,16 @@ mod tests {
                 .prefix_hit_ratios
                 .is_empty()
         );
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        assert!(
+            err(&format!(
+                "--mock --trace {trace} --shared-prefix-len 16 --prefix-hit-ratio 0.5"
+            ))
+            .contains("it takes no --dataset, --prompt, --trace or --turns")
+        );
     }
 
     #[test]
@@ -1823,10 +1833,11 @@ fn parse_prefix_hit_ratios(
             "--prefix-hit-ratio needs --shared-prefix-len: the prefix the hits share",
         ));
     }
-    if !matches!(dataset, Dataset::Random) || a.turns.is_some_and(|t| t > 1) {
+    // A trace builds its own prompts: the ratio would be reported and never applied.
+    if !matches!(dataset, Dataset::Random) || a.turns.is_some_and(|t| t > 1) || a.trace.is_some() {
         return Err(UsageError::new(
             "--prefix-hit-ratio shapes synthetic single requests: it takes no --dataset, \
-             --prompt or --turns",
+             --prompt, --trace or --turns",
         ));
     }
     if ratios.len() > 1 {

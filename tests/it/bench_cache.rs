@@ -99,7 +99,7 @@ fn the_prefix_hit_ratio_sets_the_share_of_prefixed_requests() {
         ),
         (
             "--mock --rate 5 --shared-prefix-len 16 --prefix-hit-ratio 0.5 --prompt hello",
-            "takes no --dataset, --prompt or --turns",
+            "takes no --dataset, --prompt, --trace or --turns",
         ),
     ] {
         bench()
