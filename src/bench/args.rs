@@ -437,7 +437,7 @@ pub struct BenchArgs {
     /// Percentiles to report, e.g. `50,90,99,99.9`.
     #[arg(long, default_value = "50,90,99", help_heading = "Report")]
     pub metric_percentiles: String,
-    /// JSONL file: one summary object per rate.
+    /// JSONL file: one summary object per rate (and per --prefix-hit-ratio value).
     #[arg(long, value_name = "FILE", help_heading = "Report")]
     pub json_out: Option<PathBuf>,
     /// JSONL file: one object per request, written as results arrive.
@@ -452,8 +452,8 @@ pub struct BenchArgs {
     /// Directory for --save-result files (vLLM's flag).
     #[arg(long, help_heading = "Report")]
     pub result_dir: Option<PathBuf>,
-    /// Draw the sweep curve (latency percentiles and goodput against offered rate) to an
-    /// SVG file.
+    /// Draw the sweep curve (latency percentiles and goodput against the rate; one rate at
+    /// several --prefix-hit-ratio values: against the hit ratio) to an SVG file.
     #[arg(long, value_name = "FILE.svg", help_heading = "Report")]
     pub plot: Option<PathBuf>,
     /// Measure this client's own timing error on this machine before and after each
