@@ -124,10 +124,12 @@ fn third_panel(
 /// Writes the sweep plot. Needs at least one point on the x axis.
 pub fn write_svg(path: &Path, reports: &[RateReport], percentiles: &[f64]) -> anyhow::Result<()> {
     let axis = Axis::of(reports)?;
-    let points: Vec<(f64, &RateReport)> = reports
+    let mut points: Vec<(f64, &RateReport)> = reports
         .iter()
         .filter_map(|r| Some((axis.x(r)?, r)))
         .collect();
+    // Lines join the points along the axis, whatever order the rows ran in.
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
     if points.is_empty() {
         anyhow::bail!("--plot: no finite rate to plot (an `inf` rate has no x position)");
     }
