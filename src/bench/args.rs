@@ -196,9 +196,10 @@ pub struct BenchArgs {
     pub shared_prefix_len: u32,
     /// Only this share (0..1) of the requests start with the --shared-prefix-len prefix,
     /// drawn per request; the others are as long without it. The engine's prefix-cache
-    /// hit ratio then follows it: runs at several shares show TTFT against the hit ratio.
-    #[arg(long, value_name = "R", help_heading = "Workload")]
-    pub prefix_hit_ratio: Option<f64>,
+    /// hit ratio then follows it. A list (`0,0.5,1`) runs the rates once per share, in
+    /// the order given: TTFT against the hit ratio.
+    #[arg(long, value_name = "R1,R2,..", help_heading = "Workload")]
+    pub prefix_hit_ratio: Option<String>,
     /// Split the requests between --model and its LoRA adapters: NAME=WEIGHT,… (each
     /// weight in (0, 1], their sum at most 1; the base model gets the rest). Each request
     /// names a model drawn from --seed; the table and --json-out add a row per model.
@@ -436,7 +437,7 @@ pub struct BenchArgs {
     /// Percentiles to report, e.g. `50,90,99,99.9`.
     #[arg(long, default_value = "50,90,99", help_heading = "Report")]
     pub metric_percentiles: String,
-    /// JSONL file: one summary object per rate.
+    /// JSONL file: one summary object per rate (and per --prefix-hit-ratio value).
     #[arg(long, value_name = "FILE", help_heading = "Report")]
     pub json_out: Option<PathBuf>,
     /// JSONL file: one object per request, written as results arrive.
@@ -451,8 +452,8 @@ pub struct BenchArgs {
     /// Directory for --save-result files (vLLM's flag).
     #[arg(long, help_heading = "Report")]
     pub result_dir: Option<PathBuf>,
-    /// Draw the sweep curve (latency percentiles and goodput against offered rate) to an
-    /// SVG file.
+    /// Draw the sweep curve (latency percentiles and goodput against the rate; one rate at
+    /// several --prefix-hit-ratio values: against the hit ratio) to an SVG file.
     #[arg(long, value_name = "FILE.svg", help_heading = "Report")]
     pub plot: Option<PathBuf>,
     /// Measure this client's own timing error on this machine before and after each

@@ -209,8 +209,9 @@ pub struct BenchOptions {
     pub output_len: u32,
     pub len_dist: LenDist,
     pub shared_prefix_len: u32,
-    /// `--prefix-hit-ratio`: the share of requests that start with the shared prefix.
-    pub prefix_hit_ratio: Option<f64>,
+    /// `--prefix-hit-ratio`: the shares of requests that start with the shared prefix,
+    /// one pass of the rate plan each, in the order given (empty without the flag).
+    pub prefix_hit_ratios: Vec<f64>,
     /// `--lora-split`: the base model and its adapters, one per request.
     pub lora_split: Option<crate::workload::lora::ModelSplit>,
     pub dataset: Dataset,
@@ -284,6 +285,7 @@ impl BenchOptions {
         let percentile_metrics = parse_metrics(&a.percentile_metrics)?;
         let percentiles = parse_percentiles(&a.metric_percentiles)?;
         let save_result = save_result_path(a, &rates, &model, api, now_compact)?;
+        let prefix_hit_ratios = parse_prefix_hit_ratios(a, &dataset, &rates)?;
         check_plot(a)?;
         let dispatch_lag_warn = parse_dispatch_lag_warn(a.dispatch_lag_warn_ms)?;
         let mock = a.mock.then(|| parse_mock(a)).transpose()?;
@@ -326,7 +328,7 @@ impl BenchOptions {
             output_len: a.output_len,
             len_dist,
             shared_prefix_len: a.shared_prefix_len,
-            prefix_hit_ratio: parse_prefix_hit_ratio(a, &dataset)?,
+            prefix_hit_ratios,
             lora_split,
             dataset,
             no_nonce: a.no_nonce,
@@ -1463,6 +1465,73 @@ mod tests {
     }
 
     #[test]
+    fn prefix_hit_ratios_are_a_list_of_shares_each_once() {
+        assert_eq!(
+            parse_hit_ratio_list("0, 0.25,0.5,1").unwrap(),
+            vec![0.0, 0.25, 0.5, 1.0]
+        );
+        // The order given is the order run.
+        assert_eq!(parse_hit_ratio_list("1,0").unwrap(), vec![1.0, 0.0]);
+        assert_eq!(parse_hit_ratio_list("-0").unwrap(), vec![0.0]);
+        let refused = |t: &str| parse_hit_ratio_list(t).unwrap_err().0;
+        assert_eq!(
+            refused("0.5,1.5"),
+            "--prefix-hit-ratio 1.5: must be a share between 0 and 1"
+        );
+        assert_eq!(
+            refused("0.5,half"),
+            "--prefix-hit-ratio: \"half\" is not a number (a share between 0 and 1)"
+        );
+        assert!(refused("0.5,").contains("\"\" is not a number"));
+        assert!(refused("NaN").contains("between 0 and 1"));
+        assert_eq!(
+            refused("0.5,0,0.50"),
+            "--prefix-hit-ratio: 0.50 is listed twice"
+        );
+        assert_eq!(refused("0,-0"), "--prefix-hit-ratio: -0 is listed twice");
+    }
+
+    #[test]
+    fn several_prefix_hit_ratios_and_the_plan() {
+        let base = "--mock --shared-prefix-len 16 --prefix-hit-ratio 0,0.5";
+        let o = opts(&format!("{base} --rate 4")).unwrap();
+        assert_eq!(o.prefix_hit_ratios, vec![0.0, 0.5]);
+        assert!(opts(&format!("{base} --sweep 2,4")).is_ok());
+        assert!(opts(&format!("{base} --rate 4 --plot p.svg")).is_ok());
+        assert!(
+            err(&format!("{base} --sweep 2,4 --plot p.svg")).starts_with("--plot draws one curve")
+        );
+        assert!(
+            err(&format!("{base} --find-max-rate --min-goodput-ratio 0.9"))
+                .contains("--find-max-rate: the search finds one rate")
+        );
+        // One ratio searches as before.
+        assert!(
+            opts(
+                "--mock --shared-prefix-len 16 --prefix-hit-ratio 0.5 --find-max-rate \
+                  --min-goodput-ratio 0.9"
+            )
+            .is_ok()
+        );
+        assert!(
+            opts("--mock --rate 4")
+                .unwrap()
+                .prefix_hit_ratios
+                .is_empty()
+        );
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/mooncake-200.jsonl"
+        );
+        assert!(
+            err(&format!(
+                "--mock --trace {trace} --shared-prefix-len 16 --prefix-hit-ratio 0.5"
+            ))
+            .contains("it takes no --dataset, --prompt, --trace or --turns")
+        );
+    }
+
+    #[test]
     fn find_max_rate_and_precision() {
         let o = opts("--mock --find-max-rate --rate 2 --min-goodput-ratio 0.9").unwrap();
         assert_eq!(
@@ -1748,31 +1817,77 @@ fn parse_lora_split(
         })
 }
 
-/// `--prefix-hit-ratio R`: a share of synthetic requests with the shared prefix.
-fn parse_prefix_hit_ratio(
+/// `--prefix-hit-ratio R1,R2,..`: shares of synthetic requests with the shared prefix,
+/// each a pass of the rate plan.
+fn parse_prefix_hit_ratios(
     a: &BenchArgs,
     dataset: &Dataset,
-) -> std::result::Result<Option<f64>, UsageError> {
-    let Some(r) = a.prefix_hit_ratio else {
-        return Ok(None);
+    rates: &RatePlan,
+) -> std::result::Result<Vec<f64>, UsageError> {
+    let Some(text) = &a.prefix_hit_ratio else {
+        return Ok(Vec::new());
     };
-    if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
-        return Err(UsageError::new(format!(
-            "--prefix-hit-ratio {r}: must be a share between 0 and 1"
-        )));
-    }
+    let ratios = parse_hit_ratio_list(text)?;
     if a.shared_prefix_len == 0 {
         return Err(UsageError::new(
             "--prefix-hit-ratio needs --shared-prefix-len: the prefix the hits share",
         ));
     }
-    if !matches!(dataset, Dataset::Random) || a.turns.is_some_and(|t| t > 1) {
+    // A trace builds its own prompts: the ratio would be reported and never applied.
+    if !matches!(dataset, Dataset::Random) || a.turns.is_some_and(|t| t > 1) || a.trace.is_some() {
         return Err(UsageError::new(
             "--prefix-hit-ratio shapes synthetic single requests: it takes no --dataset, \
-             --prompt or --turns",
+             --prompt, --trace or --turns",
         ));
     }
-    Ok(Some(r))
+    if ratios.len() > 1 {
+        check_hit_ratio_sweep(a, rates)?;
+    }
+    Ok(ratios)
+}
+
+/// What several hit ratios do not combine with: the search (it finds one rate) and a
+/// plot of several rates (one curve has one x axis).
+fn check_hit_ratio_sweep(a: &BenchArgs, rates: &RatePlan) -> Result<()> {
+    match rates {
+        RatePlan::FindMax { .. } => Err(UsageError::new(
+            "--prefix-hit-ratio with several values and --find-max-rate: the search finds \
+             one rate; search at one ratio per run",
+        )),
+        RatePlan::Fixed(r) if r.len() > 1 && a.plot.is_some() => Err(UsageError::new(
+            "--plot draws one curve: with several --prefix-hit-ratio values give one --rate \
+             (the hit ratio is then the x axis), or one ratio with --sweep",
+        )),
+        RatePlan::Fixed(_) => Ok(()),
+    }
+}
+
+/// `0,0.25,0.5`: shares in [0, 1], each once (a ratio is part of its rows' key), in
+/// the order given.
+pub fn parse_hit_ratio_list(text: &str) -> Result<Vec<f64>> {
+    let mut out: Vec<f64> = Vec::new();
+    for part in text.split(',') {
+        let t = part.trim();
+        let r: f64 = t.parse().map_err(|_| {
+            UsageError::new(format!(
+                "--prefix-hit-ratio: {t:?} is not a number (a share between 0 and 1)"
+            ))
+        })?;
+        if !(r.is_finite() && (0.0..=1.0).contains(&r)) {
+            return Err(UsageError::new(format!(
+                "--prefix-hit-ratio {t}: must be a share between 0 and 1"
+            )));
+        }
+        // -0 is 0: written and compared as 0.
+        let r = r + 0.0;
+        if out.contains(&r) {
+            return Err(UsageError::new(format!(
+                "--prefix-hit-ratio: {t} is listed twice"
+            )));
+        }
+        out.push(r);
+    }
+    Ok(out)
 }
 
 /// `--header NAME:VALUE`, each checked.

@@ -1,6 +1,6 @@
-//! The logic of `bench` above one run: which rates run in which order (a fixed list or
-//! the max-rate search), which rows the table shows, and what the results mean for
-//! the exit code. It calls an [`Executor`] to run one rate, so it is tested with a
+//! The logic of `bench` above one run: which rates run in which order (a fixed list,
+//! once per prefix hit ratio, or the max-rate search), which rows the table shows, and
+//! what the results mean for the exit code. It calls an [`Executor`] to run one rate, so it is tested with a
 //! fake one (exact numbers, no server); `run.rs` holds the real executor over the
 //! runner and the client.
 
@@ -9,9 +9,9 @@ use crate::bench::search::{self, SearchResult};
 use crate::exit;
 use crate::rate::Rate;
 use crate::record::RequestRecord;
-use crate::report::RateReport;
 use crate::report::gate::{self, GateResult};
 use crate::report::stop::StoppedEarly;
+use crate::report::{RateReport, hit_ratios_vary};
 
 /// What one run at one rate produced.
 #[derive(Debug, Clone)]
@@ -24,8 +24,9 @@ pub struct RateRun {
 /// Runs the load at one rate. The bench logic asks nothing else of a run.
 #[allow(async_fn_in_trait)] // Used generically within the crate, never as `dyn`.
 pub trait Executor {
-    /// One run at `rate` (the rate of the whole run, all shards together).
-    async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun>;
+    /// One run at `rate` (the rate of the whole run, all shards together), a share
+    /// `hit_ratio` of its requests starting with the shared prefix when given.
+    async fn run_rate(&mut self, rate: Rate, hit_ratio: Option<f64>) -> anyhow::Result<RateRun>;
 
     /// Whether the user interrupted the bench: no further rate is started.
     fn interrupted(&self) -> bool;
@@ -39,43 +40,35 @@ pub struct PlanResult {
     pub search: Option<SearchResult>,
 }
 
-/// Runs the plan: each fixed rate in the order given (stopping early when
-/// interrupted), or the max-rate search over `gates` (their texts, for messages).
+/// Runs the plan: each fixed rate in the order given, once per prefix hit ratio in the
+/// order given (`hit_ratios`, empty without `--prefix-hit-ratio`), stopping early when
+/// interrupted or a run stopped; or the max-rate search over `gates` (their texts, for
+/// messages) at the one ratio there may be.
 pub async fn run_plan<E: Executor>(
     plan: &RatePlan,
+    hit_ratios: &[f64],
     gates: &str,
     exec: &mut E,
 ) -> anyhow::Result<PlanResult> {
-    let mut runs = Vec::new();
-    let search = match plan {
-        RatePlan::Fixed(rates) => {
-            for &rate in rates {
-                let run = exec.run_rate(rate).await?;
-                let stopped = run.report.stopped_early.is_some();
-                runs.push(run);
-                // A run stopped by --max-error-rate ends the sweep: higher rates of a
-                // failing endpoint only cost more.
-                if stopped || exec.interrupted() {
-                    break;
-                }
-            }
-            None
-        }
+    match plan {
+        RatePlan::Fixed(rates) => run_fixed(rates, hit_ratios, exec).await,
         &RatePlan::FindMax {
             start,
             precision,
             limit,
         } => {
+            let hit_ratio = hit_ratios.first().copied();
             eprintln!(
                 "searching for the highest rate passing {gates} (precision {precision}, limit {limit} req/s)"
             );
+            let mut runs = Vec::new();
             let (runs_ref, stopped) = (&mut runs, &mut false);
             let result = search::find_max_rate(start.per_second(), precision, limit, async |r| {
                 let rate = Rate::new(r).unwrap_or(start);
                 if exec.interrupted() {
                     anyhow::bail!("interrupted");
                 }
-                let run = exec.run_rate(rate).await?;
+                let run = exec.run_rate(rate, hit_ratio).await?;
                 if run.report.stopped_early.is_some() {
                     // Ends the search as it ends a sweep; the verdict names the run.
                     runs_ref.push(run);
@@ -91,13 +84,40 @@ pub async fn run_plan<E: Executor>(
                 Ok(passed)
             })
             .await;
-            match result {
+            let search = match result {
                 Err(_) if *stopped => None,
                 result => Some(result?),
+            };
+            Ok(PlanResult { runs, search })
+        }
+    }
+}
+
+/// The fixed rates, once per hit ratio (once without any).
+async fn run_fixed<E: Executor>(
+    rates: &[Rate],
+    hit_ratios: &[f64],
+    exec: &mut E,
+) -> anyhow::Result<PlanResult> {
+    let passes: Vec<Option<f64>> = if hit_ratios.is_empty() {
+        vec![None]
+    } else {
+        hit_ratios.iter().copied().map(Some).collect()
+    };
+    let mut runs = Vec::new();
+    'plan: for hit_ratio in passes {
+        for &rate in rates {
+            let run = exec.run_rate(rate, hit_ratio).await?;
+            let stopped = run.report.stopped_early.is_some();
+            runs.push(run);
+            // A run stopped by --max-error-rate ends the whole plan: further rates and
+            // ratios of a failing endpoint only cost more.
+            if stopped || exec.interrupted() {
+                break 'plan;
             }
         }
-    };
-    Ok(PlanResult { runs, search })
+    }
+    Ok(PlanResult { runs, search: None })
 }
 
 /// How a bench ended, for its last message and its exit code.
@@ -187,11 +207,13 @@ impl PlanResult {
         if interrupted {
             return Verdict::Interrupted;
         }
-        if let Some(r) = self.runs.iter().find(|r| r.report.stopped_early.is_some())
-            && let Some(stopped) = r.report.stopped_early
+        let reports: Vec<RateReport> = self.runs.iter().map(|r| r.report.clone()).collect();
+        let vary = hit_ratios_vary(&reports);
+        if let Some(r) = reports.iter().find(|r| r.stopped_early.is_some())
+            && let Some(stopped) = r.stopped_early
         {
             return Verdict::StoppedEarly {
-                rate: r.report.rate.to_string(),
+                rate: r.row_name(vary),
                 stopped,
             };
         }
@@ -205,10 +227,9 @@ impl PlanResult {
                 (None, _) => Verdict::NothingPasses,
             };
         }
-        let verdicts: Vec<(String, Vec<GateResult>)> = self
-            .runs
+        let verdicts: Vec<(String, Vec<GateResult>)> = reports
             .iter()
-            .map(|r| (r.report.rate.to_string(), r.report.gates.clone()))
+            .map(|r| (r.row_name(vary), r.gates.clone()))
             .collect();
         match gate::first_failure(&verdicts) {
             Some((rate, gate)) => Verdict::GateFailed { rate, gate },
@@ -230,6 +251,8 @@ mod tests {
         knee: f64,
         gates: Vec<Gate>,
         ran: Vec<f64>,
+        /// The hit ratio of each run.
+        hit_ratios: Vec<Option<f64>>,
         /// Interrupt after this many runs.
         interrupt_after: Option<usize>,
         /// Runs above this rate stop early (`--max-error-rate`).
@@ -242,6 +265,7 @@ mod tests {
                 knee,
                 gates: gates.iter().map(|g| g.parse().unwrap()).collect(),
                 ran: Vec::new(),
+                hit_ratios: Vec::new(),
                 interrupt_after: None,
                 stops_above: f64::INFINITY,
             }
@@ -249,9 +273,15 @@ mod tests {
     }
 
     impl Executor for Fake {
-        async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+        async fn run_rate(
+            &mut self,
+            rate: Rate,
+            hit_ratio: Option<f64>,
+        ) -> anyhow::Result<RateRun> {
             self.ran.push(rate.per_second());
+            self.hit_ratios.push(hit_ratio);
             let mut report = sample_report(rate.per_second());
+            report.prefix_hit_ratio = hit_ratio;
             if rate.per_second() > self.knee {
                 report.goodput_ratio = Some(0.5);
             }
@@ -277,7 +307,7 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_runs_its_rates_in_the_order_given() {
         let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
-        let r = run_plan(&fixed(&[8.0, 2.0, 32.0]), "", &mut fake)
+        let r = run_plan(&fixed(&[8.0, 2.0, 32.0]), &[], "", &mut fake)
             .await
             .unwrap();
         assert_eq!(fake.ran, vec![8.0, 2.0, 32.0]);
@@ -288,10 +318,82 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn each_hit_ratio_runs_the_rates_in_the_order_given() {
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        let r = run_plan(&fixed(&[8.0, 2.0]), &[0.5, 0.0, 1.0], "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran, vec![8.0, 2.0, 8.0, 2.0, 8.0, 2.0]);
+        let h = |v: f64| Some(v);
+        assert_eq!(
+            fake.hit_ratios,
+            vec![h(0.5), h(0.5), h(0.0), h(0.0), h(1.0), h(1.0)]
+        );
+        let rows: Vec<(f64, Option<f64>)> = r
+            .rows()
+            .iter()
+            .map(|r| (r.rate.per_second(), r.prefix_hit_ratio))
+            .collect();
+        assert_eq!(rows[2], (8.0, h(0.0)));
+        assert_eq!(r.verdict(false), Verdict::Passed);
+        // Without the flag: one pass, no ratio.
+        let mut fake = Fake::new(100.0, &[]);
+        run_plan(&fixed(&[8.0]), &[], "", &mut fake).await.unwrap();
+        assert_eq!(fake.hit_ratios, vec![None]);
+    }
+
+    #[tokio::test]
+    async fn a_hit_ratio_sweep_stops_whole_and_names_its_failing_row() {
+        // A stopped run ends the later ratios too.
+        let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
+        fake.stops_above = 10.0;
+        let r = run_plan(&fixed(&[4.0, 16.0]), &[0.0, 1.0], "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran, vec![4.0, 16.0]);
+        let Verdict::StoppedEarly { rate, .. } = r.verdict(false) else {
+            panic!("{:?}", r.verdict(false));
+        };
+        // Only one ratio ran: the rows, and so their names, do not differ in it.
+        assert_eq!(rate, "16");
+        // So does an interrupt.
+        let mut fake = Fake::new(100.0, &[]);
+        fake.interrupt_after = Some(1);
+        run_plan(&fixed(&[4.0]), &[0.0, 0.5, 1.0], "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran, vec![4.0]);
+        // Gates apply to every row; the first failing one is named by rate and ratio.
+        let mut fake = Fake::new(10.0, &["goodput-ratio>=0.8"]);
+        let r = run_plan(&fixed(&[4.0, 16.0]), &[0.25, 0.75], "", &mut fake)
+            .await
+            .unwrap();
+        assert_eq!(fake.ran.len(), 4);
+        let Verdict::GateFailed { rate, .. } = r.verdict(false) else {
+            panic!("{:?}", r.verdict(false));
+        };
+        assert_eq!(rate, "16 (hit ratio 0.25)");
+    }
+
+    #[tokio::test]
+    async fn the_search_runs_at_its_one_hit_ratio() {
+        let mut fake = Fake::new(3.0, &["goodput-ratio>=0.8"]);
+        let plan = RatePlan::FindMax {
+            start: Rate::new(1.0).unwrap(),
+            precision: Precision::PerSecond(1.0),
+            limit: 1024.0,
+        };
+        run_plan(&plan, &[0.5], "goodput-ratio>=0.8", &mut fake)
+            .await
+            .unwrap();
+        assert!(fake.hit_ratios.iter().all(|h| *h == Some(0.5)));
+    }
+
+    #[tokio::test]
     async fn a_run_stopped_early_ends_the_sweep_and_the_search_and_exits_3() {
         let mut fake = Fake::new(100.0, &["goodput-ratio>=0.8"]);
         fake.stops_above = 10.0;
-        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), "", &mut fake)
+        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), &[], "", &mut fake)
             .await
             .unwrap();
         assert_eq!(fake.ran, vec![4.0, 16.0]);
@@ -314,7 +416,7 @@ mod tests {
             precision: Precision::PerSecond(1.0),
             limit: 1000.0,
         };
-        let r = run_plan(&plan, "goodput-ratio>=0.8", &mut fake)
+        let r = run_plan(&plan, &[], "goodput-ratio>=0.8", &mut fake)
             .await
             .unwrap();
         // The search doubles from 4 and ends at the first run that stopped.
@@ -326,7 +428,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_gate_exits_3_naming_the_first_failing_rate() {
         let mut fake = Fake::new(10.0, &["goodput-ratio>=0.8"]);
-        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), "", &mut fake)
+        let r = run_plan(&fixed(&[4.0, 16.0, 64.0]), &[], "", &mut fake)
             .await
             .unwrap();
         let v = r.verdict(false);
@@ -344,7 +446,7 @@ mod tests {
     async fn an_interrupt_stops_the_sweep_and_exits_1() {
         let mut fake = Fake::new(100.0, &[]);
         fake.interrupt_after = Some(2);
-        let r = run_plan(&fixed(&[1.0, 2.0, 4.0, 8.0]), "", &mut fake)
+        let r = run_plan(&fixed(&[1.0, 2.0, 4.0, 8.0]), &[], "", &mut fake)
             .await
             .unwrap();
         assert_eq!(fake.ran, vec![1.0, 2.0]);
@@ -360,7 +462,7 @@ mod tests {
             precision: Precision::PerSecond(0.25),
             limit: 1024.0,
         };
-        let r = run_plan(&plan, "goodput-ratio>=0.8", &mut fake)
+        let r = run_plan(&plan, &[], "goodput-ratio>=0.8", &mut fake)
             .await
             .unwrap();
         assert_eq!(
@@ -390,7 +492,7 @@ mod tests {
             precision: Precision::PerSecond(0.5),
             limit: 1024.0,
         };
-        let r = run_plan(&plan, "goodput-ratio>=0.8", &mut fake)
+        let r = run_plan(&plan, &[], "goodput-ratio>=0.8", &mut fake)
             .await
             .unwrap();
         assert_eq!(fake.ran, vec![8.0, 4.0, 2.0, 1.0, 0.5]);
@@ -406,7 +508,7 @@ mod tests {
             precision: Precision::PerSecond(0.5),
             limit: 10.0,
         };
-        let r = run_plan(&plan, "", &mut fake).await.unwrap();
+        let r = run_plan(&plan, &[], "", &mut fake).await.unwrap();
         assert_eq!(fake.ran, vec![1.0, 2.0, 4.0, 8.0, 10.0]);
         assert_eq!(r.verdict(false), Verdict::AtLimit { max: 10.0 });
     }
@@ -420,7 +522,7 @@ mod tests {
             precision: Precision::PerSecond(0.5),
             limit: 1024.0,
         };
-        let e = run_plan(&plan, "", &mut fake).await.unwrap_err();
+        let e = run_plan(&plan, &[], "", &mut fake).await.unwrap_err();
         assert_eq!(e.to_string(), "interrupted");
         assert_eq!(fake.ran, vec![1.0, 2.0, 4.0]);
     }

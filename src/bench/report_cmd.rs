@@ -10,12 +10,11 @@ use std::time::Duration;
 use crate::bench::args::{CompareArgs, MergeArgs, ReportArgs, ReportCommand};
 use crate::bench::options::{computed_percentiles, parse_metrics, parse_percentiles, parse_slo};
 use crate::exit::{self, UsageError};
-use crate::rate::Rate;
-use crate::report::compare;
 use crate::report::gate::{self, Gate};
 use crate::report::jsonl::JsonlWriter;
 use crate::report::merge::{merged_report, missing_shards, read_groups};
 use crate::report::table;
+use crate::report::{compare, hit_ratios_vary};
 
 /// `llmprobe report …`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -123,27 +122,26 @@ fn run_merge(a: &MergeArgs) -> anyhow::Result<ExitCode> {
         return Err(UsageError::new("no records in the given files").into());
     }
     let mut out = a.json_out.as_deref().map(JsonlWriter::create).transpose()?;
-    let mut reports = Vec::new();
-    for g in &groups {
+    let reports: Vec<_> = groups
+        .iter()
+        .map(|g| {
+            let percentiles = computed_percentiles(&percentiles, &gates);
+            merged_report(g, slo, percentiles, gates.clone(), lag_warn)
+        })
+        .collect();
+    let vary = hit_ratios_vary(&reports);
+    for (g, r) in groups.iter().zip(&reports) {
         for w in missing_shards(g) {
-            eprintln!("WARNING: rate {}: {w}", Rate::as_written(g.rate));
+            eprintln!("WARNING: rate {}: {w}", r.row_name(vary));
         }
-        let r = merged_report(
-            g,
-            slo,
-            computed_percentiles(&percentiles, &gates),
-            gates.clone(),
-            lag_warn,
-        );
         if let Some(w) = out.as_mut() {
-            w.write(&r)?;
+            w.write(r)?;
         }
-        reports.push(r);
     }
     print!("{}", table::render(&reports, &metrics, &percentiles));
     let verdicts: Vec<(String, Vec<gate::GateResult>)> = reports
         .iter()
-        .map(|r| (r.rate.to_string(), r.gates.clone()))
+        .map(|r| (r.row_name(vary), r.gates.clone()))
         .collect();
     if let Some((rate, g)) = gate::first_failure(&verdicts) {
         eprintln!("SLO gate failed at rate {rate}: {}", g.gate);

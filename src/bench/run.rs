@@ -160,6 +160,8 @@ struct Bench {
     gpus: Option<GpuMeter>,
     /// Output tokens of every request of the current rate's runs (for its energy).
     output_tokens: u64,
+    /// The `--prefix-hit-ratio` of the current rate's runs.
+    hit_ratio: Option<f64>,
 }
 
 impl Bench {
@@ -268,6 +270,7 @@ impl Bench {
             reference: None,
             gpus,
             output_tokens: 0,
+            hit_ratio: None,
         })
     }
 
@@ -281,7 +284,8 @@ impl Bench {
             })?;
         }
         let plan = self.opts.rates.clone();
-        let result = plan::run_plan(&plan, &self.gate_list(), &mut self).await?;
+        let hit_ratios = self.opts.prefix_hit_ratios.clone();
+        let result = plan::run_plan(&plan, &hit_ratios, &self.gate_list(), &mut self).await?;
         let rows = result.rows();
         print!(
             "{}",
@@ -292,8 +296,9 @@ impl Bench {
                 println!("{}", trace_line(t, r));
             }
         }
+        let vary = report::hit_ratios_vary(&rows);
         for r in &rows {
-            if let Some(line) = self_check_line(r) {
+            if let Some(line) = self_check_line(r, &r.row_name(vary)) {
                 println!("{line}");
             }
         }
@@ -309,6 +314,11 @@ impl Bench {
         let verdict = result.verdict(self.cancel.is_cancelled());
         verdict.print(&self.gate_list());
         Ok(ExitCode::from(verdict.exit_code()))
+    }
+
+    /// The name of the current run's row in messages (`report::row_name`).
+    fn run_name(&self, rate: Rate) -> String {
+        report::row_name(rate, self.hit_ratio, self.opts.prefix_hit_ratios.len() > 1)
     }
 
     fn gate_list(&self) -> String {
@@ -329,12 +339,18 @@ impl Bench {
         // A fresh prompt nonce per run, so a server's prefix cache cannot remember the
         // previous rate (or a previous invocation); lengths and arrivals stay seeded.
         let nonce = run_nonce(self.nonce_base, self.runs);
-        let workload = Arc::new(
-            (*self.workload)
-                .clone()
-                .with_run_nonce(nonce)
-                .with_seed(seed),
-        );
+        let workload = (*self.workload)
+            .clone()
+            .with_run_nonce(nonce)
+            .with_seed(seed);
+        // The hit ratio's prefix is the run's own (drawn from its nonce): a prefix an
+        // earlier run sent would be warm, and the hit share would overstate the ratio.
+        let workload = Arc::new(match self.hit_ratio {
+            Some(r) => workload
+                .with_prefix_share(r, nonce)
+                .map_err(|e| exit::UsageError::new(format!("--prefix-hit-ratio: {e:#}")))?,
+            None => workload,
+        });
         self.runs += 1;
         // With a count whose prompts fit in PREBUILD_MAX_BYTES, every request is built
         // before the clock starts; otherwise each is built in its own task just before
@@ -413,7 +429,8 @@ impl Bench {
         if self.opts.warmup_auto {
             let (c, dropped) = auto_warmup(self.opts.slo, &mut records);
             eprintln!(
-                "rate {rate}: --warmup auto (MSER-5 on TTFT) left out the first {dropped} requests"
+                "rate {}: --warmup auto (MSER-5 on TTFT) left out the first {dropped} requests",
+                self.run_name(rate)
             );
             collector = c;
         }
@@ -445,6 +462,7 @@ impl Bench {
             records_file: self.records_out.as_mut().map(|out| RecordsFile {
                 out,
                 rate,
+                prefix_hit_ratio: self.hit_ratio,
                 run_id,
                 shard: opts.shard,
                 warmup: opts.warmup,
@@ -538,6 +556,7 @@ impl Bench {
         let ctx = ReportContext {
             inputs: Some(self.inputs()),
             rate,
+            prefix_hit_ratio: self.hit_ratio,
             process_rate,
             shard: opts.shard,
             percentiles: opts.computed_percentiles(),
@@ -560,7 +579,8 @@ impl Bench {
         // The table repeats it on stdout; say it on stderr too when stdout goes to a file.
         if report.client_behind && !std::io::stdout().is_terminal() {
             eprintln!(
-                "WARNING: rate {rate}: dispatch lag p99 {:.2} ms > {} ms: the client fell behind its schedule",
+                "WARNING: rate {}: dispatch lag p99 {:.2} ms > {} ms: the client fell behind its schedule",
+                self.run_name(rate),
                 report.dispatch_lag_ms.p99.unwrap_or(0.0),
                 report.dispatch_lag_warn_ms
             );
@@ -591,7 +611,7 @@ impl Bench {
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style);
         }
-        bar.set_message(format!("rate {rate}"));
+        bar.set_message(format!("rate {}", self.run_name(rate)));
         bar.enable_steady_tick(Duration::from_millis(200));
         bar
     }
@@ -616,7 +636,7 @@ impl Bench {
                 _ => None,
             },
             shared_prefix_len: o.shared_prefix_len,
-            prefix_hit_ratio: o.prefix_hit_ratio,
+            prefix_hit_ratio: self.hit_ratio,
             dataset: match &o.dataset {
                 Dataset::Random => "random".to_string(),
                 Dataset::ShareGpt(p) => format!("sharegpt:{}", p.display()),
@@ -685,7 +705,9 @@ impl Bench {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        // One file per rate, as vLLM writes one per run; a sweep gets `-RATEqps` added.
+        // One file per rate, as vLLM writes one per run; a sweep gets `-RATEqps` added,
+        // and `-hitR` when it runs several hit ratios.
+        let ratios_vary = self.opts.prefix_hit_ratios.len() > 1;
         for RateRun { report, records } in runs {
             let file = if runs.len() == 1 {
                 path.to_path_buf()
@@ -694,7 +716,11 @@ impl Bench {
                     .file_stem()
                     .and_then(|s| s.to_str())
                     .unwrap_or("result");
-                path.with_file_name(format!("{stem}-{}qps.json", report.rate))
+                let hit = match report.prefix_hit_ratio {
+                    Some(h) if ratios_vary => format!("-hit{h}"),
+                    _ => String::new(),
+                };
+                path.with_file_name(format!("{stem}-{}qps{hit}.json", report.rate))
             };
             let value = report::vllm::result(report, records, &ctx);
             let text = serde_json::to_string_pretty(&value)?;
@@ -709,7 +735,8 @@ impl Bench {
 impl Executor for Bench {
     /// `--repeat` runs of `rate` (each with its own seed) folded into one row, written
     /// to `--json-out`.
-    async fn run_rate(&mut self, rate: Rate) -> anyhow::Result<RateRun> {
+    async fn run_rate(&mut self, rate: Rate, hit_ratio: Option<f64>) -> anyhow::Result<RateRun> {
+        self.hit_ratio = hit_ratio;
         let before = self.self_check(rate).await?;
         let gpus_before = self.read_gpus(rate).await;
         self.output_tokens = 0;
@@ -948,8 +975,9 @@ fn auto_warmup(slo: Slo, records: &mut Vec<RequestRecord>) -> (Collector, u64) {
     (collector, dropped)
 }
 
-/// The `--self-check` line of a row: this client's own error, before and after.
-fn self_check_line(r: &RateReport) -> Option<String> {
+/// The `--self-check` line of a row (named `name`): this client's own error, before
+/// and after.
+fn self_check_line(r: &RateReport, name: &str) -> Option<String> {
     let sc = r.self_check.as_ref()?;
     let part = |when: &str| {
         let v = &sc[when];
@@ -974,8 +1002,7 @@ fn self_check_line(r: &RateReport) -> Option<String> {
         )
     };
     Some(format!(
-        "self-check, rate {}: this client's own error against a reference engine on this machine\n  {}\n  {}",
-        r.rate,
+        "self-check, rate {name}: this client's own error against a reference engine on this machine\n  {}\n  {}",
         part("before"),
         part("after")
     ))
@@ -1076,13 +1103,8 @@ fn build_prompts(opts: &BenchOptions, tokenizer: Option<Tokenizer>) -> anyhow::R
         prompts
     };
     let (path, format) = match &opts.dataset {
-        Dataset::Random => {
-            let w = Workload::synthetic(input, output, prompts, opts.seed)?;
-            return Ok(match opts.prefix_hit_ratio {
-                Some(r) => w.with_prefix_share(r),
-                None => w,
-            });
-        }
+        // A --prefix-hit-ratio share is set per run (`Bench::run_one`).
+        Dataset::Random => return Ok(Workload::synthetic(input, output, prompts, opts.seed)?),
         Dataset::ShareGpt(p) => (p, crate::workload::dataset::DatasetFormat::ShareGpt),
         Dataset::Jsonl(p) => (p, crate::workload::dataset::DatasetFormat::Jsonl),
         Dataset::Golden(set) => {

@@ -22,6 +22,8 @@ pub struct ReportContext {
     pub inputs: Option<RunInputs>,
     /// Configured rate of the whole run.
     pub rate: Rate,
+    /// The run's `--prefix-hit-ratio`, with the rate the row's key.
+    pub prefix_hit_ratio: Option<f64>,
     /// Configured rate of this process.
     pub process_rate: Rate,
     pub shard: Option<Shard>,
@@ -97,6 +99,7 @@ pub fn from_summary(s: &Summary, ctx: &ReportContext) -> RateReport {
         shard: ctx.shard,
         inputs: ctx.inputs.clone(),
         rate: ctx.rate,
+        prefix_hit_ratio: ctx.prefix_hit_ratio,
         process_rate: ctx.process_rate,
         offered_rate: s.offered_rate,
         achieved_rate: s.achieved_rate,

@@ -1,5 +1,5 @@
-//! `report compare BASE NEW`: two `--json-out` files side by side, rate by rate and
-//! figure by figure, with the change and whether it is outside the noise. With repeat
+//! `report compare BASE NEW`: two `--json-out` files side by side, row by row (a row is
+//! a rate, and a prefix hit ratio when the file has one) and figure by figure, with the change and whether it is outside the noise. With repeat
 //! runs in both files (their `ci95`), a change is outside the noise when the two 95 %
 //! intervals do not overlap; without them there is no noise estimate and every change
 //! counts. A regression is a change the wrong way by more than the threshold that is
@@ -97,6 +97,20 @@ fn rate_key(line: &Value) -> String {
     }
 }
 
+/// A row's key: its rate as written, with its prefix hit ratio when it has one (files
+/// written before the ratio was part of the key carry it in `inputs` only).
+fn row_key(line: &Value) -> String {
+    let rate = rate_key(line);
+    let hit = line
+        .get("prefix_hit_ratio")
+        .and_then(Value::as_f64)
+        .or_else(|| line["inputs"]["prefix_hit_ratio"].as_f64());
+    match (hit, rate.parse::<Rate>()) {
+        (Some(h), Ok(r)) => crate::report::row_name(r, Some(h), true),
+        _ => rate,
+    }
+}
+
 fn intervals(line: &Value) -> BTreeMap<String, [f64; 2]> {
     let mut out = BTreeMap::new();
     if let Some(Value::Object(ci)) = line.get("ci95") {
@@ -109,14 +123,14 @@ fn intervals(line: &Value) -> BTreeMap<String, [f64; 2]> {
     out
 }
 
-/// Compares the lines of two files; rows are matched by `rate` (the last line of a rate
-/// wins, as a re-run replaces an earlier one). `threshold` is the relative change that
+/// Compares the lines of two files; rows are matched by `rate` and prefix hit ratio
+/// ([`row_key`]; the last line of a row wins, as a re-run replaces an earlier one). `threshold` is the relative change that
 /// counts as a regression (0.05 = 5 %).
 pub fn compare(base: &[Value], new: &[Value], threshold: f64) -> Comparison {
     let by_rate = |lines: &[Value]| -> Vec<(String, Value)> {
         let mut out: Vec<(String, Value)> = Vec::new();
         for l in lines {
-            let k = rate_key(l);
+            let k = row_key(l);
             out.retain(|(r, _)| *r != k);
             out.push((k, l.clone()));
         }
@@ -362,6 +376,37 @@ mod tests {
             .unwrap();
         assert_eq!((f.noise, f.regression), (Noise::Outside, true));
         assert!(render(&c, 0.05).contains("50.000 ± 1.000"));
+    }
+
+    #[test]
+    fn rows_are_matched_by_rate_and_hit_ratio() {
+        let at = |hit: f64, p99: f64| {
+            let mut l = line(8.0, p99, 400.0);
+            l["prefix_hit_ratio"] = json!(hit);
+            l["inputs"] = json!({"prefix_hit_ratio": hit});
+            l
+        };
+        // The same rate at two ratios: each row meets its own, not the other.
+        let base = [at(0.0, 80.0), at(1.0, 40.0)];
+        let new = [at(1.0, 40.0), at(0.0, 80.0)];
+        let c = compare(&base, &new, 0.05);
+        let rows: Vec<&str> = c.rates.iter().map(|r| r.rate.as_str()).collect();
+        assert_eq!(rows, ["8 (hit ratio 0)", "8 (hit ratio 1)"]);
+        assert_eq!(c.regressions().count(), 0);
+        assert!(render(&c, 0.05).starts_with("rate 8 (hit ratio 0): base 1 run"));
+        // A file written before the top-level key: its inputs say the ratio.
+        let mut old = at(1.0, 30.0);
+        old.as_object_mut().unwrap().remove("prefix_hit_ratio");
+        let c = compare(&[old], &new, 0.05);
+        let regs: Vec<(&str, &str)> = c.regressions().map(|(r, f)| (r, f.key.as_str())).collect();
+        assert_eq!(regs, [("8 (hit ratio 1)", "ttft_ms.p99")]);
+        // A row at a ratio and one without it are different workloads.
+        let c = compare(&[line(8.0, 50.0, 400.0)], &[at(0.5, 50.0)], 0.05);
+        assert!(c.rates.is_empty());
+        assert_eq!(
+            (c.only_in_base, c.only_in_new),
+            (vec!["8".to_string()], vec!["8 (hit ratio 0.5)".to_string()])
+        );
     }
 
     #[test]

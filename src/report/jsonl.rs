@@ -109,6 +109,10 @@ pub struct RecordLine {
     /// Rate of the whole run this request belongs to (req/s or `"inf"`); the key that
     /// groups records of a sweep.
     pub rate: Rate,
+    /// The run's `--prefix-hit-ratio`, with `rate` the key that groups records when a
+    /// bench runs several (absent without the flag).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_ratio: Option<f64>,
     /// Which run sent it: the run's start (RFC 3339) and prompt nonce, unique per run
     /// of each process. `report merge` tells separate runs apart by it (empty in files
     /// written before it existed: the file then stands for the run).
@@ -139,6 +143,7 @@ impl RecordLine {
         RecordLine {
             schema_version: SCHEMA_VERSION,
             rate,
+            prefix_hit_ratio: None,
             run: run.to_string(),
             shard,
             warmup,

@@ -41,20 +41,22 @@ pub struct Source {
     pub warmup: Vec<Duration>,
 }
 
-/// Every source's records at one rate.
+/// Every source's records at one rate (and prefix hit ratio).
 #[derive(Debug)]
 pub struct RateGroup {
     pub rate: f64,
+    /// The runs' `--prefix-hit-ratio`: runs at another ratio are another group.
+    pub prefix_hit_ratio: Option<f64>,
     /// Keyed by (run id, shard index): the run id is written in every line (the file
     /// stands in for it in files written before it was), so two runs of the same shard,
     /// or an unsharded run and shard 0 of another, stay apart.
     pub sources: BTreeMap<(String, Option<u32>), Source>,
 }
 
-/// Reads `--records` files and groups lines by rate (ascending) and source. A
-/// malformed line is a usage error naming file and line.
+/// Reads `--records` files and groups lines by rate and prefix hit ratio (ascending)
+/// and source. A malformed line is a usage error naming file and line.
 pub fn read_groups(files: &[impl AsRef<Path>]) -> anyhow::Result<Vec<RateGroup>> {
-    let mut groups: BTreeMap<u64, RateGroup> = BTreeMap::new();
+    let mut groups: BTreeMap<(u64, Option<u64>), RateGroup> = BTreeMap::new();
     for (file_index, file) in files.iter().enumerate() {
         let path = file.as_ref();
         let f = std::fs::File::open(path)
@@ -71,13 +73,16 @@ pub fn read_groups(files: &[impl AsRef<Path>]) -> anyhow::Result<Vec<RateGroup>>
                     n + 1
                 ))
             })?;
-            // Positive rates order like their bit patterns.
-            let g = groups
-                .entry(rec.rate.per_second().to_bits())
-                .or_insert_with(|| RateGroup {
-                    rate: rec.rate.per_second(),
-                    sources: BTreeMap::new(),
-                });
+            // Positive rates and ratios order like their bit patterns.
+            let key = (
+                rec.rate.per_second().to_bits(),
+                rec.prefix_hit_ratio.map(f64::to_bits),
+            );
+            let g = groups.entry(key).or_insert_with(|| RateGroup {
+                rate: rec.rate.per_second(),
+                prefix_hit_ratio: rec.prefix_hit_ratio,
+                sources: BTreeMap::new(),
+            });
             let run = if rec.run.is_empty() {
                 format!("file {file_index}")
             } else {
@@ -150,6 +155,7 @@ pub fn merged_report(
     let ctx = ReportContext {
         inputs: None,
         rate: Rate::as_written(g.rate),
+        prefix_hit_ratio: g.prefix_hit_ratio,
         process_rate: Rate::as_written(g.rate),
         shard: None,
         percentiles,
@@ -284,6 +290,7 @@ mod tests {
         let ctx = ReportContext {
             inputs: None,
             rate: Rate::new(8.0).unwrap(),
+            prefix_hit_ratio: None,
             process_rate: Rate::new(8.0).unwrap(),
             shard: None,
             percentiles: ps.clone(),

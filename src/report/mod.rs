@@ -139,7 +139,7 @@ pub struct RunInputs {
     /// Tokens of the prefix shared by every prompt (0 = a unique nonce starts each).
     pub shared_prefix_len: u32,
     /// The share of requests that start with that prefix (`--prefix-hit-ratio`; absent:
-    /// every one).
+    /// every one): this row's, one of a list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_hit_ratio: Option<f64>,
     /// `random`, `sharegpt:PATH`, `jsonl:PATH`, `prompt` or `golden:FILE` (`golden:builtin`).
@@ -303,6 +303,10 @@ pub struct RateReport {
     /// The configured request rate of the whole run (all shards together), req/s or
     /// `"inf"`: the row's key in a sweep.
     pub rate: Rate,
+    /// The share of requests that started with the shared prefix (`--prefix-hit-ratio`),
+    /// with `rate` the row's key when a bench runs several; absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_ratio: Option<f64>,
     /// The configured rate this process sent (`rate` / shards), req/s or `"inf"`.
     pub process_rate: Rate,
     /// Offered rate as realised: counted arrivals / scheduled span, req/s (null for an
@@ -483,6 +487,28 @@ impl RateReport {
     pub fn gates_passed(&self) -> bool {
         self.gates.iter().all(|g| g.passed)
     }
+
+    /// The row's name in messages: its rate, then its prefix hit ratio when the rows
+    /// of its bench differ in it (`8`, `8 (hit ratio 0.5)`).
+    pub fn row_name(&self, hit_ratios_vary: bool) -> String {
+        row_name(self.rate, self.prefix_hit_ratio, hit_ratios_vary)
+    }
+}
+
+/// The name of the row of `rate` at `hit_ratio` (see [`RateReport::row_name`]).
+pub fn row_name(rate: Rate, hit_ratio: Option<f64>, hit_ratios_vary: bool) -> String {
+    match hit_ratio {
+        Some(h) if hit_ratios_vary => format!("{rate} (hit ratio {h})"),
+        _ => rate.to_string(),
+    }
+}
+
+/// Whether the rows differ in prefix hit ratio (several `--prefix-hit-ratio` values):
+/// then a rate alone does not name a row.
+pub fn hit_ratios_vary(reports: &[RateReport]) -> bool {
+    reports
+        .windows(2)
+        .any(|w| w[0].prefix_hit_ratio != w[1].prefix_hit_ratio)
 }
 
 /// Fixed reports for printer and gate tests.
@@ -549,6 +575,7 @@ pub mod test_support {
             shard: None,
             inputs: Some(inputs()),
             rate: Rate::new(rate).unwrap(),
+            prefix_hit_ratio: None,
             process_rate: Rate::new(rate).unwrap(),
             offered_rate: rate.is_finite().then_some(rate * 0.99),
             achieved_rate: finite * 0.98,

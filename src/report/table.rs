@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::latency::Latency;
-use crate::report::{RateReport, figures, percentile_key};
+use crate::report::{RateReport, figures, hit_ratios_vary, percentile_key};
 
 /// Milliseconds with about three significant digits; `-` when absent.
 fn ms(v: Option<f64>) -> String {
@@ -49,12 +49,23 @@ struct Group {
 pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) -> String {
     let metrics = &with_ttfa(reports, metrics)[..];
     let energy = reports.iter().any(|r| r.energy.is_some());
-    let groups = groups(metrics, percentiles, energy);
+    // Several --prefix-hit-ratio values: a column says which row is which.
+    let hit_ratio = hit_ratios_vary(reports);
+    let groups = groups(metrics, percentiles, energy, hit_ratio);
     // A rate's per-model rows (`--lora-split`) follow it.
     let rows: Vec<Vec<String>> = reports
         .iter()
         .flat_map(|r| std::iter::once(r).chain(&r.by_model))
-        .map(|r| row(r, metrics, percentiles, energy))
+        .map(|r| {
+            let mut cells = row(r, metrics, percentiles, energy);
+            if hit_ratio {
+                let h = r
+                    .prefix_hit_ratio
+                    .map_or("-".to_string(), |h| h.to_string());
+                cells.insert(1, h);
+            }
+            cells
+        })
         .collect();
     let widths = widths(&groups, &rows);
 
@@ -88,9 +99,10 @@ pub fn render(reports: &[RateReport], metrics: &[Latency], percentiles: &[f64]) 
     out
 }
 
-/// The column groups: requests, throughput, goodput, one per latency metric, lag, and
-/// GPU energy when measured.
-fn groups(metrics: &[Latency], percentiles: &[f64], energy: bool) -> Vec<Group> {
+/// The column groups: requests (with the prefix hit ratio after the rate when rows
+/// differ in it), throughput, goodput, one per latency metric, lag, and GPU energy when
+/// measured.
+fn groups(metrics: &[Latency], percentiles: &[f64], energy: bool, hit_ratio: bool) -> Vec<Group> {
     let mut groups = vec![Group {
         title: "requests".into(),
         columns: vec![
@@ -101,6 +113,9 @@ fn groups(metrics: &[Latency], percentiles: &[f64], energy: bool) -> Vec<Group> 
             "fail".into(),
         ],
     }];
+    if hit_ratio {
+        groups[0].columns.insert(1, "hit ratio".into());
+    }
     groups.push(Group {
         title: "throughput".into(),
         columns: vec!["out tok/s".into(), "tot tok/s".into()],
@@ -236,8 +251,9 @@ fn format_row(groups: &[Group], widths: &[usize], cells: &[String]) -> String {
     s
 }
 
-/// The answer-check line of one rate: how many checked answers failed, by check.
-fn check_note(out: &mut String, r: &RateReport) {
+/// The answer-check line of one rate (row `name`): how many checked answers failed, by
+/// check.
+fn check_note(out: &mut String, r: &RateReport, name: &str) {
     let (Some(checked), Some(ratio)) = (r.checked_requests, r.check_failure_ratio) else {
         return;
     };
@@ -249,8 +265,7 @@ fn check_note(out: &mut String, r: &RateReport) {
         .collect();
     let _ = write!(
         out,
-        "rate {}: answer checks failed on {failed} of {checked} completed requests ({:.1}%)",
-        r.rate,
+        "rate {name}: answer checks failed on {failed} of {checked} completed requests ({:.1}%)",
         ratio * 100.0
     );
     if !by_check.is_empty() {
@@ -268,18 +283,17 @@ fn pct(v: Option<f64>) -> String {
 
 /// Multi-turn runs: TTFT, prompt tokens and cache-hit share per turn, and turns ≥ 2
 /// together; otherwise the cache-hit share alone when the server reported it.
-fn turns_note(out: &mut String, r: &RateReport) {
+fn turns_note(out: &mut String, r: &RateReport, name: &str) {
     let Some(t) = &r.turns else {
         if let Some(share) = r.cache_hit_share {
-            let _ = writeln!(out, "rate {}: cache-hit share {}", r.rate, pct(Some(share)));
+            let _ = writeln!(out, "rate {name}: cache-hit share {}", pct(Some(share)));
         }
         return;
     };
     let _ = writeln!(
         out,
-        "rate {}: per turn (cache hit = cached / prompt tokens, as the server reported; \
+        "rate {name}: per turn (cache hit = cached / prompt tokens, as the server reported; \
          overall {})",
-        r.rate,
         pct(r.cache_hit_share)
     );
     let _ = writeln!(
@@ -310,6 +324,8 @@ fn turns_note(out: &mut String, r: &RateReport) {
 
 fn notes(reports: &[RateReport]) -> String {
     let mut out = String::new();
+    let vary = hit_ratios_vary(reports);
+    let name = |r: &RateReport| r.row_name(vary);
     for r in reports.iter().filter(|r| r.failed > 0) {
         let reasons: Vec<String> = r
             .failed_by_reason
@@ -319,20 +335,20 @@ fn notes(reports: &[RateReport]) -> String {
         let _ = writeln!(
             out,
             "rate {}: {} of {} requests failed ({})",
-            r.rate,
+            name(r),
             r.failed,
             r.requests,
             reasons.join(", ")
         );
     }
     for r in reports {
-        check_note(&mut out, r);
+        check_note(&mut out, r, &name(r));
     }
     for (r, g) in reports.iter().filter_map(|r| Some((r, r.golden.as_ref()?))) {
-        let _ = writeln!(out, "{}", g.line(&r.rate.to_string()));
+        let _ = writeln!(out, "{}", g.line(&name(r)));
     }
     for r in reports {
-        turns_note(&mut out, r);
+        turns_note(&mut out, r, &name(r));
     }
     let mut sources: Vec<&str> = reports
         .iter()
@@ -352,27 +368,28 @@ fn notes(reports: &[RateReport]) -> String {
             out,
             "rate {}: mean of {} runs (different seeds); ± is the half-width of the 95 % \
              confidence interval (Student's t over the runs); ok and fail are summed",
-            r.rate, r.repeats
+            name(r),
+            r.repeats
         );
     }
     for (r, stopped) in reports
         .iter()
         .filter_map(|r| Some((r, r.stopped_early.as_ref()?)))
     {
-        let _ = writeln!(out, "rate {}: {}", r.rate, stopped.describe());
+        let _ = writeln!(out, "rate {}: {}", name(r), stopped.describe());
     }
     for (r, why) in reports
         .iter()
         .filter_map(|r| Some((r, r.cache_warning.as_ref()?)))
     {
-        let _ = writeln!(out, "WARNING: rate {}: {why}", r.rate);
+        let _ = writeln!(out, "WARNING: rate {}: {why}", name(r));
     }
     for r in reports.iter().filter(|r| r.client_behind) {
         let _ = writeln!(
             out,
             "WARNING: rate {}: dispatch lag p99 {} ms is above {} ms: the client fell behind its schedule, \
              so these figures describe the client, not the server (lower the rate, use --shard, or a bigger machine)",
-            r.rate,
+            name(r),
             ms(r.dispatch_lag_ms.p99),
             r.dispatch_lag_warn_ms
         );
@@ -381,7 +398,7 @@ fn notes(reports: &[RateReport]) -> String {
         .first()
         .map(|r| r.gates.iter().map(|g| g.gate.as_str()).collect())
         .unwrap_or_default();
-    for (i, name) in gate_names.iter().enumerate() {
+    for (i, gate_name) in gate_names.iter().enumerate() {
         let mut verdicts = Vec::new();
         for r in reports {
             if let Some(g) = r.gates.get(i) {
@@ -393,11 +410,11 @@ fn notes(reports: &[RateReport]) -> String {
                 verdicts.push(format!(
                     "{} at {} ({observed})",
                     if g.passed { "pass" } else { "FAIL" },
-                    r.rate
+                    name(r)
                 ));
             }
         }
-        let _ = writeln!(out, "gate {name}: {}", verdicts.join("; "));
+        let _ = writeln!(out, "gate {gate_name}: {}", verdicts.join("; "));
     }
     out
 }
@@ -440,6 +457,35 @@ mod tests {
         assert!(out.contains("120±10.0"), "{out}");
         assert!(out.contains("±10.00"), "{out}");
         assert!(out.contains("rate 8: mean of 5 runs"), "{out}");
+    }
+
+    #[test]
+    fn a_hit_ratio_sweep_names_its_rows_and_one_ratio_changes_nothing() {
+        let at = |h: f64| {
+            let mut r = sample_report(8.0);
+            r.prefix_hit_ratio = Some(h);
+            r.cache_hit_share = Some(h * 0.75);
+            r
+        };
+        let out = render(&[at(0.0), at(0.5)], &[Latency::Ttft], &[99.0]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[1].starts_with("rate  hit ratio  offered"), "{out}");
+        assert!(lines[3].starts_with("   8          0 "), "{out}");
+        assert!(lines[4].starts_with("   8        0.5 "), "{out}");
+        assert!(
+            out.contains("rate 8 (hit ratio 0.5): cache-hit share 37.5 %"),
+            "{out}"
+        );
+        assert!(
+            out.contains("rate 8 (hit ratio 0): 2 of 100 requests failed"),
+            "{out}"
+        );
+        let mut plain = at(0.5);
+        plain.prefix_hit_ratio = None;
+        assert_eq!(
+            render(&[at(0.5)], &[Latency::Ttft], &[99.0]),
+            render(&[plain], &[Latency::Ttft], &[99.0])
+        );
     }
 
     #[test]

@@ -221,18 +221,19 @@ impl Workload {
         self
     }
 
-    /// The same workload drawn from another seed (lengths and prompt bodies; a
-    /// dataset keeps its visiting order).
-    /// Synthetic prompts: only a share `share` (0..1) of the requests, drawn per request,
-    /// start with the shared prefix; the rest are as long without it, so the engine's
-    /// prefix-cache hit ratio follows `share` (a sweep over it shows TTFT against the
-    /// hit ratio).
-    pub fn with_prefix_share(mut self, share: f64) -> Self {
+    /// Synthetic prompts: only a share `share` (0..1) of the requests, drawn per request
+    /// ([`shares_prefix`]), start with the shared prefix; the rest are as long without
+    /// it. The prefix is drawn for `run` alone, so no earlier run (another share of a
+    /// sweep) warmed it, and the engine's prefix-cache hit ratio follows `share`.
+    pub fn with_prefix_share(mut self, share: f64, run: u32) -> anyhow::Result<Self> {
         let unprefixed = self.prompts.clone().without_shared_prefix();
+        self.prompts = self.prompts.with_run_prefix(run)?;
         self.prefix_share = Some((share.clamp(0.0, 1.0), unprefixed));
-        self
+        Ok(self)
     }
 
+    /// The same workload drawn from another seed (lengths and prompt bodies; a
+    /// dataset keeps its visiting order).
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
@@ -405,17 +406,17 @@ fn default_run_nonce(seed: u64) -> u32 {
     (splitmix64(seed ^ 0x6e6f_6e63_6500_0000) >> 32) as u32
 }
 
-/// An independent RNG for (`seed`, `index`): SplitMix64 mixing (Steele, Lea & Flood,
-/// "Fast splittable pseudorandom number generators", OOPSLA 2014) of both into the seed
-/// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
 /// Whether request `index` starts with the shared prefix when a share `share` of the
 /// requests do: a draw of its own stream, so the prompts' other draws stay as they were.
-fn shares_prefix(seed: u64, index: u64, share: f64) -> bool {
+pub fn shares_prefix(seed: u64, index: u64, share: f64) -> bool {
     use rand::RngExt;
     const PREFIX_STREAM: u64 = 0x7072_6566_6978;
     rng_for(seed ^ PREFIX_STREAM, index).random::<f64>() < share
 }
 
+/// An independent RNG for (`seed`, `index`): SplitMix64 mixing (Steele, Lea & Flood,
+/// "Fast splittable pseudorandom number generators", OOPSLA 2014) of both into the seed
+/// of a Xoshiro256++, whose output is stable across rand versions (unlike `StdRng`).
 pub fn rng_for(seed: u64, index: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(splitmix64(seed) ^ splitmix64(index.wrapping_add(0x9e37)))
 }
@@ -548,6 +549,41 @@ mod tests {
                 assert!(s.max_tokens <= w.max_output_tokens());
             }
         }
+    }
+
+    #[test]
+    fn each_run_of_a_prefix_share_draws_its_own_prefix() {
+        let fixed = || {
+            Workload::synthetic(
+                Lengths::fixed(64).unwrap(),
+                Lengths::fixed(4).unwrap(),
+                PromptGenerator::approximate(32),
+                7,
+            )
+            .unwrap()
+        };
+        let run = |nonce: u32, share: f64| {
+            fixed()
+                .with_run_nonce(nonce)
+                .with_prefix_share(share, nonce)
+                .unwrap()
+        };
+        let head = |w: &Workload, i: u64| -> String {
+            let prompt = w.spec(i).unwrap().prompt;
+            prompt.split(' ').take(32).collect::<Vec<_>>().join(" ")
+        };
+        let (a, b) = (run(1, 1.0), run(2, 1.0));
+        // Within a run every prefixed request starts with it; no other run's does.
+        assert_eq!(head(&a, 0), head(&a, 5));
+        assert_ne!(head(&a, 0), head(&b, 0));
+        assert_ne!(head(&a, 0), head(&fixed(), 0));
+        assert_eq!(a.spec(0).unwrap().prompt_tokens, 64);
+        // Which requests carry it is the seeded draw, whatever the run.
+        let (c, prefix) = (run(3, 0.5), head(&run(3, 1.0), 0));
+        let prefixed: Vec<bool> = (0..40).map(|i| head(&c, i) == prefix).collect();
+        let drawn: Vec<bool> = (0..40).map(|i| shares_prefix(7, i, 0.5)).collect();
+        assert_eq!(prefixed, drawn);
+        assert!(drawn.contains(&true) && drawn.contains(&false));
     }
 
     #[test]

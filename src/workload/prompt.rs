@@ -285,7 +285,8 @@ pub const WORDS: [&str; 256] = [
 pub const NONCE_WORDS: u32 = 8;
 
 /// Seed of the shared prefix text: fixed, so the prefix is the same across runs and
-/// seeds (a cache warmed by one run helps the next, which is the point of the flag).
+/// seeds (a cache warmed by one run helps the next, which is the point of the flag),
+/// unless a run draws its own ([`PromptGenerator::with_run_prefix`]).
 const SHARED_PREFIX_SEED: u64 = 0x5eed_0f5b_a7ed;
 
 /// Rounds of re-encoding in exact mode before settling for the closest length. vLLM's
@@ -360,6 +361,21 @@ impl PromptGenerator {
             shared_prefix,
             nonce: true,
         })
+    }
+
+    /// The same generator with a shared prefix of the same length drawn for `run` alone:
+    /// no other run sends it, so an engine's cache holds none of it when the run starts.
+    pub fn with_run_prefix(mut self, run: u32) -> anyhow::Result<Self> {
+        let Some((_, tokens)) = self.shared_prefix else {
+            return Ok(self);
+        };
+        let seed = SHARED_PREFIX_SEED ^ crate::schedule::splitmix64(u64::from(run) + 1);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        self.shared_prefix = Some(match &self.mode {
+            Mode::Approximate => (random_words(&mut rng, tokens), tokens),
+            Mode::Exact(tok) => exact_text(tok, "", tokens, &mut rng)?,
+        });
+        Ok(self)
     }
 
     /// The same generator with fixed prompts sent without the unique nonce, byte for

@@ -1,7 +1,7 @@
 //! `bench --max-error-rate` against the mock's faults: with every request failing, the
 //! first rate of a sweep stops after exactly the minimum of 10 counted requests, the
-//! sweep stops with it and bench exits with 3, the table and `--json-out` saying why
-//! and at what counts; under the bound, nothing stops.
+//! sweep stops with it (a hit-ratio sweep too) and bench exits with 3, the table and
+//! `--json-out` saying why and at what counts; under the bound, nothing stops.
 
 use crate::support::bench::{args, bench, jsonl};
 
@@ -75,4 +75,25 @@ fn the_bound_is_a_ratio() {
         let e = String::from_utf8_lossy(&o);
         assert!(e.contains("--max-error-rate: "), "{bad}: {e}");
     }
+}
+
+#[test]
+fn a_stopped_run_ends_a_hit_ratio_sweep_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("summary.jsonl");
+    bench()
+        .args(args(
+            "--mock --mock-fault http_500 --rate 20 --num-requests 2000 --output-len 4 \
+             --shared-prefix-len 16 --prefix-hit-ratio 0,0.5,1 --max-error-rate 0.5 \
+             --json-out",
+        ))
+        .arg(&out)
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "Error: rate 20: stopped early: 10 of 10 requests failed",
+        ));
+    let rows = jsonl(&out);
+    assert_eq!(rows.len(), 1, "the later ratios were not run: {rows:?}");
+    assert_eq!(rows[0]["prefix_hit_ratio"], 0.0);
 }
