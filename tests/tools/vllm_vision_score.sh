@@ -123,9 +123,9 @@ bench() {
   [ "$rc" -eq 124 ] && { cat "$scratch/$name.err" >&2; fail "bench $name did not end within 300 s"; }
   return 0
 }
-# stats NAME: "N PROMPT TTFT_MS" of a run whose requests all succeeded (PROMPT the one
-# prompt-token count of vLLM's usage every request had, or "varies"; TTFT the median, or
-# "-"); fails, showing the run, otherwise.
+# stats NAME: "N PROMPT TTFT_MS" of a run whose requests all succeeded and whose summary
+# counts the prompt tokens of vLLM's usage (PROMPT the one count every request had, or
+# "varies"; TTFT the median, or "-"); fails, showing the run, otherwise.
 stats() {
   python3 - "$scratch/$1" <<'EOF' || { cat "$scratch/$1.out" "$scratch/$1.err" >&2; fail "bench $1"; }
 import json, sys
@@ -140,6 +140,10 @@ if not recs or bad or s.get("failed") != 0 or s.get("completed") != len(recs):
 prompt = {r.get("usage_prompt_tokens") for r in recs}
 if None in prompt:
     sys.exit("a request without the server's prompt tokens")
+# The summary's prompt tokens are the usage's, image tokens included.
+if s.get("total_input_tokens") != sum(r["usage_prompt_tokens"] for r in recs):
+    sys.exit(f"summary: {s.get('total_input_tokens')} prompt tokens, the records' usage "
+             f"{sum(r['usage_prompt_tokens'] for r in recs)}")
 ttfts = sorted((r["t_first"] - r["t_send"]) * 1e3 for r in recs if r.get("t_first") is not None)
 print(len(recs), prompt.pop() if len(prompt) == 1 else "varies",
       f"{ttfts[len(ttfts) // 2]:.1f}" if ttfts else "-")
@@ -177,14 +181,15 @@ for endpoint in chat responses messages; do
       two) flags=(--images 2 --image-size 300x200) ;;
       file) flags=(--image-file "$scratch/picture.png") ;;
     esac
+    label="${flags[*]/#"$scratch"\//}"
     bench "$endpoint-$run" --endpoint "$endpoint" "${common[@]}" "${flags[@]}"
-    [ "$rc" -eq 0 ] || { cat "$scratch/$endpoint-$run.out" "$scratch/$endpoint-$run.err" >&2; fail "bench $endpoint ${flags[*]}: exit $rc"; }
+    [ "$rc" -eq 0 ] || { cat "$scratch/$endpoint-$run.out" "$scratch/$endpoint-$run.err" >&2; fail "bench $endpoint $label: exit $rc"; }
     s=$(stats "$endpoint-$run")
     read -r n tokens _ <<<"$s"
     want=$((text_tokens + want_images[$run] * per_image))
     [ "$tokens" = "$want" ] ||
-      fail "bench $endpoint ${flags[*]}: $tokens prompt tokens from vLLM's usage, want $want (text $text_tokens + ${want_images[$run]} x $per_image)"
-    line+=", ${flags[*]} $tokens"
+      fail "bench $endpoint $label: $tokens prompt tokens from vLLM's usage, want $want (text $text_tokens + ${want_images[$run]} x $per_image)"
+    line+=", $label $tokens"
   done
   say "PASS: $line (every run $n of $n answered; +$per_image tokens an image)"
 done
