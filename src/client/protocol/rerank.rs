@@ -2,7 +2,8 @@
 //! the prompt as `query`, the scenario's `documents` and `top_n`. Never streamed: the
 //! latency is the whole exchange (E2E); a success is a body with at least one result,
 //! `results: [{index, relevance_score, document?}]`; the prompt tokens come from
-//! `usage` when the server sends it (`prompt_tokens`, else vLLM's `total_tokens`).
+//! `usage` when the server sends it (`prompt_tokens`, else `total_tokens`, all that older
+//! vLLMs' rerank sends).
 
 use serde::Deserialize;
 
@@ -35,8 +36,9 @@ struct Ranked {
     relevance_score: f64,
 }
 
-/// `usage` of a ranking answer: `prompt_tokens` (llama.cpp, vLLM's score), or only
-/// `total_tokens` (vLLM's rerank), which is the prompt's since nothing is generated.
+/// `usage` of a ranking answer: `prompt_tokens` (llama.cpp; vLLM 0.32's rerank and score),
+/// or only `total_tokens` (older vLLMs' rerank), which is the prompt's since nothing is
+/// generated.
 #[derive(Deserialize)]
 pub(super) struct RankUsage {
     #[serde(default)]
@@ -156,6 +158,24 @@ mod tests {
             Rerank.decode_full(br#"{"results":[{"index":"x","relevance_score":1}]}"#),
             Err(ChunkError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn reads_vllm_0_32s_answer() {
+        // vLLM 0.32 (CPU) serving a cross-encoder: the documents echoed with a
+        // `multi_modal` field, and both token counts.
+        let a = Rerank
+            .decode_full(br#"{"id":"score-89f5dd77487121a1","model":"tiny","usage":{"prompt_tokens":55,"total_tokens":55},"results":[{"index":0,"document":{"text":"The Moon orbits the Earth.","multi_modal":null},"relevance_score":0.497761070728302},{"index":1,"document":{"text":"Saturn is a planet with rings.","multi_modal":null},"relevance_score":0.49772924184799194}]}"#)
+            .unwrap();
+        assert_eq!(
+            (
+                a.items,
+                a.top_document,
+                a.usage.prompt_tokens,
+                a.model.as_deref()
+            ),
+            (2, Some(0), Some(55), Some("tiny"))
+        );
     }
 
     #[test]

@@ -107,6 +107,14 @@ mod tests {
             (a.items, a.top_document, a.usage.prompt_tokens),
             (2, Some(1), Some(12))
         );
+        // vLLM 0.32's own answer (CPU, a tiny cross-encoder), byte for byte.
+        let a = Score
+            .decode_full(br#"{"id":"score-ba3f9bed2381712c","object":"list","created":1796570634,"model":"tiny","data":[{"index":0,"object":"score","score":0.497761070728302},{"index":1,"object":"score","score":0.49772924184799194},{"index":2,"object":"score","score":0.49771973490715027},{"index":3,"object":"score","score":0.4977034330368042}],"usage":{"prompt_tokens":55,"total_tokens":55,"completion_tokens":0,"prompt_tokens_details":null,"completion_tokens_details":null}}"#)
+            .unwrap();
+        assert_eq!(
+            (a.items, a.top_document, a.usage.prompt_tokens),
+            (4, Some(0), Some(55))
+        );
         assert!(matches!(
             Score.decode_full(br#"{"data":[{"index":0}]}"#),
             Err(ChunkError::Malformed(_))
