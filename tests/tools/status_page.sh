@@ -2,7 +2,7 @@
 # The daemon's status page in a real browser: `llmprobe daemon --mock` on a free
 # 127.0.0.1 port, headless Chromium loads `/` (desktop 1280x900 and phone 390x844) and
 # `/target/mock`, with --screenshot and --dump-dom. The DOM must hold a row for every
-# scenario /metrics reports, each followed by its last-hour row of three SVG sparklines
+# scenario /metrics reports (and every adapter's share of one), each followed by its last-hour row of three SVG sparklines
 # with drawn data, the engine line, the fleet target's engine line with its replicas
 # scraped, the demo's fingerprint row (same model), and no Content-Security-Policy
 # violation may be logged; the PNGs must have the window's size. At both widths no
@@ -39,17 +39,27 @@ while True:
     done = {}
     for labels, value in re.findall(r'^llmprobe_requests_total\{([^}]*)\} (\S+)$', text, re.M):
         l = dict(re.findall(r'(\w+)="([^"]*)"', labels))
-        done[(l["target"], l["scenario"])] = float(value)
+        done[(l["target"], l["scenario"], l["model"])] = float(value)
     scraped = re.search(r'^llmprobe_engine_scrape_success\{[^}]*target="mock"[^}]*\} 1$', text, re.M)
-    mock = sum(v for (t, _), v in done.items() if t == "mock")
+    mock = sum(v for (t, _, _), v in done.items() if t == "mock")
     fingerprinted = re.search(r'^llmprobe_fingerprint_last_run_timestamp_seconds\{', text, re.M)
     fleet = re.search(r'^llmprobe_fleet_scraped_replicas\{[^}]*target="mock-fleet"[^}]*\} 2$', text, re.M)
     if done and all(v >= 1 for v in done.values()) and mock >= 5 and scraped and fingerprinted and fleet:
         break
     assert time.monotonic() < deadline, f"not every scenario probed within 2 minutes: {done}"
     time.sleep(0.5)
-# One row per target × scenario: the scenario names, repeated as often as targets have them.
-print("\n".join(sorted(s for _, s in done)))
+# Each target's own model, from the configuration the daemon serves (`- name:` then its
+# `model:`): a row of an adapter's share is named SCENARIO@ADAPTER, the base model's
+# SCENARIO.
+base, target = {}, None
+config = urllib.request.urlopen(sys.argv[1] + "/config", timeout=10).read().decode()
+for line in config.splitlines():
+    if m := re.match(r"^- name: (.+)$", line):
+        target = m.group(1).strip()
+    elif (m := re.match(r"^  model: (.+)$", line)) and target is not None:
+        base[target] = m.group(1).strip()
+# One row per target × scenario × model: the row names, repeated as often as targets have them.
+print("\n".join(sorted(s if m == base[t] else f"{s}@{m}" for t, s, m in done)))
 PY
 say "scenarios: $(tr '\n' ' ' <"$scratch/scenarios")"
 
