@@ -46,8 +46,8 @@
 #    --lora-split, and a daemon discovering adapters as ad2 is loaded and unloaded.
 #
 # vLLM runs in a process group of its own, killed on exit, failure or not. Every wait is
-# bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s; ~3-4 min on 2 cores, more while
-# other builds run), each bench run and the daemon's stop by a timeout.
+# bounded: the start by $LLMPROBE_VLLM_START_SECS (900 s: a hang guard; about a minute on
+# 2 cores, more while other builds run), each bench run and the daemon's stop by a timeout.
 #
 # Environment: LLMPROBE_BIN (the release binary), LLMPROBE_VLLM (`vllm` of the venv) and
 # LLMPROBE_VLLM_MODEL (the model directory), the last two written to tools.env by
