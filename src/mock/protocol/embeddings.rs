@@ -1,11 +1,10 @@
 //! The embeddings answer as the mock sends it: never streamed; one small
 //! deterministic vector per input, OpenAI's list shape, usage with the prompt tokens.
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::answer::{ChunkWriter, Usage};
-use super::{MockProtocol, Whole, openai, prompt};
+use super::super::answer::ChunkWriter;
+use super::{MockProtocol, Whole, prompt};
 
 pub struct Embeddings;
 
@@ -40,40 +39,7 @@ impl MockProtocol for Embeddings {
         prompt::raw(body, "input", "a string or an array")
     }
 
-    fn usage_unasked(&self) -> bool {
-        true
-    }
-
-    fn generates(&self) -> bool {
-        false
-    }
-
-    fn open(&self, _w: &ChunkWriter, _usage: Usage) -> Option<Bytes> {
-        None
-    }
-
-    fn tokens(
-        &self,
-        _w: &ChunkWriter,
-        _from: u32,
-        _to: u32,
-        _finish: Option<&str>,
-        _usage: Option<Usage>,
-    ) -> Bytes {
-        Bytes::new()
-    }
-
-    fn content_json(&self, _w: &ChunkWriter, _text: &str) -> String {
-        String::new()
-    }
-
-    fn close(&self, _w: &ChunkWriter, _emitted: u32, _usage: Option<Usage>, _end: bool) -> Bytes {
-        Bytes::new()
-    }
-
-    fn error_event(&self, message: &str) -> Bytes {
-        openai::error_event(message)
-    }
+    super::one_body_answer!();
 
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
         body(&w.model, answer.vectors, answer.usage.prompt)

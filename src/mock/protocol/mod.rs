@@ -42,6 +42,59 @@ pub struct Whole<'a> {
     pub logprobs: Option<crate::mock::answer::logprobs::Logprobs>,
 }
 
+/// The stream half of [`MockProtocol`] for an API whose answer is one body, never
+/// streamed and never generated (embeddings, rerank, score): no open, tokens or close;
+/// usage always in the body; errors as OpenAI's. One copy, expanded inside each impl.
+macro_rules! one_body_answer {
+    () => {
+        fn usage_unasked(&self) -> bool {
+            true
+        }
+
+        fn generates(&self) -> bool {
+            false
+        }
+
+        fn open(
+            &self,
+            _w: &crate::mock::answer::ChunkWriter,
+            _usage: crate::mock::answer::Usage,
+        ) -> Option<bytes::Bytes> {
+            None
+        }
+
+        fn tokens(
+            &self,
+            _w: &crate::mock::answer::ChunkWriter,
+            _from: u32,
+            _to: u32,
+            _finish: Option<&str>,
+            _usage: Option<crate::mock::answer::Usage>,
+        ) -> bytes::Bytes {
+            bytes::Bytes::new()
+        }
+
+        fn content_json(&self, _w: &crate::mock::answer::ChunkWriter, _text: &str) -> String {
+            String::new()
+        }
+
+        fn close(
+            &self,
+            _w: &crate::mock::answer::ChunkWriter,
+            _emitted: u32,
+            _usage: Option<crate::mock::answer::Usage>,
+            _end: bool,
+        ) -> bytes::Bytes {
+            bytes::Bytes::new()
+        }
+
+        fn error_event(&self, message: &str) -> bytes::Bytes {
+            super::openai::error_event(message)
+        }
+    };
+}
+use one_body_answer;
+
 /// One API as the mock speaks it: what it reads from a request, and the events and
 /// bodies of its answers. A stream is `open`, `tokens` per chunk, then `close` (or
 /// `error_event`); a non-streamed request gets `full_response`.

@@ -3,12 +3,11 @@
 //! at most `top_n`; usage with the prompt tokens (every document paired with the
 //! query).
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::answer::{ChunkWriter, Usage};
+use super::super::answer::ChunkWriter;
 use super::ranking::{self, Ranking};
-use super::{MockProtocol, Whole, openai};
+use super::{MockProtocol, Whole};
 
 pub struct Rerank;
 
@@ -43,40 +42,7 @@ impl MockProtocol for Rerank {
         }))
     }
 
-    fn usage_unasked(&self) -> bool {
-        true
-    }
-
-    fn generates(&self) -> bool {
-        false
-    }
-
-    fn open(&self, _w: &ChunkWriter, _usage: Usage) -> Option<Bytes> {
-        None
-    }
-
-    fn tokens(
-        &self,
-        _w: &ChunkWriter,
-        _from: u32,
-        _to: u32,
-        _finish: Option<&str>,
-        _usage: Option<Usage>,
-    ) -> Bytes {
-        Bytes::new()
-    }
-
-    fn content_json(&self, _w: &ChunkWriter, _text: &str) -> String {
-        String::new()
-    }
-
-    fn close(&self, _w: &ChunkWriter, _emitted: u32, _usage: Option<Usage>, _end: bool) -> Bytes {
-        Bytes::new()
-    }
-
-    fn error_event(&self, message: &str) -> Bytes {
-        openai::error_event(message)
-    }
+    super::one_body_answer!();
 
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
         let results: Vec<Value> = answer.ranking.map_or_else(Vec::new, |r| {

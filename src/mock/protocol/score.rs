@@ -2,12 +2,11 @@
 //! `{index, object: "score", score}` per document of `text_2`, in the request's order;
 //! usage with the prompt tokens (every document paired with `text_1`).
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::super::answer::{ChunkWriter, Usage};
+use super::super::answer::ChunkWriter;
 use super::ranking::{self, Ranking};
-use super::{MockProtocol, Whole, openai};
+use super::{MockProtocol, Whole};
 
 pub struct Score;
 
@@ -35,40 +34,7 @@ impl MockProtocol for Score {
         }))
     }
 
-    fn usage_unasked(&self) -> bool {
-        true
-    }
-
-    fn generates(&self) -> bool {
-        false
-    }
-
-    fn open(&self, _w: &ChunkWriter, _usage: Usage) -> Option<Bytes> {
-        None
-    }
-
-    fn tokens(
-        &self,
-        _w: &ChunkWriter,
-        _from: u32,
-        _to: u32,
-        _finish: Option<&str>,
-        _usage: Option<Usage>,
-    ) -> Bytes {
-        Bytes::new()
-    }
-
-    fn content_json(&self, _w: &ChunkWriter, _text: &str) -> String {
-        String::new()
-    }
-
-    fn close(&self, _w: &ChunkWriter, _emitted: u32, _usage: Option<Usage>, _end: bool) -> Bytes {
-        Bytes::new()
-    }
-
-    fn error_event(&self, message: &str) -> Bytes {
-        openai::error_event(message)
-    }
+    super::one_body_answer!();
 
     fn full_response(&self, w: &ChunkWriter, answer: &Whole) -> Value {
         let data: Vec<Value> = answer.ranking.map_or_else(Vec::new, |r| {
