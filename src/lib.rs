@@ -44,6 +44,7 @@ pub mod sink;
 pub mod status;
 pub mod web;
 pub mod workload;
+pub mod yaml_locate;
 
 use std::process::ExitCode;
 

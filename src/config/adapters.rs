@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use super::locate::Path;
 use super::schema::{AdaptersConfig, Target};
 use crate::workload::lora::{Adapter, ModelSplit, check_weight};
+use crate::yaml_locate::Path;
 
 /// A target's adapters, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::locate::Path;
 use super::schema::Scenario;
 use crate::check::{CheckSpec, Checks, SchemaSource, ToolCallSpec, ToolOffer};
+use crate::yaml_locate::Path;
 
 /// Largest `prompt_file` read: a question, not a corpus.
 const MAX_PROMPT_BYTES: u64 = 1 << 20;

@@ -5,8 +5,8 @@
 //! configured ones (what the token budget also estimates by).
 
 use super::ScenarioPlan;
-use super::locate::Path;
 use crate::exposition::TokenPrice;
+use crate::yaml_locate::Path;
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
 

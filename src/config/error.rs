@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::locate::{Path, locate};
+use crate::yaml_locate::{Path, locate};
 
 /// A config file that cannot be used. Always the user's to fix.
 #[derive(Debug, Clone, PartialEq, Eq)]

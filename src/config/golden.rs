@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::locate::Path;
 use super::schema::Scenario;
 use crate::check::GoldenSet;
+use crate::yaml_locate::Path;
 
 /// Most answers a rolling window covers: a day of one probe a second is far more than
 /// an interval needs, and the window is kept in memory.

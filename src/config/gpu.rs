@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::locate::Path;
 use crate::engine_metrics::gpu::GpuMatch;
+use crate::yaml_locate::Path;
 
 /// The label of a replica's own `host:port` in `replica_match`.
 pub const REPLICA: &str = "replica";

@@ -6,9 +6,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::locate::Path;
 use crate::client::llm_d::{LlmdHeaders, ceil_ms};
 use crate::latency::{Latency, Slo};
+use crate::yaml_locate::Path;
 
 /// `llm_d:` as written. Every field off or unset by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::locate::Path;
 use super::schema::{ChatRole, Scenario};
 use crate::workload::prompt::approx_tokens;
 use crate::workload::{Exchange, Preamble};
+use crate::yaml_locate::Path;
 
 /// Most bytes of all messages together: a question, not a corpus.
 const MAX_MESSAGES_BYTES: usize = 1 << 20;

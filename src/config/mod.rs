@@ -13,7 +13,6 @@ pub mod golden;
 pub mod gpu;
 pub mod kinds;
 pub mod llm_d;
-pub mod locate;
 mod messages;
 pub mod otlp;
 pub mod plan;

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use super::locate::Path;
 use super::schema::OtlpConfig;
 use crate::secret::Secret;
+use crate::yaml_locate::Path;
 
 /// The checked `otlp:` section, its headers read.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use super::checks::{PlannedChecks, plan_checks, plan_prompt};
 use super::error::ConfigError;
-use super::locate::Path;
 use super::messages::plan_messages;
 use super::otlp::OtlpPlan;
 use super::probe::check_probe;
@@ -25,6 +24,7 @@ use crate::latency::Slo;
 use crate::probe::ProbeSpec;
 use crate::secret::{Secret, redact_url};
 use crate::workload::Preamble;
+use crate::yaml_locate::Path;
 
 /// A checked, resolved configuration.
 #[derive(Debug, Clone, PartialEq)]

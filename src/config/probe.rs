@@ -1,9 +1,9 @@
 //! A scenario as a [`ProbeSpec`]: the YAML's spelling of each part, and where an error
 //! about it points (FILE:LINE:COL comes from the path).
 
-use super::locate::Path;
 use super::schema::{Config, Scenario, Target};
 use crate::probe::{Origin, Part, ProbeSpec, PromptSource, Syntax};
+use crate::yaml_locate::Path;
 
 /// The daemon's YAML keys.
 pub(crate) struct Yaml;

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::locate::Path;
 use super::replicas_from::{DEFAULT_ENGINE_METRICS_PATH, ReplicasFrom, kind_list};
 use super::schema::{Config, Target};
 use crate::discovery::{
     self, BlockError, Discoverer, DiscoveryError, LabelAllowList, Needs, SetRules, SourceBlock,
     Step,
 };
+use crate::yaml_locate::Path;
 
 /// The rules between the keys of `replicas_from`: one source, the keys that go with it,
 /// the ranges, and that a target counts or discovers its replicas. The source's own

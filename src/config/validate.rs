@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::locate::Path;
 use super::schema::{
     BucketsConfig, Config, HeaderValue, LATER_SUFFIX, Scenario, SelfCheckConfig, Target,
 };
 use super::slo::SloConfig;
+use crate::yaml_locate::Path;
 
 /// A rule violation: where and what.
 pub type Violation = (Path, String);

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::locate::Path;
 use crate::config::schema::{Scenario, Target};
 use crate::fingerprint::{Baseline, request::unsupported};
+use crate::yaml_locate::Path;
 
 /// A fingerprint scenario, checked: its name, its baseline read, its interval.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,9 +8,9 @@ pub mod fingerprint;
 pub mod model_list;
 pub mod prefix_cache;
 
-use super::locate::Path;
 pub use super::schema::KindName;
 use super::schema::{Scenario, Target};
+use crate::yaml_locate::Path;
 
 /// The kind of scenario `s` at `at`: its `kind:`, which must agree with its blocks, or
 /// the one its blocks name.

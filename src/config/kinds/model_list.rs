@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::config::locate::Path;
 use crate::config::schema::Scenario;
+use crate::yaml_locate::Path;
 
 /// A model-list scenario, checked: its name and its interval.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use reqwest::header::HeaderName;
 
-use crate::config::locate::Path;
 use crate::config::schema::Scenario;
+use crate::yaml_locate::Path;
 
 /// The fewest prefix tokens worth a session: one KV block of the engines that cache by
 /// blocks of 16 tokens, so a hit is possible at all.
